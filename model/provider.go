@@ -1,0 +1,21 @@
+package model
+
+import (
+	"context"
+	"iter"
+)
+
+// Provider talks to one model API.
+type Provider interface {
+	// Name is the provider's name ("anthropic", "openai", "demo").
+	Name() string
+	// Stream sends req once and yields the response's parts in order. It
+	// yields a non-nil error at most once, as its last value: an *APIError,
+	// ErrIncomplete, ErrNotEventStream, a network error or ctx's error.
+	// A consumer that stops early (break) releases the connection; the
+	// iterator may be ranged over only once.
+	Stream(ctx context.Context, req *Request) iter.Seq2[Part, error]
+	// Complete sends req without streaming (the fallback after repeated
+	// streaming failures).
+	Complete(ctx context.Context, req *Request) (*Response, error)
+}

@@ -1,0 +1,105 @@
+package model
+
+import "encoding/json"
+
+// Role of a message in the model's context.
+type Role string
+
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+)
+
+// ContentType is the kind of a content block in the model's context.
+type ContentType string
+
+const (
+	ContentText              ContentType = "text"
+	ContentReasoning         ContentType = "reasoning"          // Anthropic "thinking"; DeepSeek reasoning_content
+	ContentRedactedReasoning ContentType = "redacted_reasoning" // Anthropic "redacted_thinking"
+	ContentToolUse           ContentType = "tool_use"
+	ContentToolResult        ContentType = "tool_result"
+	// ContentRaw is a block the provider produced that sluice passes back
+	// unchanged (server_tool_use, web_search_tool_result, compaction, MCP
+	// blocks, kinds not known yet).
+	ContentRaw ContentType = "raw"
+)
+
+// Content is one block of a message in the model's context.
+type Content struct {
+	Type ContentType `json:"type"`
+	// Text is the text of text and reasoning blocks and of a tool result.
+	Text string `json:"text,omitempty"`
+	// Signature authenticates a reasoning block (Anthropic).
+	Signature string `json:"signature,omitempty"`
+	// Data is the opaque payload of a redacted reasoning block.
+	Data string `json:"data,omitempty"`
+	// ID is a tool use's id; for a tool result, the id of the tool use it
+	// answers.
+	ID   string `json:"id,omitempty"`
+	Name string `json:"name,omitempty"`
+	// Input is a tool use's complete JSON input.
+	Input json.RawMessage `json:"input,omitempty"`
+	// IsError marks a failed tool result.
+	IsError bool `json:"isError,omitempty"`
+	// Citations are a text block's citations as the server sent them.
+	Citations json.RawMessage `json:"citations,omitempty"`
+	// Raw is the whole block of a ContentRaw, as the server sent it (with a
+	// streamed input filled in).
+	Raw json.RawMessage `json:"raw,omitempty"`
+}
+
+// Message is one message of the model's context.
+type Message struct {
+	Role    Role      `json:"role"`
+	Content []Content `json:"content"`
+}
+
+// Tool describes a tool the model may call.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// Request is one model call.
+type Request struct {
+	Model     string    `json:"model"`
+	System    string    `json:"system,omitempty"`
+	Messages  []Message `json:"messages"`
+	Tools     []Tool    `json:"tools,omitempty"`
+	MaxTokens int       `json:"max_tokens,omitempty"`
+	// ThinkingBudget enables extended thinking with that many tokens when
+	// positive (providers without it ignore it).
+	ThinkingBudget int `json:"thinking_budget,omitempty"`
+}
+
+// Response is a whole model response, as the non-streaming fallback returns
+// it and as Accumulator builds it from parts.
+type Response struct {
+	ID           string    `json:"id"`
+	Model        string    `json:"model"`
+	Content      []Content `json:"content"`
+	StopReason   string    `json:"stop_reason"`
+	StopSequence string    `json:"stop_sequence,omitempty"`
+	Usage        Usage     `json:"usage"`
+}
+
+// Usage counts tokens.
+type Usage struct {
+	InputTokens              int `json:"input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens,omitempty"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens,omitempty"`
+}
+
+// Stop reasons (Anthropic's names; other providers' are translated).
+const (
+	StopEndTurn      = "end_turn"
+	StopToolUse      = "tool_use"
+	StopMaxTokens    = "max_tokens"
+	StopSequence     = "stop_sequence"
+	StopPauseTurn    = "pause_turn"
+	StopRefusal      = "refusal"
+	StopContextLimit = "model_context_window_exceeded"
+)

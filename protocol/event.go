@@ -1,0 +1,266 @@
+package protocol
+
+// Method names of the events on the wire (JSON-RPC notification methods).
+const (
+	MethodUserMessageAdded          = "userMessageAdded"
+	MethodAssistantMessageAdded     = "assistantMessageAdded"
+	MethodAssistantContentUpdated   = "assistantContentUpdated"
+	MethodAssistantReasoningUpdated = "assistantReasoningUpdated"
+	MethodToolBlockUpdated          = "toolBlockUpdated"
+	MethodErrorBlockAdded           = "errorBlockAdded"
+	MethodCompactBlockAdded         = "compactBlockAdded"
+	MethodAssistantMessageDiscarded = "assistantMessageDiscarded"
+	MethodTurnEnded                 = "turnEnded"
+	MethodMessagesRewound           = "messagesRewound"
+	MethodMessagesCleared           = "messagesCleared"
+	MethodRunStateChanged           = "runStateChanged"
+	MethodStreamNotice              = "streamNotice"
+	MethodPermissionRequest         = "permissionRequest"
+	MethodPermissionResolved        = "permissionResolved"
+)
+
+// Header is carried by every event.
+type Header struct {
+	SessionID string `json:"sessionId"`
+	// Seq numbers the session's events: exactly one more than the event
+	// before it.
+	Seq int64 `json:"seq"`
+	// FirstSeq is set only on an event that a buffering stage merged from
+	// several adjacent deltas: it is the seq of the first of them, Seq the
+	// seq of the last. A consumer holding a seq in [FirstSeq, Seq) cannot
+	// apply the merged event and must resync.
+	FirstSeq int64 `json:"firstSeq,omitempty"`
+}
+
+// From returns the first seq the event covers.
+func (h Header) From() int64 {
+	if h.FirstSeq != 0 {
+		return h.FirstSeq
+	}
+	return h.Seq
+}
+
+// Event is one change to a session. The set of events is closed: the
+// concrete types are those of this package, passed by value. Events are
+// immutable once published; consumers must not modify the slices they hold.
+type Event interface {
+	// Method is the event's wire name.
+	Method() string
+	// Head returns the event's header.
+	Head() Header
+	withHead(Header) Event
+}
+
+// WithHeader returns ev with its header replaced.
+func WithHeader(ev Event, h Header) Event { return ev.withHead(h) }
+
+// UserMessageAdded appends a whole user message.
+type UserMessageAdded struct {
+	Header
+	Message Message `json:"message"`
+}
+
+// AssistantMessageAdded appends a new assistant message, without blocks.
+type AssistantMessageAdded struct {
+	Header
+	Message Message `json:"message"`
+}
+
+// AssistantContentUpdated appends Chunk to the text block at BlockIndex of
+// message MessageID, creating the block when the index is new. The end of
+// the block is an event with Stage end and an empty Chunk.
+type AssistantContentUpdated struct {
+	Header
+	MessageID  string `json:"messageId"`
+	BlockIndex int    `json:"blockIndex"`
+	Chunk      string `json:"chunk"`
+	Stage      Stage  `json:"stage"`
+}
+
+// AssistantReasoningUpdated is AssistantContentUpdated for a reasoning
+// block; StartedAt comes with its first event, EndedAt with its end.
+type AssistantReasoningUpdated struct {
+	Header
+	MessageID  string `json:"messageId"`
+	BlockIndex int    `json:"blockIndex"`
+	Chunk      string `json:"chunk"`
+	Stage      Stage  `json:"stage"`
+	StartedAt  int64  `json:"startedAt,omitempty"`
+	EndedAt    int64  `json:"endedAt,omitempty"`
+}
+
+// ToolBlockUpdated moves a tool block forward. By stage:
+//   - start: Name;
+//   - streaming: ParametersChunk, to append to the parameters;
+//   - running: the authoritative Parameters and CompactParams (on every
+//     running event), and while output grows ResultChunk (to append to the
+//     result) with ShortResult, its last few lines;
+//   - end: Parameters, Result (the whole output), ShortResult, Success and
+//     Error.
+type ToolBlockUpdated struct {
+	Header
+	MessageID       string `json:"messageId"`
+	BlockIndex      int    `json:"blockIndex"`
+	ToolID          string `json:"toolId"`
+	Name            string `json:"name"`
+	Stage           Stage  `json:"stage"`
+	ParametersChunk string `json:"parametersChunk,omitempty"`
+	Parameters      string `json:"parameters,omitempty"`
+	CompactParams   string `json:"compactParams,omitempty"`
+	ResultChunk     string `json:"resultChunk,omitempty"`
+	ShortResult     string `json:"shortResult,omitempty"`
+	// Result is set at end only, even when the output is empty.
+	Result  *string `json:"result,omitempty"`
+	Success *bool   `json:"success,omitempty"`
+	Error   string  `json:"error,omitempty"`
+}
+
+// ErrorBlockAdded appends an error block at BlockIndex.
+type ErrorBlockAdded struct {
+	Header
+	MessageID  string `json:"messageId"`
+	BlockIndex int    `json:"blockIndex"`
+	Error      string `json:"error"`
+}
+
+// CompactBlockAdded appends the message that holds a compaction summary.
+// The display list only grows; the model's context is what was folded.
+type CompactBlockAdded struct {
+	Header
+	Message Message `json:"message"`
+}
+
+// AssistantMessageDiscarded removes a message of a failed attempt that will
+// be retried.
+type AssistantMessageDiscarded struct {
+	Header
+	MessageID string `json:"messageId"`
+	Reason    string `json:"reason"`
+}
+
+// TurnEnded records why a model response ended.
+type TurnEnded struct {
+	Header
+	MessageID  string `json:"messageId"`
+	StopReason string `json:"stopReason"`
+	Usage      *Usage `json:"usage,omitempty"`
+}
+
+// MessagesRewound removes the last occurrence of AnchorMessageID and
+// everything after it.
+type MessagesRewound struct {
+	Header
+	AnchorMessageID string `json:"anchorMessageId"`
+}
+
+// MessagesCleared empties the list.
+type MessagesCleared struct {
+	Header
+}
+
+// Run states.
+const (
+	RunRunning = "running"
+	RunIdle    = "idle"
+)
+
+// RunStateChanged says whether the agent is working.
+type RunStateChanged struct {
+	Header
+	State string `json:"state"`
+}
+
+// Notice kinds.
+const (
+	NoticeRetrying = "retrying"
+	NoticeStalled  = "stalled"
+)
+
+// StreamNotice reports trouble with the model stream: a retry (Attempt,
+// DelayMs, Cause) or a stall (IdleMs).
+type StreamNotice struct {
+	Header
+	Kind    string `json:"kind"`
+	Attempt int    `json:"attempt,omitempty"`
+	DelayMs int64  `json:"delayMs,omitempty"`
+	Cause   string `json:"cause,omitempty"`
+	IdleMs  int64  `json:"idleMs,omitempty"`
+}
+
+// PermissionRequest asks whoever is attached whether a tool may run. Any
+// face may answer; the first answer wins and is announced as
+// PermissionResolved.
+type PermissionRequest struct {
+	Header
+	RequestID     string `json:"requestId"`
+	MessageID     string `json:"messageId"`
+	BlockIndex    int    `json:"blockIndex"`
+	ToolID        string `json:"toolId"`
+	Name          string `json:"name"`
+	Parameters    string `json:"parameters"`
+	CompactParams string `json:"compactParams,omitempty"`
+	// Reason says why approval is needed (for example "edits a file").
+	Reason string `json:"reason,omitempty"`
+}
+
+// Permission decisions.
+const (
+	DecisionAllow       = "allow"        // this call only
+	DecisionAllowAlways = "allow_always" // this tool, for the rest of the session
+	DecisionDeny        = "deny"
+)
+
+// PermissionResolved closes a PermissionRequest.
+type PermissionResolved struct {
+	Header
+	RequestID string `json:"requestId"`
+	Decision  string `json:"decision"`
+}
+
+func (e UserMessageAdded) Method() string          { return MethodUserMessageAdded }
+func (e AssistantMessageAdded) Method() string     { return MethodAssistantMessageAdded }
+func (e AssistantContentUpdated) Method() string   { return MethodAssistantContentUpdated }
+func (e AssistantReasoningUpdated) Method() string { return MethodAssistantReasoningUpdated }
+func (e ToolBlockUpdated) Method() string          { return MethodToolBlockUpdated }
+func (e ErrorBlockAdded) Method() string           { return MethodErrorBlockAdded }
+func (e CompactBlockAdded) Method() string         { return MethodCompactBlockAdded }
+func (e AssistantMessageDiscarded) Method() string { return MethodAssistantMessageDiscarded }
+func (e TurnEnded) Method() string                 { return MethodTurnEnded }
+func (e MessagesRewound) Method() string           { return MethodMessagesRewound }
+func (e MessagesCleared) Method() string           { return MethodMessagesCleared }
+func (e RunStateChanged) Method() string           { return MethodRunStateChanged }
+func (e StreamNotice) Method() string              { return MethodStreamNotice }
+func (e PermissionRequest) Method() string         { return MethodPermissionRequest }
+func (e PermissionResolved) Method() string        { return MethodPermissionResolved }
+
+func (e UserMessageAdded) Head() Header          { return e.Header }
+func (e AssistantMessageAdded) Head() Header     { return e.Header }
+func (e AssistantContentUpdated) Head() Header   { return e.Header }
+func (e AssistantReasoningUpdated) Head() Header { return e.Header }
+func (e ToolBlockUpdated) Head() Header          { return e.Header }
+func (e ErrorBlockAdded) Head() Header           { return e.Header }
+func (e CompactBlockAdded) Head() Header         { return e.Header }
+func (e AssistantMessageDiscarded) Head() Header { return e.Header }
+func (e TurnEnded) Head() Header                 { return e.Header }
+func (e MessagesRewound) Head() Header           { return e.Header }
+func (e MessagesCleared) Head() Header           { return e.Header }
+func (e RunStateChanged) Head() Header           { return e.Header }
+func (e StreamNotice) Head() Header              { return e.Header }
+func (e PermissionRequest) Head() Header         { return e.Header }
+func (e PermissionResolved) Head() Header        { return e.Header }
+
+func (e UserMessageAdded) withHead(h Header) Event          { e.Header = h; return e }
+func (e AssistantMessageAdded) withHead(h Header) Event     { e.Header = h; return e }
+func (e AssistantContentUpdated) withHead(h Header) Event   { e.Header = h; return e }
+func (e AssistantReasoningUpdated) withHead(h Header) Event { e.Header = h; return e }
+func (e ToolBlockUpdated) withHead(h Header) Event          { e.Header = h; return e }
+func (e ErrorBlockAdded) withHead(h Header) Event           { e.Header = h; return e }
+func (e CompactBlockAdded) withHead(h Header) Event         { e.Header = h; return e }
+func (e AssistantMessageDiscarded) withHead(h Header) Event { e.Header = h; return e }
+func (e TurnEnded) withHead(h Header) Event                 { e.Header = h; return e }
+func (e MessagesRewound) withHead(h Header) Event           { e.Header = h; return e }
+func (e MessagesCleared) withHead(h Header) Event           { e.Header = h; return e }
+func (e RunStateChanged) withHead(h Header) Event           { e.Header = h; return e }
+func (e StreamNotice) withHead(h Header) Event              { e.Header = h; return e }
+func (e PermissionRequest) withHead(h Header) Event         { e.Header = h; return e }
+func (e PermissionResolved) withHead(h Header) Event        { e.Header = h; return e }
