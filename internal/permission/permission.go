@@ -1,0 +1,134 @@
+// Package permission decides whether a tool call may run, asks first, or is
+// refused, after the permission modes Claude Code users know: default,
+// acceptEdits, bypassPermissions and plan.
+package permission
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/sluicehq/sluice/internal/tools"
+	"github.com/sluicehq/sluice/tool"
+)
+
+// Mode is a permission mode; its values are the names people type
+// (--permission-mode acceptEdits).
+type Mode string
+
+// The permission modes.
+const (
+	// Default runs read-only tools; edits and commands ask first.
+	Default Mode = "default"
+	// AcceptEdits also runs edits inside the working directory; commands,
+	// and edits elsewhere, ask first.
+	AcceptEdits Mode = "acceptEdits"
+	// BypassPermissions runs everything without asking.
+	BypassPermissions Mode = "bypassPermissions"
+	// Plan runs read-only tools and refuses the rest, so that the model
+	// plans before it changes anything.
+	Plan Mode = "plan"
+)
+
+// Modes lists the modes in the order a face offers them.
+var Modes = []Mode{Default, AcceptEdits, BypassPermissions, Plan}
+
+// ErrUnknownMode is returned by ParseMode for a name that is not a mode.
+var ErrUnknownMode = errors.New("unknown permission mode")
+
+// ParseMode returns the mode named s; "" is Default.
+func ParseMode(s string) (Mode, error) {
+	if s == "" {
+		return Default, nil
+	}
+	for _, m := range Modes {
+		if string(m) == s {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("%w %q (want default, acceptEdits, bypassPermissions or plan)", ErrUnknownMode, s)
+}
+
+// Action is what happens to a call.
+type Action int
+
+const (
+	// Allow runs the call.
+	Allow Action = iota
+	// Ask asks the user through the attached face before running it.
+	Ask
+	// Deny refuses the call; Decision.Reason tells the model why.
+	Deny
+)
+
+func (a Action) String() string {
+	switch a {
+	case Allow:
+		return "allow"
+	case Ask:
+		return "ask"
+	case Deny:
+		return "deny"
+	}
+	return fmt.Sprintf("Action(%d)", int(a))
+}
+
+// Decision is an action and why: the reason is shown to the user when
+// asking, and to the model when denying.
+type Decision struct {
+	Action Action
+	Reason string
+}
+
+// PathTarget is implemented by tools whose calls change one file (Write,
+// Edit): acceptEdits allows them only inside the working directory.
+type PathTarget interface {
+	// TargetPath returns the path the call would change, as given in
+	// params ("" when unknown).
+	TargetPath(params json.RawMessage) string
+}
+
+// Decide decides a call of t with params in mode, for a session whose
+// environment is env. An unknown mode decides as Default. Remembering a
+// user's "always allow" is the caller's: it turns Ask into Allow, never Deny.
+func Decide(mode Mode, t tool.Tool, params json.RawMessage, env *tool.Env) Decision {
+	name := t.Name()
+	switch mode {
+	case BypassPermissions:
+		return Decision{Allow, "permissions are bypassed"}
+	case Plan:
+		if t.Kind() == tool.ReadOnly {
+			return Decision{Allow, name + " is read-only"}
+		}
+		return Decision{Deny, fmt.Sprintf(
+			"%s was not run: the session is in plan mode, where only read-only tools run. "+
+				"Do not try to change files or run commands; research with read-only tools, "+
+				"then present your plan and wait for the user to approve it.", name)}
+	}
+	switch t.Kind() {
+	case tool.ReadOnly:
+		return Decision{Allow, name + " is read-only"}
+	case tool.Edit:
+		if mode != AcceptEdits {
+			return Decision{Ask, name + " changes files"}
+		}
+		pt, ok := t.(PathTarget)
+		if !ok {
+			return Decision{Allow, "edits are accepted"}
+		}
+		p := pt.TargetPath(params)
+		if p == "" {
+			// The call cannot run without a path; let it fail in Run.
+			return Decision{Allow, "edits are accepted"}
+		}
+		var work tool.Env
+		if env != nil {
+			work.WorkDir = env.WorkDir // Not the allowed directories: they ask.
+		}
+		if _, err := tools.ResolvePath(&work, p); err != nil {
+			return Decision{Ask, fmt.Sprintf("%s would change %s, outside the working directory", name, p)}
+		}
+		return Decision{Allow, "edits in the working directory are accepted"}
+	}
+	return Decision{Ask, name + " runs commands"}
+}
