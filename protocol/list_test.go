@@ -1,0 +1,99 @@
+package protocol_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/protocol"
+)
+
+func hdr(seq int64) protocol.Header { return protocol.Header{SessionID: "s", Seq: seq} }
+
+func TestApplyErrors(t *testing.T) {
+	t.Parallel()
+	base := func() *protocol.List {
+		l := &protocol.List{}
+		for _, ev := range []protocol.Event{
+			protocol.UserMessageAdded{Header: hdr(1), Message: protocol.Message{ID: "u1", Role: protocol.RoleUser}},
+			protocol.AssistantMessageAdded{Header: hdr(2), Message: protocol.Message{ID: "a1", Role: protocol.RoleAssistant}},
+			protocol.AssistantContentUpdated{Header: hdr(3), MessageID: "a1", Chunk: "abc", Stage: protocol.StageStreaming},
+		} {
+			if err := l.Apply(ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return l
+	}
+	tests := []struct {
+		name string
+		ev   protocol.Event
+		want error
+	}{
+		{"stale", protocol.AssistantContentUpdated{Header: hdr(3), MessageID: "a1", Chunk: "x", Stage: protocol.StageStreaming}, protocol.ErrStale},
+		{"gap", protocol.AssistantContentUpdated{Header: hdr(5), MessageID: "a1", Chunk: "x", Stage: protocol.StageStreaming}, protocol.ErrGap},
+		{"merged straddles held seq", protocol.AssistantContentUpdated{Header: protocol.Header{SessionID: "s", Seq: 5, FirstSeq: 3}, MessageID: "a1", Chunk: "x", Stage: protocol.StageStreaming}, protocol.ErrGap},
+		{"unknown message", protocol.AssistantContentUpdated{Header: hdr(4), MessageID: "zz", Chunk: "x", Stage: protocol.StageStreaming}, protocol.ErrInconsistent},
+		{"block index skips", protocol.AssistantContentUpdated{Header: hdr(4), MessageID: "a1", BlockIndex: 2, Chunk: "x", Stage: protocol.StageStreaming}, protocol.ErrInconsistent},
+		{"wrong block type", protocol.AssistantReasoningUpdated{Header: hdr(4), MessageID: "a1", Chunk: "x", Stage: protocol.StageStreaming}, protocol.ErrInconsistent},
+		{"rewind to unknown", protocol.MessagesRewound{Header: hdr(4), AnchorMessageID: "nope"}, protocol.ErrInconsistent},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			l := base()
+			before := l.Snapshot()
+			err := l.Apply(tt.ev)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Apply = %v, want %v", err, tt.want)
+			}
+			after := l.Snapshot()
+			if after.Seq != before.Seq || after.Messages[1].Blocks[0].Content != "abc" {
+				t.Fatalf("a refused event changed the list: %+v", after)
+			}
+		})
+	}
+}
+
+// TestSnapshotIsACopy checks that a snapshot does not change when the list
+// goes on growing in the same buffer, and that changing a snapshot does not
+// reach the list.
+func TestSnapshotIsACopy(t *testing.T) {
+	t.Parallel()
+	l := &protocol.List{}
+	l.Apply(protocol.AssistantMessageAdded{Header: hdr(1), Message: protocol.Message{ID: "a1"}})
+	l.Apply(protocol.AssistantContentUpdated{Header: hdr(2), MessageID: "a1", Chunk: "Hello", Stage: protocol.StageStreaming})
+	snap := l.Snapshot()
+	for i := int64(3); i < 100; i++ {
+		l.Apply(protocol.AssistantContentUpdated{Header: hdr(i), MessageID: "a1", Chunk: "!", Stage: protocol.StageStreaming})
+	}
+	if got := snap.Messages[0].Blocks[0].Content; got != "Hello" {
+		t.Fatalf("snapshot changed to %q", got)
+	}
+	snap.Messages[0].Blocks[0].Content = "mutated"
+	if got := l.At(0).Blocks[0].Content; got != "Hello"+strings.Repeat("!", 97) {
+		t.Fatalf("list content %q", got)
+	}
+	// A list reset from a snapshot must not write into the original's buffer.
+	other := protocol.NewList(l.Snapshot())
+	other.Apply(protocol.AssistantContentUpdated{Header: hdr(100), MessageID: "a1", Chunk: "X", Stage: protocol.StageStreaming})
+	l.Apply(protocol.AssistantContentUpdated{Header: hdr(100), MessageID: "a1", Chunk: "Y", Stage: protocol.StageStreaming})
+	if a, b := other.At(0).Blocks[0].Content, l.At(0).Blocks[0].Content; a[len(a)-1] != 'X' || b[len(b)-1] != 'Y' || a[:len(a)-1] != b[:len(b)-1] {
+		t.Fatalf("lists share a buffer: %q vs %q", a[len(a)-3:], b[len(b)-3:])
+	}
+}
+
+// BenchmarkApplyDelta measures one text delta applied to a long block: the
+// cost must not grow with the block (amortised O(chunk)).
+func BenchmarkApplyDelta(b *testing.B) {
+	l := &protocol.List{}
+	l.Apply(protocol.AssistantMessageAdded{Header: hdr(1), Message: protocol.Message{ID: "a1"}})
+	seq := int64(1)
+	b.ReportAllocs()
+	for b.Loop() {
+		seq++
+		if err := l.Apply(protocol.AssistantContentUpdated{Header: hdr(seq), MessageID: "a1", Chunk: "0123456789", Stage: protocol.StageStreaming}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
