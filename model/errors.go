@@ -20,6 +20,12 @@ var (
 	ErrContextOverflow = errors.New("prompt is too long for the model's context window")
 	// ErrEventTooLarge: one event exceeded the configured maximum size.
 	ErrEventTooLarge = errors.New("model stream event exceeds the maximum size")
+	// ErrMalformedEvent: an event of the stream could not be decoded (bad
+	// JSON, a delta for a block that was never started). Retried.
+	ErrMalformedEvent = errors.New("model stream event is malformed")
+	// ErrInvalidRequest: the request could not be built (an invalid JSON
+	// tool input or schema). Never retried.
+	ErrInvalidRequest = errors.New("model request is invalid")
 )
 
 // APIError is an error answer of a model API, in the HTTP status or as an

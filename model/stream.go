@@ -1,0 +1,464 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"math/rand/v2"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of StreamOptions.
+const (
+	DefaultMaxRetries      = 10
+	DefaultFallbackAfter   = 3
+	DefaultBaseDelay       = 500 * time.Millisecond
+	DefaultMaxDelay        = 32 * time.Second
+	DefaultMaxRetryAfter   = 60 * time.Second
+	DefaultStallWarning    = 10 * time.Second
+	DefaultIdleTimeout     = 60 * time.Second
+	DefaultCompleteTimeout = 10 * time.Minute
+)
+
+// StreamOptions configure Stream. The zero value gives the defaults.
+type StreamOptions struct {
+	// MaxRetries bounds the retries of one call: 0 means DefaultMaxRetries,
+	// a negative value none.
+	MaxRetries int
+	// FallbackAfter is how many consecutive failed streams (a stream that
+	// broke after it began, an error event, an idle timeout) make the next
+	// attempt one non-streaming request: 0 means DefaultFallbackAfter, a
+	// negative value never. The fallback is also tried once before Stream
+	// gives up on a retryable failure.
+	FallbackAfter int
+	// BaseDelay and MaxDelay shape the exponential backoff: BaseDelay
+	// doubled per retry, at most MaxDelay, minus up to a quarter of jitter.
+	BaseDelay, MaxDelay time.Duration
+	// MaxRetryAfter caps the wait a server asks for in retry-after-ms or
+	// retry-after; 0 means DefaultMaxRetryAfter.
+	MaxRetryAfter time.Duration
+	// StallWarning is how long without a byte makes Stream yield
+	// PartStalled (the attempt goes on); IdleTimeout how long aborts the
+	// attempt and retries it. 0 means the default, a negative value never.
+	StallWarning, IdleTimeout time.Duration
+	// CompleteTimeout bounds the non-streaming fallback request, which has
+	// no bytes to watch until it is answered whole: 0 means
+	// DefaultCompleteTimeout, a negative value no bound.
+	CompleteTimeout time.Duration
+
+	// Clock is the time source of the watchdog, the backoff and the
+	// fallback timeout; nil means SystemClock.
+	Clock Clock
+	// Sleep waits d or until ctx is done, returning ctx's error; nil waits
+	// on Clock.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Jitter returns a number in [0, 1); nil uses math/rand/v2.
+	Jitter func() float64
+}
+
+// StreamOptionsFromEnv reads SLUICE_STREAM_STALL_WARNING and
+// SLUICE_STREAM_IDLE_TIMEOUT (Go durations such as "90s"; "0" turns the
+// watch off) and SLUICE_STREAM_MAX_RETRIES through getenv (os.Getenv), on
+// top of opts.
+func StreamOptionsFromEnv(opts StreamOptions, getenv func(string) string) (StreamOptions, error) {
+	for _, v := range []struct {
+		name string
+		dst  *time.Duration
+	}{
+		{"SLUICE_STREAM_STALL_WARNING", &opts.StallWarning},
+		{"SLUICE_STREAM_IDLE_TIMEOUT", &opts.IdleTimeout},
+	} {
+		s := getenv(v.name)
+		if s == "" {
+			continue
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 {
+			return opts, fmt.Errorf("%s=%q: want a duration such as 90s, or 0 to turn it off", v.name, s)
+		}
+		if d == 0 {
+			d = -1
+		}
+		*v.dst = d
+	}
+	if s := getenv("SLUICE_STREAM_MAX_RETRIES"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return opts, fmt.Errorf("SLUICE_STREAM_MAX_RETRIES=%q: want a number of retries", s)
+		}
+		if n == 0 {
+			n = -1
+		}
+		opts.MaxRetries = n
+	}
+	return opts, nil
+}
+
+func (o StreamOptions) withDefaults() StreamOptions {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defDur := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&o.MaxRetries, DefaultMaxRetries)
+	def(&o.FallbackAfter, DefaultFallbackAfter)
+	defDur(&o.BaseDelay, DefaultBaseDelay)
+	defDur(&o.MaxDelay, DefaultMaxDelay)
+	defDur(&o.MaxRetryAfter, DefaultMaxRetryAfter)
+	defDur(&o.StallWarning, DefaultStallWarning)
+	defDur(&o.IdleTimeout, DefaultIdleTimeout)
+	defDur(&o.CompleteTimeout, DefaultCompleteTimeout)
+	if o.Clock == nil {
+		o.Clock = SystemClock
+	}
+	if o.Sleep == nil {
+		clock := o.Clock
+		o.Sleep = func(ctx context.Context, d time.Duration) error {
+			t := clock.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-t.C():
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	if o.Jitter == nil {
+		o.Jitter = rand.Float64
+	}
+	return o
+}
+
+// Stream sends req through p and yields the response's parts, surviving
+// what real servers do:
+//
+//   - A failed attempt (408, 409, 429, 5xx, 529, a connection error, an
+//     error event, a stream that breaks or ends without its final event, a
+//     200 that is not an event stream, an idle timeout) is retried with
+//     exponential backoff and jitter, or after the wait the server asked
+//     for. Before waiting, Stream yields PartRetry: everything yielded since
+//     the attempt's PartMessageStart is void.
+//   - 400, 401, 403, 404, 413, a context overflow (ErrContextOverflow) and
+//     any error the server marked x-should-retry: false are not retried:
+//     Stream yields the error, whose message says what to do.
+//   - The watchdog measures the time since the last byte of the response
+//     (providers wrap their body with WatchBody) or the last part: past
+//     StallWarning it yields PartStalled once, past IdleTimeout it aborts
+//     the attempt and retries it.
+//   - After FallbackAfter consecutive failed streams, and before giving up
+//     on a retryable failure, one non-streaming request (Provider.Complete)
+//     is tried; its response is yielded as the same parts a stream would
+//     give.
+//
+// The iterator yields a non-nil error at most once, as its last value; a
+// response that ends with PartMessageStop is a success. When the consumer
+// stops early (break), Stream cancels the attempt, which releases the HTTP
+// connection, and returns only after the provider's goroutine has ended.
+// Cancelling ctx ends the stream with ctx's error.
+func Stream(ctx context.Context, p Provider, req *Request, opts StreamOptions) iter.Seq2[Part, error] {
+	return func(yield func(Part, error) bool) {
+		s := &streamer{p: p, req: req, o: opts.withDefaults()}
+		s.run(ctx, yield)
+	}
+}
+
+type streamer struct {
+	p   Provider
+	req *Request
+	o   StreamOptions
+}
+
+func (s *streamer) run(ctx context.Context, yield func(Part, error) bool) {
+	retries, streamFailures := 0, 0
+	fallback := false
+	for {
+		var (
+			err            error
+			stopped, began bool
+		)
+		if fallback {
+			err, stopped = s.complete(ctx, yield)
+		} else {
+			err, stopped, began = s.attempt(ctx, yield)
+		}
+		if stopped || err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			yield(Part{}, context.Cause(ctx))
+			return
+		}
+		if fallback || !retryable(err) {
+			yield(Part{}, err)
+			return
+		}
+		if began || streamFailure(err) {
+			streamFailures++
+		} else {
+			streamFailures = 0
+		}
+		exhausted := retries >= s.o.MaxRetries
+		switch {
+		case s.o.FallbackAfter > 0 && (streamFailures >= s.o.FallbackAfter || exhausted):
+			fallback = true
+		case exhausted:
+			yield(Part{}, fmt.Errorf("model: giving up after %d attempts: %w", retries+1, err))
+			return
+		}
+		retries++
+		delay := s.delay(retries, err)
+		if !yield(Part{Type: PartRetry, Retry: &Retry{Attempt: retries, Delay: delay, Err: err, Fallback: fallback}}, nil) {
+			return
+		}
+		if err := s.o.Sleep(ctx, delay); err != nil {
+			yield(Part{}, err)
+			return
+		}
+	}
+}
+
+// delay is the wait before retry number n (1 for the first) after err.
+func (s *streamer) delay(n int, err error) time.Duration {
+	var apiErr *APIError
+	if errors.As(err, &apiErr) && apiErr.RetryAfter > 0 {
+		return min(apiErr.RetryAfter, s.o.MaxRetryAfter)
+	}
+	d := s.o.MaxDelay
+	if n <= 30 { // beyond, the shift overflows and the cap applies anyway
+		d = min(s.o.BaseDelay<<(n-1), s.o.MaxDelay)
+	}
+	return d - time.Duration(float64(d/4)*s.o.Jitter())
+}
+
+// retryable reports whether another attempt may succeed where err failed.
+// Errors of unknown kind are retried (they come from the network or the
+// server); the retries are bounded.
+func retryable(err error) bool {
+	var apiErr *APIError
+	switch {
+	case errors.Is(err, ErrContextOverflow), errors.Is(err, ErrEventTooLarge), errors.Is(err, ErrInvalidRequest):
+		return false
+	case errors.As(err, &apiErr):
+		return apiErr.Retryable()
+	}
+	return true
+}
+
+// streamFailure reports whether err broke a stream rather than its request.
+func streamFailure(err error) bool {
+	var apiErr *APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.Status == 0 // an error event inside a 200
+	}
+	return errors.Is(err, ErrIncomplete) || errors.Is(err, ErrNotEventStream) ||
+		errors.Is(err, ErrIdleTimeout) || errors.Is(err, ErrMalformedEvent)
+}
+
+type item struct {
+	part Part
+	err  error
+}
+
+// errAttemptOver cancels an attempt's context once Stream is done with it.
+var errAttemptOver = errors.New("model: attempt over")
+
+// attempt streams once. It returns err == nil when the response ended with
+// PartMessageStop, stopped when the consumer stopped, and began when any
+// part was yielded.
+func (s *streamer) attempt(ctx context.Context, yield func(Part, error) bool) (err error, stopped, began bool) {
+	actx, cancel := context.WithCancelCause(ctx)
+	w := &watch{clock: s.o.Clock}
+	w.touch()
+	actx = context.WithValue(actx, watchKey{}, w)
+
+	// The provider runs in its own goroutine so that the watchdog can act
+	// while it is blocked reading. Cancelling actx makes it stop: net/http
+	// aborts the body read, and the send below gives way.
+	items := make(chan item, 16)
+	go func() {
+		defer close(items)
+		for part, err := range s.p.Stream(actx, s.req) {
+			if actx.Err() != nil {
+				return // a select would pick the send as often as not
+			}
+			select {
+			case items <- item{part, err}:
+			case <-actx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	defer func() {
+		cancel(errAttemptOver)
+		for range items { // wait for the goroutine: no leak, body closed
+		}
+	}()
+
+	var (
+		timer     Timer
+		timerC    <-chan time.Time      // nil without a watchdog: never ready
+		stalledAt int64            = -1 // w.last when PartStalled was yielded
+	)
+	if s.o.StallWarning > 0 || s.o.IdleTimeout > 0 {
+		timer = s.o.Clock.NewTimer(s.nextCheck(0, false))
+		defer timer.Stop()
+		timerC = timer.C()
+	}
+	for {
+		select {
+		case it, ok := <-items:
+			if err, stopped, done := s.handle(it, ok, &began, w, yield); done {
+				return err, stopped, began
+			}
+		case <-timerC:
+			last := w.last.Load()
+			idle := s.o.Clock.Now().Sub(time.Unix(0, last))
+			if s.o.IdleTimeout > 0 && idle >= s.o.IdleTimeout {
+				cancel(ErrIdleTimeout)
+				return fmt.Errorf("%w: no data for %v", ErrIdleTimeout, idle.Round(time.Millisecond)), false, began
+			}
+			stalled := stalledAt == last
+			if s.o.StallWarning > 0 && idle >= s.o.StallWarning && !stalled {
+				stalledAt, stalled = last, true
+				if !yield(Part{Type: PartStalled, Idle: idle}, nil) {
+					return nil, true, began
+				}
+			}
+			timer.Reset(s.nextCheck(idle, stalled))
+		case <-ctx.Done():
+			return context.Cause(ctx), false, began
+		}
+	}
+}
+
+// handle passes on one item of the provider's stream; done says the attempt
+// is over.
+func (s *streamer) handle(it item, ok bool, began *bool, w *watch, yield func(Part, error) bool) (err error, stopped, done bool) {
+	switch {
+	case !ok:
+		return fmt.Errorf("%w (%s ended its stream without message stop)", ErrIncomplete, s.p.Name()), false, true
+	case it.err != nil:
+		return it.err, false, true
+	}
+	*began = true
+	if !yield(it.part, nil) {
+		return nil, true, true
+	}
+	// Time spent in the consumer is not time waiting for the server.
+	w.touch()
+	if it.part.Type == PartMessageStop {
+		return nil, false, true
+	}
+	return nil, false, false
+}
+
+// nextCheck is when the watchdog must look again, idle having passed since
+// the last byte and the stall having been reported or not.
+func (s *streamer) nextCheck(idle time.Duration, stalled bool) time.Duration {
+	next := time.Duration(-1)
+	if s.o.StallWarning > 0 {
+		if stalled {
+			// A new stall can start only after the next byte.
+			next = s.o.StallWarning
+		} else {
+			next = s.o.StallWarning - idle
+		}
+	}
+	if s.o.IdleTimeout > 0 && (next < 0 || s.o.IdleTimeout-idle < next) {
+		next = s.o.IdleTimeout - idle
+	}
+	return max(next, time.Millisecond)
+}
+
+// complete makes the non-streaming fallback request and yields its response
+// as parts.
+func (s *streamer) complete(ctx context.Context, yield func(Part, error) bool) (err error, stopped bool) {
+	cctx, cancel := context.WithCancelCause(ctx)
+	type result struct {
+		resp *Response
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := s.p.Complete(cctx, s.req)
+		done <- result{resp, err}
+	}()
+	var timeout <-chan time.Time
+	if s.o.CompleteTimeout > 0 {
+		t := s.o.Clock.NewTimer(s.o.CompleteTimeout)
+		defer t.Stop()
+		timeout = t.C()
+	}
+	var r result
+	select {
+	case r = <-done:
+		cancel(errAttemptOver)
+	case <-timeout:
+		cancel(errAttemptOver)
+		<-done
+		return fmt.Errorf("%w: the non-streaming request took longer than %v", ErrIdleTimeout, s.o.CompleteTimeout), false
+	case <-ctx.Done():
+		cancel(errAttemptOver)
+		<-done
+		return context.Cause(ctx), false
+	}
+	if r.err != nil {
+		return r.err, false
+	}
+	for part := range r.resp.Parts() {
+		if !yield(part, nil) {
+			return nil, true
+		}
+	}
+	return nil, false
+}
+
+// watch is the time of the last sign of life of an attempt: a byte read or
+// a part yielded.
+type watch struct {
+	clock Clock
+	last  atomic.Int64 // Unix nanoseconds
+}
+
+func (w *watch) touch() { w.last.Store(w.clock.Now().UnixNano()) }
+
+type watchKey struct{}
+
+// WatchBody wraps the body of a streaming response so that the watchdog of
+// the Stream call that ctx belongs to sees every byte read from it; it
+// also counts the response's arrival as a sign of life. Outside Stream it
+// returns body unchanged. Providers call it on their response body.
+func WatchBody(ctx context.Context, body io.ReadCloser) io.ReadCloser {
+	w, _ := ctx.Value(watchKey{}).(*watch)
+	if w == nil {
+		return body
+	}
+	w.touch()
+	return &watchedBody{body, w}
+}
+
+type watchedBody struct {
+	io.ReadCloser
+	w *watch
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.w.touch()
+	}
+	return n, err
+}
