@@ -1,0 +1,319 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/sluicehq/sluice/model"
+	"github.com/sluicehq/sluice/protocol"
+)
+
+// Delivery guarantees of a session's events (see also package protocol):
+//
+//   - Every event is applied to the session's own list and queued to every
+//     subscriber under one lock, so a snapshot at seq S reflects exactly the
+//     events up to S, and every subscriber sees the events in seq order.
+//   - Publishing never blocks on a subscriber. A subscriber's queue has no
+//     count limit; adjacent deltas of one block are merged in it
+//     (protocol.Merge), so a subscriber that reads nothing holds memory in
+//     proportion to the content streamed, not to the number of events.
+//   - Nothing is dropped: a subscriber sees every event from the point it
+//     subscribed until it closes or the session closes.
+//   - A bounded replay buffer keeps the most recent events so that a
+//     consumer that reconnects with its last seq can receive exactly the
+//     events it missed (SubscribeFrom), or learn that it must pull a
+//     snapshot (ErrTooFarBehind).
+
+// ErrClosed is returned by Subscription.Next after Close, and by Session
+// methods after the session is closed.
+var ErrClosed = errors.New("agent: closed")
+
+// ErrTooFarBehind is returned by SubscribeFrom when the events after the
+// given seq are no longer in the replay buffer: pull a snapshot instead.
+var ErrTooFarBehind = errors.New("agent: events no longer buffered, pull a snapshot")
+
+// Item is one thing a subscription delivers: a session event, or, only for
+// subscriptions that asked for them, a model part as it arrived (print mode
+// mirrors the provider's stream with them). Exactly one field is set.
+type Item struct {
+	Event protocol.Event
+	Part  *model.Part
+}
+
+// SubscribeOptions tune a subscription.
+type SubscribeOptions struct {
+	// ModelParts asks for the model's parts too, interleaved in order with
+	// the events. They carry no seq and are never merged.
+	ModelParts bool
+}
+
+// Subscription receives a session's events in order. Next may be called
+// from one goroutine at a time; Close may be called from any goroutine and
+// unblocks Next.
+type Subscription struct {
+	bus    *bus
+	opts   SubscribeOptions
+	notify chan struct{} // capacity 1: "the queue is not empty or closed"
+
+	// Guarded by bus.mu.
+	queue  []Item
+	head   int
+	closed bool
+}
+
+// Next returns the next event, skipping model parts. It blocks until one
+// is available, ctx is done, or the subscription or session is closed
+// (ErrClosed; events queued before the close are still returned first).
+func (s *Subscription) Next(ctx context.Context) (protocol.Event, error) {
+	for {
+		it, err := s.NextItem(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if it.Event != nil {
+			return it.Event, nil
+		}
+	}
+}
+
+// NextItem is Next including model parts.
+func (s *Subscription) NextItem(ctx context.Context) (Item, error) {
+	for {
+		s.bus.mu.Lock()
+		if s.head < len(s.queue) {
+			it := s.queue[s.head]
+			s.queue[s.head] = Item{}
+			s.head++
+			if s.head == len(s.queue) {
+				s.queue, s.head = s.queue[:0], 0
+			}
+			s.bus.mu.Unlock()
+			return it, nil
+		}
+		closed := s.closed
+		s.bus.mu.Unlock()
+		if closed {
+			return Item{}, ErrClosed
+		}
+		select {
+		case <-s.notify:
+		case <-ctx.Done():
+			return Item{}, ctx.Err()
+		}
+	}
+}
+
+// Pending reports how many items are queued.
+func (s *Subscription) Pending() int {
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	return len(s.queue) - s.head
+}
+
+// Close ends the subscription and frees its queue.
+func (s *Subscription) Close() {
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	s.closeLocked()
+	s.queue, s.head = nil, 0
+	delete(s.bus.subs, s)
+}
+
+func (s *Subscription) closeLocked() {
+	if !s.closed {
+		s.closed = true
+		s.wake()
+	}
+}
+
+func (s *Subscription) wake() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// push queues it, merging adjacent deltas. Called with bus.mu held.
+func (s *Subscription) push(it Item) {
+	if s.closed {
+		return
+	}
+	if it.Event != nil && len(s.queue) > s.head {
+		if last := s.queue[len(s.queue)-1].Event; last != nil {
+			if m, ok := protocol.Merge(last, it.Event); ok {
+				s.queue[len(s.queue)-1].Event = m
+				return
+			}
+		}
+	}
+	s.queue = append(s.queue, it)
+	s.wake()
+}
+
+// Replay buffer bounds: whichever is reached first.
+const (
+	replayMaxEvents = 8192
+	replayMaxBytes  = 8 << 20
+)
+
+// bus publishes one session's events. Its mutex also guards the session's
+// display list, so that state and events never disagree.
+type bus struct {
+	mu        sync.Mutex
+	sessionID string
+	list      protocol.List
+	subs      map[*Subscription]struct{}
+
+	// replay holds the most recent events in seq order; replayBytes
+	// approximates their size.
+	replay      []protocol.Event
+	replayBytes int
+	closed      bool
+}
+
+func newBus(sessionID string, snap protocol.Snapshot) *bus {
+	b := &bus{sessionID: sessionID, subs: map[*Subscription]struct{}{}}
+	b.list.Reset(snap)
+	return b
+}
+
+// publishLocked assigns ev the next seq, applies it to the list and queues
+// it to every subscriber. Called with b.mu held.
+func (b *bus) publishLocked(ev protocol.Event) (protocol.Event, error) {
+	ev = protocol.WithHeader(ev, protocol.Header{SessionID: b.sessionID, Seq: b.list.Seq() + 1})
+	if err := b.list.Apply(ev); err != nil {
+		// The agent built an event that does not fit its own list: a bug.
+		return nil, err
+	}
+	b.remember(ev)
+	for s := range b.subs {
+		s.push(Item{Event: ev})
+	}
+	return ev, nil
+}
+
+func (b *bus) publishPartLocked(p model.Part) {
+	for s := range b.subs {
+		if s.opts.ModelParts {
+			s.push(Item{Part: &p})
+		}
+	}
+}
+
+func (b *bus) remember(ev protocol.Event) {
+	b.replay = append(b.replay, ev)
+	b.replayBytes += eventSize(ev)
+	for len(b.replay) > replayMaxEvents || (b.replayBytes > replayMaxBytes && len(b.replay) > 1) {
+		b.replayBytes -= eventSize(b.replay[0])
+		b.replay[0] = nil
+		b.replay = b.replay[1:]
+	}
+}
+
+// eventSize approximates an event's memory by its variable-length text.
+func eventSize(ev protocol.Event) int {
+	const overhead = 64
+	switch e := ev.(type) {
+	case protocol.AssistantContentUpdated:
+		return overhead + len(e.Chunk)
+	case protocol.AssistantReasoningUpdated:
+		return overhead + len(e.Chunk)
+	case protocol.ToolBlockUpdated:
+		n := overhead + len(e.ParametersChunk) + len(e.Parameters) + len(e.ResultChunk) + len(e.ShortResult) + len(e.CompactParams)
+		if e.Result != nil {
+			n += len(*e.Result)
+		}
+		return n
+	case protocol.UserMessageAdded:
+		return overhead + messageSize(e.Message)
+	case protocol.CompactBlockAdded:
+		return overhead + messageSize(e.Message)
+	}
+	return overhead
+}
+
+func messageSize(m protocol.Message) int {
+	n := 0
+	for _, b := range m.Blocks {
+		n += len(b.Content) + len(b.Parameters) + len(b.Result)
+	}
+	return n
+}
+
+func (b *bus) subscribeLocked(opts SubscribeOptions) *Subscription {
+	s := &Subscription{bus: b, opts: opts, notify: make(chan struct{}, 1)}
+	if b.closed {
+		s.closed = true
+		return s
+	}
+	b.subs[s] = struct{}{}
+	return s
+}
+
+// closeAll closes every subscription; queued events stay readable.
+func (b *bus) closeAll() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	for s := range b.subs {
+		s.closeLocked()
+	}
+}
+
+// Subscribe returns a subscription to the events published from now on.
+func (s *Session) Subscribe(opts SubscribeOptions) *Subscription {
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	return s.bus.subscribeLocked(opts)
+}
+
+// SnapshotAndSubscribe returns the current state and a subscription that
+// starts exactly after it: no event is both in the snapshot and delivered,
+// and none is missed.
+func (s *Session) SnapshotAndSubscribe(opts SubscribeOptions) (protocol.Snapshot, *Subscription) {
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	return s.bus.list.Snapshot(), s.bus.subscribeLocked(opts)
+}
+
+// SubscribeFrom returns a subscription whose first events are those after
+// seq still in the replay buffer, followed by every later event. It fails
+// with ErrTooFarBehind when some of them are gone (or seq is in the
+// future): pull a snapshot with SnapshotAndSubscribe instead.
+func (s *Session) SubscribeFrom(seq int64, opts SubscribeOptions) (*Subscription, error) {
+	b := s.bus
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cur := b.list.Seq()
+	if seq > cur || seq < 0 {
+		return nil, ErrTooFarBehind
+	}
+	var missed []protocol.Event
+	if seq < cur {
+		if len(b.replay) == 0 || b.replay[0].Head().Seq > seq+1 {
+			return nil, ErrTooFarBehind
+		}
+		missed = b.replay[seq+1-b.replay[0].Head().Seq:]
+	}
+	sub := b.subscribeLocked(opts)
+	for _, ev := range missed {
+		sub.push(Item{Event: ev})
+	}
+	return sub, nil
+}
+
+// Messages returns a deep copy of the session's message list and the seq
+// it reflects.
+func (s *Session) Messages() protocol.Snapshot {
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	return s.bus.list.Snapshot()
+}
+
+// Seq returns the seq of the last event published.
+func (s *Session) Seq() int64 {
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	return s.bus.list.Seq()
+}

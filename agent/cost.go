@@ -1,0 +1,43 @@
+package agent
+
+import (
+	"strings"
+
+	"github.com/sluicehq/sluice/protocol"
+)
+
+// price is a model's list price in USD per million tokens.
+type price struct{ in, out float64 }
+
+// prices by model-name prefix, most specific first. Cache writes cost 1.25×
+// input and cache reads 0.1× input, as Anthropic lists them. Unknown models
+// cost 0 (the figure is an estimate for people, never a bill).
+var prices = []struct {
+	prefix string
+	p      price
+}{
+	{"claude-opus-4-1", price{15, 75}},
+	{"claude-opus-4-0", price{15, 75}},
+	{"claude-opus-4-2", price{15, 75}},
+	{"claude-opus", price{5, 25}},
+	{"claude-sonnet", price{3, 15}},
+	{"claude-3-7-sonnet", price{3, 15}},
+	{"claude-3-5-sonnet", price{3, 15}},
+	{"claude-haiku-4", price{1, 5}},
+	{"claude-3-5-haiku", price{0.8, 4}},
+	{"gpt-4.1-mini", price{0.4, 1.6}},
+	{"gpt-4.1", price{2, 8}},
+	{"gpt-4o-mini", price{0.15, 0.6}},
+	{"gpt-4o", price{2.5, 10}},
+	{"deepseek", price{0.28, 0.42}},
+}
+
+func cost(model string, u protocol.Usage) float64 {
+	for _, e := range prices {
+		if strings.HasPrefix(model, e.prefix) {
+			in := float64(u.InputTokens) + 1.25*float64(u.CacheCreationInputTokens) + 0.1*float64(u.CacheReadInputTokens)
+			return (in*e.p.in + float64(u.OutputTokens)*e.p.out) / 1e6
+		}
+	}
+	return 0
+}

@@ -1,0 +1,120 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/model"
+	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/tool"
+)
+
+// PermissionMode decides which tool calls need approval, as Claude Code's
+// users know them.
+type PermissionMode string
+
+const (
+	// ModeDefault: read-only tools run; edits and commands ask.
+	ModeDefault PermissionMode = "default"
+	// ModeAcceptEdits: edits inside the working directory run too.
+	ModeAcceptEdits PermissionMode = "acceptEdits"
+	// ModeBypass: everything runs without asking.
+	ModeBypass PermissionMode = "bypassPermissions"
+	// ModePlan: only read-only tools run; the model plans.
+	ModePlan PermissionMode = "plan"
+)
+
+// ParsePermissionMode checks a mode name.
+func ParsePermissionMode(s string) (PermissionMode, error) {
+	switch m := PermissionMode(s); m {
+	case ModeDefault, ModeAcceptEdits, ModeBypass, ModePlan:
+		return m, nil
+	case "":
+		return ModeDefault, nil
+	}
+	return "", fmt.Errorf("unknown permission mode %q (want default, acceptEdits, bypassPermissions or plan)", s)
+}
+
+// Approver answers a permission request without waiting for a face (print
+// mode, tests). It returns a protocol.Decision* value.
+type Approver func(ctx context.Context, req protocol.PermissionRequest) string
+
+// Options configure a session.
+type Options struct {
+	// Provider is the model API. Required.
+	Provider model.Provider
+	// Model is the model name; empty lets the provider choose.
+	Model string
+	// SystemPrompt is added to the built-in system prompt.
+	SystemPrompt string
+	// WorkDir is where tools run (default: the process's directory).
+	WorkDir string
+	// AllowedDirs are more directories file tools may touch.
+	AllowedDirs []string
+	// PermissionMode is the initial mode (default ModeDefault).
+	PermissionMode PermissionMode
+	// Approve, when set, answers permission requests instead of waiting
+	// for AnswerPermission.
+	Approve Approver
+	// Tools replaces the built-in tools when non-nil.
+	Tools []tool.Tool
+	// ExtraTools are added to the tools (MCP servers' tools, your own).
+	ExtraTools []tool.Tool
+	// MaxTurns bounds the model responses for one user message (0: 100).
+	MaxTurns int
+	// MaxTokens is the output limit per response (0: the provider's).
+	MaxTokens int
+	// ThinkingBudget enables extended thinking when positive.
+	ThinkingBudget int
+	// MaxContinuations bounds automatic continuations after max_tokens
+	// (0: 3; negative: none).
+	MaxContinuations int
+	// ContextWindow is the model's context in tokens (0: 200,000).
+	ContextWindow int
+	// AutoCompact is the share of the context window past which the
+	// session compacts before the next request (0: 0.85; negative: never).
+	AutoCompact float64
+	// Stream configures retries, the stall watchdog and the fallback.
+	Stream model.StreamOptions
+	// Store persists the session when set.
+	Store *store.Store
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// NewID makes ids for sessions, messages and requests (default:
+	// random UUIDs).
+	NewID func() string
+	// Logger receives diagnostics (default: discarded).
+	Logger *slog.Logger
+}
+
+func (o *Options) setDefaults() {
+	if o.MaxTurns <= 0 {
+		o.MaxTurns = 100
+	}
+	if o.MaxContinuations == 0 {
+		o.MaxContinuations = 3
+	}
+	if o.ContextWindow <= 0 {
+		o.ContextWindow = 200_000
+	}
+	if o.AutoCompact == 0 {
+		o.AutoCompact = 0.85
+	}
+	if o.PermissionMode == "" {
+		o.PermissionMode = ModeDefault
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.NewID == nil {
+		o.NewID = uuid.NewString
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}

@@ -1,0 +1,326 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice/model"
+	"github.com/sluicehq/sluice/protocol"
+)
+
+// Prompts the agent adds to the model's context (never displayed).
+const (
+	continuePrompt    = "Your response was cut off because it exceeded the output token limit. Continue exactly where you left off, without repeating anything."
+	interruptedPrompt = "[Request interrupted by user]"
+)
+
+// runMessage runs one user message: model responses and tool calls until a
+// response ends without tool use, the run is aborted or a limit is hit.
+func (s *Session) runMessage(j *job) Result {
+	ctx := j.ctx
+	res := Result{MessageID: j.id}
+	s.addUserMessage(protocol.Message{
+		ID: j.id, Role: protocol.RoleUser, CreatedAt: s.now(),
+		Blocks: []protocol.Block{{Type: protocol.BlockText, Content: j.text}},
+	}, model.Message{Role: model.RoleUser, Content: []model.Content{{Type: model.ContentText, Text: j.text}}})
+
+	continuations := 0
+	overflowCompacted := false
+	for {
+		if err := abortCause(ctx); err != nil {
+			res.Err = err
+			return res
+		}
+		if res.Turns >= s.opts.MaxTurns {
+			res.Err = fmt.Errorf("%w (%d)", ErrMaxTurns, s.opts.MaxTurns)
+			s.noteOnLast(res.Err.Error())
+			return res
+		}
+		if err := s.maybeAutoCompact(ctx); err != nil && abortCause(ctx) != nil {
+			res.Err = abortCause(ctx)
+			return res
+		}
+		out := s.respond(ctx, &res)
+		if out.err != nil {
+			if errors.Is(out.err, model.ErrContextOverflow) && !overflowCompacted && !out.aborted {
+				// The request did not fit: fold the context and try again.
+				overflowCompacted = true
+				if err := s.compact(ctx); err == nil {
+					continue
+				}
+			}
+			res.Err = out.err
+			return res
+		}
+		res.Turns++
+		res.StopReason = out.stopReason
+		calls := out.att.toolCalls()
+		switch {
+		case len(calls) > 0 && out.stopReason != model.StopMaxTokens:
+			results := s.runTools(ctx, out.att.msgID, calls, &res)
+			s.endRound(out, results)
+			if err := abortCause(ctx); err != nil {
+				res.Err = err
+				return res
+			}
+		case out.stopReason == model.StopMaxTokens || out.stopReason == model.StopContextLimit:
+			continuations++
+			s.endRound(out, nil)
+			if continuations > s.opts.MaxContinuations {
+				res.Err = fmt.Errorf("%w (%d continuations); ask for a shorter answer or raise --max-tokens", ErrMaxTokens, s.opts.MaxContinuations)
+				s.noteOn(out.att, res.Err.Error())
+				res.Text = s.messageText(out.att.msgID)
+				return res
+			}
+			if out.stopReason == model.StopContextLimit {
+				if err := s.compact(ctx); err != nil {
+					res.Err = err
+					return res
+				}
+			}
+			s.appendContext(model.Message{Role: model.RoleUser, Content: []model.Content{{Type: model.ContentText, Text: continuePrompt}}})
+		case out.stopReason == model.StopPauseTurn:
+			// A server-side tool paused a long turn: send it back as it is
+			// and the model continues.
+			s.endRound(out, nil)
+		default:
+			s.endRound(out, nil)
+			res.Text = s.messageText(out.att.msgID)
+			return res
+		}
+	}
+}
+
+// responseOutcome is what one model response left.
+type responseOutcome struct {
+	att        *attempt
+	resp       *model.Response
+	stopReason string
+	err        error
+	aborted    bool
+}
+
+// respond streams one model response into the session, retrying as the
+// stream options say.
+func (s *Session) respond(ctx context.Context, res *Result) responseOutcome {
+	req := s.request()
+	att := newAttempt(s)
+	start := time.Now()
+	var err error
+	for p, perr := range model.Stream(ctx, s.opts.Provider, req, s.opts.Stream) {
+		if perr != nil {
+			err = perr
+			break
+		}
+		s.publishPart(p)
+		att.handle(p)
+	}
+	res.APIDuration += time.Since(start)
+	aborted := false
+	if cause := abortCause(ctx); cause != nil {
+		err, aborted = cause, true
+	}
+	att.finish(err, aborted)
+	u := att.totalUsage()
+	res.Usage = res.Usage.Add(u)
+	res.CostUSD += cost(req.Model, u)
+	out := responseOutcome{att: att, err: err, aborted: aborted, stopReason: att.stopReason}
+	if err != nil {
+		s.interrupted(att, aborted)
+		return out
+	}
+	out.resp = att.acc.Response()
+	if len(att.toolCalls()) > 0 && (out.stopReason == model.StopEndTurn || out.stopReason == "") {
+		// Some compatible servers end a tool-calling response with "stop".
+		out.stopReason = model.StopToolUse
+		att.stopReason = model.StopToolUse
+	}
+	s.mu.Lock()
+	s.ctxTokens = u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens + u.OutputTokens
+	s.mu.Unlock()
+	return out
+}
+
+// abortCause returns why ctx was cancelled, as an error wrapping
+// ErrAborted, or nil.
+func abortCause(ctx context.Context) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	cause := context.Cause(ctx)
+	if errors.Is(cause, ErrAborted) {
+		return cause
+	}
+	return fmt.Errorf("%w: %v", ErrAborted, cause)
+}
+
+// endRound records a finished response (and its tool results) in the
+// model's context and the session file.
+func (s *Session) endRound(out responseOutcome, toolResults []model.Content) {
+	content := assistantContent(out.resp, out.stopReason)
+	var ctxRecs []model.Message
+	if len(content) > 0 {
+		ctxRecs = append(ctxRecs, model.Message{Role: model.RoleAssistant, Content: content})
+	}
+	if len(toolResults) > 0 {
+		ctxRecs = append(ctxRecs, model.Message{Role: model.RoleUser, Content: toolResults})
+	}
+	s.mu.Lock()
+	s.ctxMsgs = append(s.ctxMsgs, ctxRecs...)
+	s.mu.Unlock()
+	msg, ok := s.message(out.att.msgID)
+	recs := []any{}
+	if ok {
+		recs = append(recs, record{Type: recMessage, Time: s.now(), Message: &msg})
+	}
+	if len(ctxRecs) > 0 {
+		recs = append(recs, record{Type: recContext, Time: s.now(), Context: ctxRecs})
+	}
+	s.persist(recs...)
+}
+
+// assistantContent is what of a response goes back to the model: empty
+// text dropped, and after max_tokens no tool call (it has no result).
+func assistantContent(resp *model.Response, stopReason string) []model.Content {
+	if resp == nil {
+		return nil
+	}
+	var out []model.Content
+	for _, c := range resp.Content {
+		switch {
+		case c.Type == model.ContentText && c.Text == "" && len(c.Citations) == 0:
+		case c.Type == model.ContentToolUse && (stopReason == model.StopMaxTokens || stopReason == model.StopContextLimit):
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// interrupted records in the model's context what a failed or aborted
+// response produced, so that the next message knows.
+func (s *Session) interrupted(att *attempt, aborted bool) {
+	var content []model.Content
+	if resp := att.acc.Response(); resp != nil {
+		for _, c := range resp.Content {
+			if c.Type == model.ContentText && c.Text != "" {
+				content = append(content, model.Content{Type: model.ContentText, Text: c.Text})
+			}
+		}
+	}
+	var ctxRecs []model.Message
+	if len(content) > 0 {
+		ctxRecs = append(ctxRecs, model.Message{Role: model.RoleAssistant, Content: content})
+	}
+	if aborted {
+		ctxRecs = append(ctxRecs, model.Message{Role: model.RoleUser, Content: []model.Content{{Type: model.ContentText, Text: interruptedPrompt}}})
+	}
+	s.mu.Lock()
+	s.ctxMsgs = append(s.ctxMsgs, ctxRecs...)
+	s.mu.Unlock()
+	recs := []any{}
+	if msg, ok := s.message(att.msgID); ok {
+		recs = append(recs, record{Type: recMessage, Time: s.now(), Message: &msg})
+	}
+	if len(ctxRecs) > 0 {
+		recs = append(recs, record{Type: recContext, Time: s.now(), Context: ctxRecs})
+	}
+	s.persist(recs...)
+}
+
+// addUserMessage publishes a user message and adds it to the context.
+func (s *Session) addUserMessage(msg protocol.Message, ctxMsg model.Message) {
+	s.mu.Lock()
+	mark := ctxMark{Epoch: s.epoch, Len: len(s.ctxMsgs)}
+	s.marks[msg.ID] = mark
+	s.ctxMsgs = append(s.ctxMsgs, ctxMsg)
+	title := !s.titled
+	s.titled = true
+	s.mu.Unlock()
+	s.publish(protocol.UserMessageAdded{Message: msg})
+	recs := []any{}
+	if title {
+		recs = append(recs, record{Type: recTitle, Time: s.now(), Title: titleOf(msg)})
+	}
+	recs = append(recs,
+		record{Type: recMessage, Time: s.now(), Message: &msg, Mark: &mark},
+		record{Type: recContext, Time: s.now(), Context: []model.Message{ctxMsg}})
+	s.persist(recs...)
+}
+
+func (s *Session) appendContext(m model.Message) {
+	s.mu.Lock()
+	s.ctxMsgs = append(s.ctxMsgs, m)
+	s.mu.Unlock()
+	s.persist(record{Type: recContext, Time: s.now(), Context: []model.Message{m}})
+}
+
+// message returns a copy of the last message with the given id.
+func (s *Session) message(id string) (protocol.Message, bool) {
+	if id == "" {
+		return protocol.Message{}, false
+	}
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	i := s.bus.list.Index(id)
+	if i < 0 {
+		return protocol.Message{}, false
+	}
+	return s.bus.list.At(i), true
+}
+
+func (s *Session) messageText(id string) string {
+	m, _ := s.message(id)
+	return m.Text()
+}
+
+// noteOn appends an error block to the attempt's message.
+func (s *Session) noteOn(att *attempt, text string) {
+	att.ensureMessage()
+	s.publish(protocol.ErrorBlockAdded{MessageID: att.msgID, BlockIndex: att.next, Error: text})
+	att.next++
+}
+
+// noteOnLast appends an error block to the last message.
+func (s *Session) noteOnLast(text string) {
+	s.bus.mu.Lock()
+	n := s.bus.list.Len()
+	var m protocol.Message
+	if n > 0 {
+		m = s.bus.list.At(n - 1)
+	}
+	s.bus.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	s.publish(protocol.ErrorBlockAdded{MessageID: m.ID, BlockIndex: len(m.Blocks), Error: text})
+}
+
+// request builds the next model request from the context.
+func (s *Session) request() *model.Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	msgs := make([]model.Message, len(s.ctxMsgs))
+	copy(msgs, s.ctxMsgs)
+	req := &model.Request{
+		Model:          s.model,
+		System:         s.systemPrompt(),
+		Messages:       msgs,
+		MaxTokens:      s.opts.MaxTokens,
+		ThinkingBudget: s.opts.ThinkingBudget,
+	}
+	for _, t := range s.tools {
+		req.Tools = append(req.Tools, model.Tool{Name: t.Name(), Description: t.Description(), InputSchema: t.Schema()})
+	}
+	return req
+}
+
+func titleOf(m protocol.Message) string {
+	t := m.Text()
+	if r := []rune(t); len(r) > 80 {
+		t = string(r[:80]) + "…"
+	}
+	return t
+}

@@ -1,0 +1,529 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/tools"
+	"github.com/sluicehq/sluice/model"
+	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/tool"
+)
+
+// Errors of a run.
+var (
+	// ErrAborted: the run was stopped by Abort (or a newer forced send).
+	ErrAborted = errors.New("aborted by the user")
+	// ErrMaxTurns: the run used the number of model responses allowed.
+	ErrMaxTurns = errors.New("reached the maximum number of turns")
+	// ErrMaxTokens: the model kept hitting its output limit.
+	ErrMaxTokens = errors.New("the response kept hitting the output token limit")
+	// ErrNotUserMessage: Rewind's anchor is not a user message.
+	ErrNotUserMessage = errors.New("can only rewind to a user message")
+	// ErrUnknownMessage: no message has that id.
+	ErrUnknownMessage = errors.New("no such message")
+	// ErrUnknownRequest: no permission request has that id (it may have
+	// been answered already).
+	ErrUnknownRequest = errors.New("no pending permission request with that id")
+)
+
+// Result is the outcome of one user message's run.
+type Result struct {
+	// MessageID is the user message's id.
+	MessageID string
+	// Text is the final answer: the text of the last assistant message.
+	Text string
+	// StopReason is the last model response's stop reason.
+	StopReason string
+	// Turns counts the model responses.
+	Turns int
+	// Usage sums the responses' tokens.
+	Usage protocol.Usage
+	// CostUSD estimates the cost from the model's list price (0 when
+	// unknown).
+	CostUSD float64
+	// APIDuration is the time spent waiting for the model.
+	APIDuration time.Duration
+	// Denials lists the tool calls refused by permissions.
+	Denials []Denial
+	// Err is why the run failed, or nil.
+	Err error
+}
+
+// Denial is a tool call refused by permissions.
+type Denial struct {
+	ToolID string `json:"tool_use_id"`
+	Name   string `json:"tool_name"`
+	Input  string `json:"tool_input"`
+}
+
+// Session is one agent session.
+type Session struct {
+	id   string
+	opts Options
+	bus  *bus
+	file *store.File // nil when not persisted
+
+	tools   []tool.Tool
+	toolEnv tool.Env
+
+	wake    chan struct{} // capacity 1: "the queue may have work"
+	closing chan struct{}
+	done    chan struct{}
+
+	mu        sync.Mutex // guards the fields below; taken before bus.mu
+	model     string
+	mode      PermissionMode
+	always    map[string]bool // tools allowed for the rest of the session
+	ctxMsgs   []model.Message // the model's context
+	epoch     int             // bumped when the context is rebuilt
+	marks     map[string]ctxMark
+	queued    []*job
+	current   *job
+	waiters   map[string]chan string // pending permission requests
+	ctxTokens int                    // estimate of the context's size
+	closed    bool
+	titled    bool
+}
+
+// ctxMark remembers where the context stood when a user message was added,
+// so that a rewind can cut the context at the same point.
+type ctxMark struct {
+	Epoch int `json:"epoch"`
+	Len   int `json:"len"`
+}
+
+type jobKind int
+
+const (
+	jobMessage jobKind = iota
+	jobBang
+	jobCompact
+	jobRewind
+	jobClear
+)
+
+// visible reports whether the job shows as a run (runStateChanged).
+func (k jobKind) visible() bool { return k <= jobCompact }
+
+type job struct {
+	kind   jobKind
+	id     string // user message id for messages and bangs; anchor for rewinds
+	text   string
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+	result Result
+}
+
+// New starts a new session.
+func New(opts Options) (*Session, error) {
+	s, err := newSession(opts, "")
+	if err != nil {
+		return nil, err
+	}
+	if s.opts.Store != nil {
+		f, err := s.opts.Store.Create(s.toolEnv.WorkDir, s.id)
+		if err != nil {
+			return nil, err
+		}
+		s.file = f
+		if err := f.Append(record{Type: recMeta, Time: s.now(), Meta: &metaRecord{
+			ID: s.id, WorkDir: s.toolEnv.WorkDir, Provider: opts.Provider.Name(), Model: s.model, Version: 1,
+		}}); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	s.start()
+	return s, nil
+}
+
+func newSession(opts Options, id string) (*Session, error) {
+	if opts.Provider == nil {
+		return nil, errors.New("agent: Options.Provider is required")
+	}
+	opts.setDefaults()
+	if id == "" {
+		id = opts.NewID()
+	}
+	if _, err := ParsePermissionMode(string(opts.PermissionMode)); err != nil {
+		return nil, err
+	}
+	wd := opts.WorkDir
+	if wd == "" {
+		var err error
+		if wd, err = os.Getwd(); err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+	}
+	wd, err := filepath.Abs(wd)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	if st, err := os.Stat(wd); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("agent: working directory %s is not a directory", wd)
+	}
+	ts := opts.Tools
+	if ts == nil {
+		ts = tools.BuiltinsIn(wd)
+	}
+	ts = append(append([]tool.Tool(nil), ts...), opts.ExtraTools...)
+	s := &Session{
+		id:      id,
+		opts:    opts,
+		bus:     newBus(id, protocol.Snapshot{Messages: []protocol.Message{}}),
+		tools:   ts,
+		toolEnv: tool.Env{WorkDir: wd, AllowedDirs: opts.AllowedDirs},
+		wake:    make(chan struct{}, 1),
+		closing: make(chan struct{}),
+		done:    make(chan struct{}),
+		model:   opts.Model,
+		mode:    opts.PermissionMode,
+		always:  map[string]bool{},
+		marks:   map[string]ctxMark{},
+		waiters: map[string]chan string{},
+	}
+	return s, nil
+}
+
+// ID is the session's id.
+func (s *Session) ID() string { return s.id }
+
+// WorkDir is the session's working directory.
+func (s *Session) WorkDir() string { return s.toolEnv.WorkDir }
+
+// Model is the model in use ("" when the provider chooses).
+func (s *Session) Model() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.model
+}
+
+// SetModel changes the model for the next requests.
+func (s *Session) SetModel(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.model = name
+}
+
+// PermissionMode is the current mode.
+func (s *Session) PermissionMode() PermissionMode {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mode
+}
+
+// SetPermissionMode changes the mode for the next tool calls.
+func (s *Session) SetPermissionMode(m PermissionMode) error {
+	if _, err := ParsePermissionMode(string(m)); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mode = m
+	return nil
+}
+
+// Tools returns the names of the session's tools.
+func (s *Session) Tools() []string {
+	names := make([]string, len(s.tools))
+	for i, t := range s.tools {
+		names[i] = t.Name()
+	}
+	return names
+}
+
+// Busy reports whether work is running or queued.
+func (s *Session) Busy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.current != nil || len(s.queued) > 0
+}
+
+func (s *Session) now() int64 { return s.opts.Now().UnixMilli() }
+
+func (s *Session) start() { go s.worker() }
+
+// worker runs the jobs one after another, publishing runStateChanged when
+// it goes from idle to running and back. A job's done channel closes after
+// the idle event, so a caller of Run sees the session idle.
+func (s *Session) worker() {
+	defer close(s.done)
+	running := false
+	for {
+		s.mu.Lock()
+		var j *job
+		if len(s.queued) > 0 {
+			j = s.queued[0]
+			s.queued = s.queued[1:]
+		}
+		s.current = j
+		s.mu.Unlock()
+		if j == nil {
+			select {
+			case <-s.wake:
+				continue
+			case <-s.closing:
+				return
+			}
+		}
+		if !running && j.kind.visible() {
+			running = true
+			s.publish(protocol.RunStateChanged{State: protocol.RunRunning})
+		}
+		s.runJob(j)
+		s.mu.Lock()
+		s.current = nil
+		idle := len(s.queued) == 0
+		s.mu.Unlock()
+		if idle && running {
+			running = false
+			s.publish(protocol.RunStateChanged{State: protocol.RunIdle})
+		}
+		close(j.done)
+	}
+}
+
+func (s *Session) runJob(j *job) {
+	switch j.kind {
+	case jobMessage:
+		j.result = s.runMessage(j)
+	case jobBang:
+		j.result = s.runBang(j)
+	case jobCompact:
+		j.result.Err = s.compact(j.ctx)
+	case jobRewind:
+		j.result.Err = s.rewind(j.id)
+	case jobClear:
+		s.clear()
+	}
+	j.cancel(nil)
+}
+
+// enqueue adds a job and wakes the worker.
+func (s *Session) enqueue(ctx context.Context, kind jobKind, text string) (*job, error) {
+	jctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	j := &job{kind: kind, text: text, ctx: jctx, cancel: cancel, done: make(chan struct{})}
+	switch kind {
+	case jobMessage, jobBang:
+		j.id = s.opts.NewID()
+	case jobRewind:
+		j.id = text
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		cancel(ErrClosed)
+		return nil, ErrClosed
+	}
+	s.queued = append(s.queued, j)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default: // a wake-up is already pending
+	}
+	return j, nil
+}
+
+// Handle follows one queued piece of work.
+type Handle struct {
+	s *Session
+	j *job
+}
+
+// ID is the id of the user message the work adds.
+func (h *Handle) ID() string { return h.j.id }
+
+// Done is closed when the work has ended (after the idle event, when
+// nothing else is queued).
+func (h *Handle) Done() <-chan struct{} { return h.j.done }
+
+// Wait waits for the work to end and returns its result. If ctx is done
+// first, the work is aborted (and Wait still returns its result).
+func (h *Handle) Wait(ctx context.Context) (Result, error) { return h.s.wait(ctx, h.j) }
+
+// Submit queues a user message and returns at once. Work already running
+// finishes first.
+func (s *Session) Submit(ctx context.Context, text string) (*Handle, error) {
+	j, err := s.enqueue(ctx, jobMessage, text)
+	if err != nil {
+		return nil, err
+	}
+	return &Handle{s: s, j: j}, nil
+}
+
+// Send queues a user message and returns its id without waiting.
+func (s *Session) Send(ctx context.Context, text string) (string, error) {
+	h, err := s.Submit(ctx, text)
+	if err != nil {
+		return "", err
+	}
+	return h.ID(), nil
+}
+
+// Run sends a user message and waits until its run ends. If ctx is done
+// first, the run is aborted.
+func (s *Session) Run(ctx context.Context, text string) (Result, error) {
+	h, err := s.Submit(ctx, text)
+	if err != nil {
+		return Result{}, err
+	}
+	return h.Wait(ctx)
+}
+
+func (s *Session) wait(ctx context.Context, j *job) (Result, error) {
+	select {
+	case <-j.done:
+		return j.result, j.result.Err
+	case <-ctx.Done():
+		j.cancel(fmt.Errorf("%w: %v", ErrAborted, context.Cause(ctx)))
+		<-j.done
+		return j.result, j.result.Err
+	}
+}
+
+// Bang runs a shell command as the user: a user message holding the
+// command plus a Bash tool block with its live output. It waits for the
+// command to end.
+func (s *Session) Bang(ctx context.Context, command string) (Result, error) {
+	j, err := s.enqueue(ctx, jobBang, command)
+	if err != nil {
+		return Result{}, err
+	}
+	return s.wait(ctx, j)
+}
+
+// Compact folds the model's context into a summary (appended to the
+// display list as a compact block) and waits for it.
+func (s *Session) Compact(ctx context.Context) error {
+	j, err := s.enqueue(ctx, jobCompact, "")
+	if err != nil {
+		return err
+	}
+	_, err = s.wait(ctx, j)
+	return err
+}
+
+// Abort stops the work in progress (keeping what streamed) and drops the
+// queued work. It returns without waiting; subscribers see the run end.
+func (s *Session) Abort(reason string) {
+	cause := ErrAborted
+	if reason != "" {
+		cause = fmt.Errorf("%w: %s", ErrAborted, reason)
+	}
+	s.mu.Lock()
+	queued := s.queued
+	s.queued = nil
+	cur := s.current
+	s.mu.Unlock()
+	for _, j := range queued {
+		j.result.Err = cause
+		j.cancel(cause)
+		close(j.done)
+	}
+	if cur != nil {
+		cur.cancel(cause)
+	}
+}
+
+// Rewind aborts the work in progress, then removes the last occurrence of
+// the user message messageID and everything after it, from the display
+// list (published as messagesRewound) and from the model's context.
+func (s *Session) Rewind(ctx context.Context, messageID string) error {
+	s.Abort("rewind")
+	j, err := s.enqueue(ctx, jobRewind, messageID)
+	if err != nil {
+		return err
+	}
+	_, err = s.wait(ctx, j)
+	return err
+}
+
+// Clear aborts the work in progress and empties the session (published as
+// messagesCleared).
+func (s *Session) Clear(ctx context.Context) error {
+	s.Abort("clear")
+	j, err := s.enqueue(ctx, jobClear, "")
+	if err != nil {
+		return err
+	}
+	_, err = s.wait(ctx, j)
+	return err
+}
+
+// AnswerPermission answers a pending permission request with a
+// protocol.Decision* value.
+func (s *Session) AnswerPermission(requestID, decision string) error {
+	switch decision {
+	case protocol.DecisionAllow, protocol.DecisionAllowAlways, protocol.DecisionDeny:
+	default:
+		return fmt.Errorf("agent: unknown decision %q", decision)
+	}
+	s.mu.Lock()
+	ch, ok := s.waiters[requestID]
+	delete(s.waiters, requestID)
+	s.mu.Unlock()
+	if !ok {
+		return ErrUnknownRequest
+	}
+	ch <- decision // buffered
+	return nil
+}
+
+// Close aborts the work in progress, stops the session and closes every
+// subscription (their queued events stay readable) and the session file.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		<-s.done
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.Abort("session closed")
+	close(s.closing)
+	<-s.done
+	s.bus.closeAll()
+	if s.file != nil {
+		return s.file.Close()
+	}
+	return nil
+}
+
+// publish applies ev to the session's list and delivers it.
+func (s *Session) publish(ev protocol.Event) protocol.Event {
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	out, err := s.bus.publishLocked(ev)
+	if err != nil {
+		// An event that does not fit the agent's own list is a bug in the
+		// agent; say so loudly rather than corrupting every consumer.
+		panic(fmt.Sprintf("agent: published an inconsistent event: %v", err))
+	}
+	return out
+}
+
+func (s *Session) publishPart(p model.Part) {
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	s.bus.publishPartLocked(p)
+}
+
+// persist appends records to the session file. A failure is logged: the
+// session goes on in memory.
+func (s *Session) persist(recs ...any) {
+	if s.file == nil || len(recs) == 0 {
+		return
+	}
+	if err := s.file.Append(recs...); err != nil {
+		s.opts.Logger.Error("session file write failed", "session", s.id, "err", err)
+	}
+}

@@ -1,0 +1,267 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/sluicehq/sluice/internal/permission"
+	"github.com/sluicehq/sluice/internal/tools"
+	"github.com/sluicehq/sluice/model"
+	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/tool"
+)
+
+// Bounds of a tool's live output.
+const (
+	shortResultLines = 5
+	shortResultBytes = 512
+	// tailKeep is how much of the output's end is kept to compute the
+	// short result, so that each update costs O(1), not O(output).
+	tailKeep = 4096
+	// maxStreamedOutput bounds the output streamed as resultChunk events
+	// per call; past it only the short result moves, and the whole result
+	// arrives at end.
+	maxStreamedOutput = 8 << 20
+)
+
+// runTools runs a response's tool calls: consecutive read-only calls in
+// parallel, the others one at a time, in order. It returns the results
+// for the model in the calls' order.
+func (s *Session) runTools(ctx context.Context, msgID string, calls []toolCall, res *Result) []model.Content {
+	results := make([]model.Content, len(calls))
+	for i := 0; i < len(calls); {
+		j := i + 1
+		if t := s.tool(calls[i].name); t != nil && t.Kind() == tool.ReadOnly {
+			for j < len(calls) {
+				if t := s.tool(calls[j].name); t == nil || t.Kind() != tool.ReadOnly {
+					break
+				}
+				j++
+			}
+		}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for k := i; k < j; k++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, denial := s.execTool(ctx, msgID, calls[k])
+				results[k] = r
+				if denial != nil {
+					mu.Lock()
+					res.Denials = append(res.Denials, *denial)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		i = j
+	}
+	return results
+}
+
+func (s *Session) tool(name string) tool.Tool {
+	for _, t := range s.tools {
+		if t.Name() == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// execTool runs one call and publishes its block's stages.
+func (s *Session) execTool(ctx context.Context, msgID string, c toolCall) (model.Content, *Denial) {
+	ev := protocol.ToolBlockUpdated{MessageID: msgID, BlockIndex: c.display, ToolID: c.id, Name: c.name}
+	fail := func(reason, forModel string) model.Content {
+		e := ev
+		empty, no := "", false
+		e.Stage, e.Parameters, e.Result, e.Success, e.Error = protocol.StageEnd, string(c.input), &empty, &no, reason
+		s.publish(e)
+		return model.Content{Type: model.ContentToolResult, ID: c.id, Text: forModel, IsError: true}
+	}
+	t := s.tool(c.name)
+	if t == nil {
+		msg := fmt.Sprintf("unknown tool %q", c.name)
+		return fail(msg, "Error: "+msg), nil
+	}
+	if !json.Valid(c.input) {
+		msg := "the tool's parameters are not valid JSON"
+		return fail(msg, "Error: "+msg), nil
+	}
+	ev.Parameters = string(c.input)
+	ev.CompactParams = t.Compact(c.input)
+
+	switch allowed, reason := s.permit(ctx, msgID, c, t, ev.CompactParams); {
+	case abortCause(ctx) != nil:
+		return fail(ErrAborted.Error(), interruptedPrompt), nil
+	case !allowed:
+		d := &Denial{ToolID: c.id, Name: c.name, Input: string(c.input)}
+		return fail(reason, reason), d
+	}
+
+	running := ev
+	running.Stage = protocol.StageRunning
+	s.publish(running)
+	out := &toolOutput{s: s, ev: running}
+	r, err := t.Run(ctx, &s.toolEnv, c.input, out)
+	out.flush()
+
+	end := ev
+	end.Stage = protocol.StageEnd
+	success := err == nil && !r.IsError
+	content := r.Content
+	switch {
+	case abortCause(ctx) != nil:
+		success = false
+		end.Error = ErrAborted.Error()
+	case err != nil:
+		end.Error = err.Error()
+		if content == "" {
+			content = "Error: " + err.Error()
+		}
+	case r.IsError:
+		end.Error = firstLine(content, 200)
+	}
+	content = strings.ToValidUTF8(content, "\uFFFD")
+	end.Result = &content
+	end.Success = &success
+	end.ShortResult = r.Summary
+	if end.ShortResult == "" {
+		end.ShortResult = tools.ShortResult(content, shortResultLines, shortResultBytes)
+	}
+	s.publish(end)
+	forModel := content
+	if abortCause(ctx) != nil {
+		forModel = strings.TrimSpace(content + "\n" + interruptedPrompt)
+	}
+	return model.Content{Type: model.ContentToolResult, ID: c.id, Text: forModel, IsError: !success}, nil
+}
+
+// permit decides whether a call may run, asking whoever is attached when
+// the mode says so. It returns false and a reason for the model when not.
+func (s *Session) permit(ctx context.Context, msgID string, c toolCall, t tool.Tool, compact string) (bool, string) {
+	s.mu.Lock()
+	mode := s.mode
+	always := s.always[c.name]
+	s.mu.Unlock()
+	d := permission.Decide(permission.Mode(mode), t, c.input, &s.toolEnv)
+	switch {
+	case d.Action == permission.Allow || (d.Action == permission.Ask && always):
+		return true, ""
+	case d.Action == permission.Deny:
+		return false, d.Reason
+	}
+	req := protocol.PermissionRequest{
+		RequestID: s.opts.NewID(), MessageID: msgID, BlockIndex: c.display, ToolID: c.id,
+		Name: c.name, Parameters: string(c.input), CompactParams: compact, Reason: d.Reason,
+	}
+	ch := make(chan string, 1)
+	s.mu.Lock()
+	s.waiters[req.RequestID] = ch
+	s.mu.Unlock()
+	s.publish(req)
+	var decision string
+	if s.opts.Approve != nil {
+		decision = s.opts.Approve(ctx, req)
+		s.mu.Lock()
+		_, pending := s.waiters[req.RequestID]
+		delete(s.waiters, req.RequestID)
+		s.mu.Unlock()
+		if !pending { // a face answered first
+			decision = <-ch
+		}
+	} else {
+		select {
+		case decision = <-ch:
+		case <-ctx.Done():
+			s.mu.Lock()
+			delete(s.waiters, req.RequestID)
+			s.mu.Unlock()
+			decision = protocol.DecisionDeny
+		}
+	}
+	s.publish(protocol.PermissionResolved{RequestID: req.RequestID, Decision: decision})
+	switch decision {
+	case protocol.DecisionAllowAlways:
+		s.mu.Lock()
+		s.always[c.name] = true
+		s.mu.Unlock()
+		return true, ""
+	case protocol.DecisionAllow:
+		return true, ""
+	}
+	return false, fmt.Sprintf("The user denied permission to use %s. Do not retry it; ask the user how to proceed.", c.name)
+}
+
+// toolOutput publishes a running tool's output as resultChunk deltas with
+// the current short result. It never splits a UTF-8 character across
+// events.
+type toolOutput struct {
+	s  *Session
+	ev protocol.ToolBlockUpdated
+
+	mu       sync.Mutex
+	pending  []byte // an incomplete UTF-8 sequence held for the next write
+	tail     []byte // the output's last tailKeep bytes
+	streamed int
+}
+
+func (o *toolOutput) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := len(p)
+	buf := append(o.pending, p...)
+	cut := completeUTF8(buf)
+	o.pending = append([]byte(nil), buf[cut:]...)
+	o.emit(buf[:cut])
+	return n, nil
+}
+
+// flush sends what is held back (an output ending mid-character).
+func (o *toolOutput) flush() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.pending) > 0 {
+		o.emit(o.pending)
+		o.pending = nil
+	}
+}
+
+func (o *toolOutput) emit(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	chunk := strings.ToValidUTF8(string(b), "\uFFFD")
+	o.tail = append(o.tail, chunk...)
+	if len(o.tail) > 2*tailKeep {
+		o.tail = append(o.tail[:0], o.tail[len(o.tail)-tailKeep:]...)
+	}
+	ev := o.ev
+	ev.ShortResult = tools.ShortResult(string(o.tail), shortResultLines, shortResultBytes)
+	if o.streamed < maxStreamedOutput {
+		ev.ResultChunk = chunk
+		o.streamed += len(chunk)
+	}
+	if ev.ResultChunk == "" && ev.ShortResult == "" {
+		return
+	}
+	o.s.publish(ev)
+}
+
+// completeUTF8 returns the length of b's longest prefix that does not end
+// inside a UTF-8 sequence.
+func completeUTF8(b []byte) int {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if utf8.FullRune(b[i:]) {
+				return len(b)
+			}
+			return i
+		}
+	}
+	return len(b)
+}
