@@ -304,4 +304,3 @@ func (w *writer) flush() error {
 	}
 	return w.err
 }
-
