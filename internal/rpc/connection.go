@@ -1,0 +1,391 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+
+	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/protocol"
+)
+
+// connection is one peer: a reader (the goroutine of ServeConn), one
+// writer goroutine, and one pump goroutine per attached session.
+type connection struct {
+	s    *Server
+	conn Conn
+	// ctx is ServeConn's: it bounds reads and writes. readCtx ends the
+	// reading (and the pumps) when the peer is done; writes still drain.
+	ctx        context.Context
+	readCtx    context.Context
+	stopRead   context.CancelFunc
+	out        chan []byte   // to the writer; unbuffered, so a blocked peer holds events in their queues
+	stop       chan struct{} // closed when the connection ends: senders give up
+	stopOnce   sync.Once
+	writerDone chan struct{}
+	writeErr   error // set by the writer before it closes writerDone
+
+	mu       sync.Mutex // guards attached
+	attached map[string]*attachment
+}
+
+func newConnection(ctx context.Context, s *Server, conn Conn) *connection {
+	readCtx, stopRead := context.WithCancel(ctx)
+	return &connection{
+		s: s, conn: conn, ctx: ctx, readCtx: readCtx, stopRead: stopRead,
+		out: make(chan []byte), stop: make(chan struct{}), writerDone: make(chan struct{}),
+		attached: map[string]*attachment{},
+	}
+}
+
+func (c *connection) serve() error {
+	go c.writer()
+	err := c.readLoop()
+	c.stopRead()
+	c.mu.Lock()
+	atts := make([]*attachment, 0, len(c.attached))
+	for _, a := range c.attached {
+		atts = append(atts, a)
+	}
+	c.attached = map[string]*attachment{}
+	c.mu.Unlock()
+	for _, a := range atts {
+		a.detach()
+	}
+	c.end()
+	<-c.writerDone
+	c.conn.Close()
+	if err == nil {
+		err = c.writeErr
+	}
+	return err
+}
+
+// end makes every sender give up and the writer stop once it has written
+// what it holds.
+func (c *connection) end() { c.stopOnce.Do(func() { close(c.stop) }) }
+
+func (c *connection) readLoop() error {
+	for {
+		msg, err := c.conn.Read(c.readCtx)
+		switch {
+		case err == nil:
+			c.handle(msg)
+		case errors.Is(err, ErrMessageTooLarge):
+			c.s.log.Warn("skipped an oversized message", "err", err)
+			resp, _ := encodeResponse(nullID, nil, &Error{Code: CodeInvalidRequest, Message: "invalid request: " + err.Error()})
+			c.send(resp)
+		case errors.Is(err, io.EOF):
+			return nil
+		default:
+			select {
+			case <-c.stop: // the writer failed and closed the connection
+				return c.writeErrWait()
+			default:
+			}
+			if c.readCtx.Err() != nil {
+				return c.readCtx.Err()
+			}
+			return err
+		}
+	}
+}
+
+func (c *connection) writeErrWait() error {
+	<-c.writerDone
+	return c.writeErr
+}
+
+// writer is the connection's one writer. When a write fails it ends the
+// connection and closes it, which unblocks the reader.
+func (c *connection) writer() {
+	defer close(c.writerDone)
+	for {
+		select {
+		case msg := <-c.out:
+			if err := c.conn.Write(c.ctx, msg); err != nil {
+				c.s.log.Warn("write to the host failed; closing the connection", "err", err)
+				c.writeErr = err
+				c.end()
+				c.conn.Close()
+				return
+			}
+		case <-c.stop:
+			return
+		}
+	}
+}
+
+// send hands msg to the writer. It reports false when the connection has
+// ended (msg is dropped). A nil msg is a notification's non-answer.
+func (c *connection) send(msg []byte) bool {
+	if msg == nil {
+		return true
+	}
+	select {
+	case c.out <- msg:
+		return true
+	case <-c.stop:
+		return false
+	}
+}
+
+// reply answers req (nothing for a notification).
+func (c *connection) reply(req *Request, result any, rerr *Error) {
+	c.send(c.encodeReply(req, result, rerr))
+}
+
+func (c *connection) handle(msg []byte) {
+	req, id, rerr := ParseRequest(msg)
+	switch {
+	case rerr != nil:
+		resp, _ := encodeResponse(id, nil, rerr)
+		c.send(resp)
+		return
+	case req == nil:
+		c.s.log.Debug("ignored a response from the host")
+		return
+	}
+	h, ok := handlers[req.Method]
+	if !ok {
+		c.reply(req, nil, Errorf(CodeMethodNotFound, "method not found: %q", req.Method))
+		return
+	}
+	h(c, req)
+}
+
+// attachment resolves a request's sessionId to this connection's
+// attachment; an empty id means the only one.
+func (c *connection) attachment(id string) (*attachment, *Error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if id == "" {
+		if len(c.attached) == 1 {
+			for _, a := range c.attached {
+				return a, nil
+			}
+		}
+		if len(c.attached) == 0 {
+			return nil, Errorf(CodeSessionNotFound, "no session is attached to this connection: call initialize first")
+		}
+		return nil, Errorf(CodeInvalidParams, "invalid params: sessionId is required when several sessions are attached")
+	}
+	a, ok := c.attached[id]
+	if !ok {
+		return nil, Errorf(CodeSessionNotFound, "session %q is not attached to this connection: call initialize with its sessionId", id)
+	}
+	return a, nil
+}
+
+// attach subscribes the connection to e's session and answers req, before
+// any of the session's events, with the session's description and either a
+// snapshot or the confirmation that the events after lastSeq follow. An
+// earlier attachment to the same session is replaced.
+func (c *connection) attach(req *Request, e *entry, lastSeq *int64, epoch string) {
+	id := e.sess.ID()
+	c.mu.Lock()
+	old := c.attached[id]
+	delete(c.attached, id)
+	c.mu.Unlock()
+	if old != nil {
+		old.detach()
+	}
+
+	res := c.s.describe(e)
+	var sub *agent.Subscription
+	if lastSeq != nil && (epoch == "" || epoch == e.epoch) {
+		if s, err := e.sess.SubscribeFrom(*lastSeq, agent.SubscribeOptions{}); err == nil {
+			sub, res.Seq, res.Resumed = s, *lastSeq, true
+		}
+	}
+	if sub == nil {
+		snap, s := e.sess.SnapshotAndSubscribe(agent.SubscribeOptions{})
+		sub, res.Snapshot, res.Seq = s, &snap, snap.Seq
+	}
+
+	ctx, cancel := context.WithCancel(c.readCtx)
+	a := &attachment{c: c, sess: e.sess, epoch: e.epoch, ctx: ctx, cancel: cancel, done: make(chan struct{}), sub: sub, sent: res.Seq}
+	// The answer goes out before the pump starts: the events follow it.
+	c.reply(req, res, nil)
+	c.mu.Lock()
+	c.attached[id] = a
+	c.mu.Unlock()
+	go a.pump()
+}
+
+// detach removes the attachment to session id, if any.
+func (c *connection) detach(id string) bool {
+	c.mu.Lock()
+	a := c.attached[id]
+	delete(c.attached, id)
+	c.mu.Unlock()
+	if a == nil {
+		return false
+	}
+	a.detach()
+	return true
+}
+
+// attachment is one connection's subscription to one session, and the
+// goroutine (pump) that writes its events.
+type attachment struct {
+	c      *connection
+	sess   *agent.Session
+	epoch  string
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the pump has returned
+
+	// mu is held while a message of this attachment is handed to the
+	// writer, so that responses ordered against its events (snapshots,
+	// barriers) cannot interleave with them.
+	mu      sync.Mutex
+	sub     *agent.Subscription
+	sent    int64     // seq of the last event (or snapshot) handed to the writer
+	waiting []barrier // answers to send once sent >= their seq
+	ended   bool      // the pump has returned
+}
+
+// barrier is an answer held until the events up to seq are written.
+type barrier struct {
+	seq int64
+	msg []byte
+}
+
+// pump writes the subscription's events in order. It ends when the
+// attachment is detached, the connection ends, or the session closes
+// (after its last events).
+func (a *attachment) pump() {
+	defer close(a.done)
+	for {
+		a.mu.Lock()
+		sub := a.sub
+		a.mu.Unlock()
+		ev, err := sub.Next(a.ctx)
+		a.mu.Lock()
+		if sub != a.sub {
+			// Replaced by a snapshot while waiting: what the old
+			// subscription gave is in the snapshot or in the new one.
+			a.mu.Unlock()
+			continue
+		}
+		if err != nil {
+			a.endLocked()
+			a.mu.Unlock()
+			return
+		}
+		msg, err := protocol.Encode(ev)
+		if err != nil {
+			// Events are plain values: this is a bug, and skipping the
+			// event would corrupt the host's list; end the attachment.
+			a.c.s.log.Error("cannot encode an event; detaching", "session", a.sess.ID(), "err", err)
+			a.endLocked()
+			a.mu.Unlock()
+			return
+		}
+		if !a.sendLocked(msg) {
+			a.endLocked()
+			a.mu.Unlock()
+			return
+		}
+		a.sent = ev.Head().Seq
+		a.releaseLocked()
+		a.mu.Unlock()
+	}
+}
+
+// sendLocked hands msg to the writer unless the attachment or connection
+// has ended.
+func (a *attachment) sendLocked(msg []byte) bool {
+	if msg == nil {
+		return true
+	}
+	if a.ctx.Err() != nil {
+		return false
+	}
+	select {
+	case a.c.out <- msg:
+		return true
+	case <-a.c.stop:
+		return false
+	case <-a.ctx.Done():
+		return false
+	}
+}
+
+// releaseLocked sends the held answers whose events have been written.
+func (a *attachment) releaseLocked() {
+	if len(a.waiting) == 0 {
+		return
+	}
+	kept := a.waiting[:0]
+	for _, b := range a.waiting {
+		if b.seq <= a.sent {
+			a.c.send(b.msg)
+		} else {
+			kept = append(kept, b)
+		}
+	}
+	clear(a.waiting[len(kept):])
+	a.waiting = kept
+}
+
+// endLocked marks the pump gone and sends the held answers: no more events
+// will come before them.
+func (a *attachment) endLocked() {
+	a.ended = true
+	for _, b := range a.waiting {
+		a.c.send(b.msg)
+	}
+	a.waiting = nil
+}
+
+// respondAfter sends msg once the events up to seq have been written.
+func (a *attachment) respondAfter(seq int64, msg []byte) {
+	if msg == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ended || a.sent >= seq {
+		a.c.send(msg)
+		return
+	}
+	a.waiting = append(a.waiting, barrier{seq: seq, msg: msg})
+}
+
+// resync answers with a snapshot that the following events continue
+// exactly: the subscription is replaced by one that starts at the
+// snapshot, and nothing of the old one is written after the answer.
+func (a *attachment) resync(answer func(snap protocol.Snapshot) []byte) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ended {
+		a.c.send(answer(a.sess.Messages()))
+		return
+	}
+	snap, sub := a.sess.SnapshotAndSubscribe(agent.SubscribeOptions{})
+	old := a.sub
+	a.sub = sub
+	old.Close() // wakes the pump if it waits on it
+	a.c.send(answer(snap))
+	a.sent = snap.Seq
+	a.releaseLocked()
+}
+
+// detach stops the pump and closes the subscription.
+func (a *attachment) detach() {
+	a.cancel()
+	<-a.done
+	a.mu.Lock()
+	a.sub.Close()
+	a.mu.Unlock()
+}
+
+// isEnded reports whether the pump has returned (the session closed).
+func (a *attachment) isEnded() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.ended
+}

@@ -1,0 +1,412 @@
+package rpc
+
+import (
+	"errors"
+	"path/filepath"
+
+	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/protocol"
+)
+
+// handlers run on the connection's reader goroutine, in arrival order. A
+// handler whose work takes long (bang, compact) answers from a goroutine
+// of its own.
+var handlers map[string]func(c *connection, req *Request)
+
+func init() {
+	handlers = map[string]func(c *connection, req *Request){
+		MethodInitialize:         (*connection).initialize,
+		MethodRestoreSession:     (*connection).restoreSession,
+		MethodListSessions:       (*connection).listSessions,
+		MethodSendMessage:        (*connection).sendMessage,
+		MethodAbort:              (*connection).abort,
+		MethodGetMessages:        (*connection).getMessages,
+		MethodRewind:             (*connection).rewind,
+		MethodClear:              (*connection).clear,
+		MethodCompact:            (*connection).compact,
+		MethodBang:               (*connection).bang,
+		MethodSetModel:           (*connection).setModel,
+		MethodSetPermissionMode:  (*connection).setPermissionMode,
+		MethodPermissionResponse: (*connection).permissionResponse,
+		MethodDetach:             (*connection).detachMethod,
+	}
+}
+
+// describe is the part of an initialize result that does not depend on
+// the subscription.
+func (s *Server) describe(e *entry) InitializeResult {
+	return InitializeResult{
+		ProtocolVersion: ProtocolVersion,
+		ServerInfo:      Info{Name: "sluice", Version: s.opts.Version},
+		Capabilities: Capabilities{
+			Methods: Methods, Events: Events, MergedEvents: true, Resume: true,
+			RewindReceipts: true, MaxMessageBytes: s.opts.MaxMessageBytes,
+		},
+		SessionID:        e.sess.ID(),
+		Epoch:            e.epoch,
+		WorkingDirectory: e.sess.WorkDir(),
+		Model:            e.sess.Model(),
+		PermissionMode:   string(e.sess.PermissionMode()),
+		Tools:            e.sess.Tools(),
+		Busy:             e.sess.Busy(),
+	}
+}
+
+func absDir(dir string) (string, *Error) {
+	if dir == "" {
+		return "", nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", Errorf(CodeInvalidParams, "invalid params: workingDirectory: %v", err)
+	}
+	return abs, nil
+}
+
+func checkMode(mode string) *Error {
+	if mode == "" {
+		return nil
+	}
+	if _, err := agent.ParsePermissionMode(mode); err != nil {
+		return Errorf(CodeInvalidParams, "invalid params: %v", err)
+	}
+	return nil
+}
+
+func (c *connection) initialize(req *Request) {
+	var p InitializeParams
+	if rerr := decodeParams(req.Params, &p); rerr != nil {
+		c.reply(req, nil, rerr)
+		return
+	}
+	if rerr := checkMode(p.PermissionMode); rerr != nil {
+		c.reply(req, nil, rerr)
+		return
+	}
+	dir, rerr := absDir(p.WorkingDirectory)
+	if rerr != nil {
+		c.reply(req, nil, rerr)
+		return
+	}
+	if p.ClientInfo != nil {
+		c.s.log.Info("host initialized", "client", p.ClientInfo.Name, "version", p.ClientInfo.Version, "protocolVersion", p.ProtocolVersion)
+	}
+	cfg := SessionConfig{WorkingDirectory: dir, PermissionMode: p.PermissionMode, Model: p.Model}
+	var e *entry
+	if p.SessionID == "" {
+		e, rerr = c.s.newSession(c.ctx, cfg)
+	} else {
+		e, rerr = c.s.session(c.ctx, p.SessionID, cfg)
+		if rerr == nil {
+			// Attaching to a running session: the host's choices apply.
+			if p.Model != "" {
+				e.sess.SetModel(p.Model)
+			}
+			if p.PermissionMode != "" {
+				if err := e.sess.SetPermissionMode(agent.PermissionMode(p.PermissionMode)); err != nil {
+					rerr = Errorf(CodeInvalidParams, "invalid params: %v", err)
+				}
+			}
+		}
+	}
+	if rerr != nil {
+		c.reply(req, nil, rerr)
+		return
+	}
+	c.attach(req, e, p.LastSeq, p.Epoch)
+}
+
+func (c *connection) restoreSession(req *Request) {
+	var p RestoreSessionParams
+	if rerr := decodeParams(req.Params, &p); rerr != nil {
+		c.reply(req, nil, rerr)
+		return
+	}
+	if p.SessionID == "" {
+		c.reply(req, nil, Errorf(CodeInvalidParams, "invalid params: sessionId is required"))
+		return
+	}
+	dir, rerr := absDir(p.WorkingDirectory)
+	if rerr != nil {
+		c.reply(req, nil, rerr)
+		return
+	}
+	e, rerr := c.s.session(c.ctx, p.SessionID, SessionConfig{WorkingDirectory: dir})
+	if rerr != nil {
+		c.reply(req, nil, rerr)
+		return
+	}
+	c.attach(req, e, nil, "")
+}
+
+func (c *connection) listSessions(req *Request) {
+	var p ListSessionsParams
+	if rerr := decodeParams(req.Params, &p); rerr != nil {
+		c.reply(req, nil, rerr)
+		return
+	}
+	dir, rerr := absDir(p.WorkingDirectory)
+	if rerr != nil {
+		c.reply(req, nil, rerr)
+		return
+	}
+	dir, err := c.s.workDir(dir)
+	if err != nil {
+		c.reply(req, nil, Errorf(CodeRequestFailed, "no working directory: %v", err))
+		return
+	}
+	res := ListSessionsResult{Sessions: []SessionInfo{}}
+	seen := map[string]bool{}
+	if c.s.opts.Store != nil {
+		infos, err := agent.ListSessions(c.s.opts.Store, dir)
+		if err != nil {
+			c.reply(req, nil, Errorf(CodeRequestFailed, "cannot list sessions: %v", err))
+			return
+		}
+		for _, in := range infos {
+			seen[in.ID] = true
+			res.Sessions = append(res.Sessions, SessionInfo{
+				ID: in.ID, Title: in.Title, WorkingDirectory: in.WorkDir, Model: in.Model,
+				Modified: in.Modified.UnixMilli(), Size: in.Size, Live: c.s.live(in.ID),
+			})
+		}
+	}
+	// Running sessions that are not stored (no store) are listed too.
+	for _, sess := range c.s.liveSessions() {
+		if !seen[sess.ID()] && sess.WorkDir() == dir {
+			res.Sessions = append(res.Sessions, SessionInfo{
+				ID: sess.ID(), WorkingDirectory: sess.WorkDir(), Model: sess.Model(), Live: true,
+			})
+		}
+	}
+	c.reply(req, res, nil)
+}
+
+// target decodes params into p (which names a session with sessionId) and
+// resolves the attachment, answering the request itself on failure.
+func (c *connection) target(req *Request, p any, sessionID func() string) (*attachment, bool) {
+	if rerr := decodeParams(req.Params, p); rerr != nil {
+		c.reply(req, nil, rerr)
+		return nil, false
+	}
+	a, rerr := c.attachment(sessionID())
+	if rerr != nil {
+		c.reply(req, nil, rerr)
+		return nil, false
+	}
+	if a.isEnded() {
+		c.reply(req, nil, Errorf(CodeSessionClosed, "session %q is closed", a.sess.ID()))
+		return nil, false
+	}
+	return a, true
+}
+
+// opError turns an agent error into a response error.
+func opError(err error) *Error {
+	if errors.Is(err, agent.ErrClosed) {
+		return Errorf(CodeSessionClosed, "the session is closed")
+	}
+	return Errorf(CodeRequestFailed, "%v", err)
+}
+
+func (c *connection) sendMessage(req *Request) {
+	var p SendMessageParams
+	a, ok := c.target(req, &p, func() string { return p.SessionID })
+	if !ok {
+		return
+	}
+	if p.Text == "" {
+		c.reply(req, nil, Errorf(CodeInvalidParams, "invalid params: text is required"))
+		return
+	}
+	if p.Force {
+		a.sess.Abort("superseded by a new message")
+	}
+	h, err := a.sess.Submit(c.s.ctx, p.Text)
+	if err != nil {
+		c.reply(req, nil, opError(err))
+		return
+	}
+	c.reply(req, SendMessageResult{MessageID: h.ID()}, nil)
+}
+
+func (c *connection) abort(req *Request) {
+	var p AbortParams
+	a, ok := c.target(req, &p, func() string { return p.SessionID })
+	if !ok {
+		return
+	}
+	a.sess.Abort(p.Reason)
+	c.reply(req, Empty{}, nil)
+}
+
+func (c *connection) getMessages(req *Request) {
+	var p SessionParams
+	a, ok := c.target(req, &p, func() string { return p.SessionID })
+	if !ok {
+		return
+	}
+	a.resync(func(snap protocol.Snapshot) []byte { return c.encodeReply(req, snap, nil) })
+}
+
+// rewind runs on the reader goroutine: Rewind aborts the work in progress
+// and queues the rewind before the next request is read, so a message sent
+// right after it is not dropped by it.
+func (c *connection) rewind(req *Request) {
+	var p RewindParams
+	a, ok := c.target(req, &p, func() string { return p.SessionID })
+	if !ok {
+		return
+	}
+	if p.MessageID == "" {
+		c.reply(req, nil, Errorf(CodeInvalidParams, "invalid params: messageId is required"))
+		return
+	}
+	// Refuse before Rewind aborts anything: ok false publishes nothing.
+	if reason := rewindable(a.sess.Messages(), p.MessageID); reason != "" {
+		c.reply(req, RewindResult{RequestID: p.RequestID, OK: false, Error: reason}, nil)
+		return
+	}
+	if err := a.sess.Rewind(c.s.ctx, p.MessageID); err != nil {
+		if errors.Is(err, agent.ErrClosed) {
+			c.reply(req, nil, opError(err))
+			return
+		}
+		c.reply(req, RewindResult{RequestID: p.RequestID, OK: false, Error: err.Error()}, nil)
+		return
+	}
+	if p.RequestID == "" {
+		a.resync(func(snap protocol.Snapshot) []byte {
+			return c.encodeReply(req, RewindResult{OK: true, Snapshot: &snap}, nil)
+		})
+		return
+	}
+	a.respondAfter(a.sess.Seq(), c.encodeReply(req, RewindResult{RequestID: p.RequestID, OK: true}, nil))
+}
+
+// rewindable says why the list cannot be rewound to id, or "".
+func rewindable(snap protocol.Snapshot, id string) string {
+	for i := len(snap.Messages) - 1; i >= 0; i-- {
+		if snap.Messages[i].ID == id {
+			if snap.Messages[i].Role != protocol.RoleUser {
+				return agent.ErrNotUserMessage.Error()
+			}
+			return ""
+		}
+	}
+	return agent.ErrUnknownMessage.Error() + ": " + id
+}
+
+func (c *connection) clear(req *Request) {
+	var p SessionParams
+	a, ok := c.target(req, &p, func() string { return p.SessionID })
+	if !ok {
+		return
+	}
+	if err := a.sess.Clear(c.s.ctx); err != nil {
+		c.reply(req, nil, opError(err))
+		return
+	}
+	a.resync(func(snap protocol.Snapshot) []byte { return c.encodeReply(req, snap, nil) })
+}
+
+func (c *connection) compact(req *Request) {
+	var p SessionParams
+	a, ok := c.target(req, &p, func() string { return p.SessionID })
+	if !ok {
+		return
+	}
+	c.s.goOp(func() {
+		if err := a.sess.Compact(c.s.ctx); err != nil {
+			c.reply(req, nil, opError(err))
+			return
+		}
+		a.respondAfter(a.sess.Seq(), c.encodeReply(req, Empty{}, nil))
+	})
+}
+
+func (c *connection) bang(req *Request) {
+	var p BangParams
+	a, ok := c.target(req, &p, func() string { return p.SessionID })
+	if !ok {
+		return
+	}
+	if p.Command == "" {
+		c.reply(req, nil, Errorf(CodeInvalidParams, "invalid params: command is required"))
+		return
+	}
+	c.s.goOp(func() {
+		res, err := a.sess.Bang(c.s.ctx, p.Command)
+		if err != nil {
+			c.reply(req, nil, opError(err))
+			return
+		}
+		a.respondAfter(a.sess.Seq(), c.encodeReply(req, BangResult{MessageID: res.MessageID}, nil))
+	})
+}
+
+func (c *connection) setModel(req *Request) {
+	var p SetModelParams
+	a, ok := c.target(req, &p, func() string { return p.SessionID })
+	if !ok {
+		return
+	}
+	a.sess.SetModel(p.Model)
+	c.reply(req, Empty{}, nil)
+}
+
+func (c *connection) setPermissionMode(req *Request) {
+	var p SetPermissionModeParams
+	a, ok := c.target(req, &p, func() string { return p.SessionID })
+	if !ok {
+		return
+	}
+	if p.PermissionMode == "" {
+		c.reply(req, nil, Errorf(CodeInvalidParams, "invalid params: permissionMode is required"))
+		return
+	}
+	if err := a.sess.SetPermissionMode(agent.PermissionMode(p.PermissionMode)); err != nil {
+		c.reply(req, nil, Errorf(CodeInvalidParams, "invalid params: %v", err))
+		return
+	}
+	c.reply(req, Empty{}, nil)
+}
+
+func (c *connection) permissionResponse(req *Request) {
+	var p PermissionResponseParams
+	a, ok := c.target(req, &p, func() string { return p.SessionID })
+	if !ok {
+		return
+	}
+	switch p.Decision {
+	case protocol.DecisionAllow, protocol.DecisionAllowAlways, protocol.DecisionDeny:
+	default:
+		c.reply(req, nil, Errorf(CodeInvalidParams, "invalid params: decision must be %q, %q or %q",
+			protocol.DecisionAllow, protocol.DecisionAllowAlways, protocol.DecisionDeny))
+		return
+	}
+	if p.RequestID == "" {
+		c.reply(req, nil, Errorf(CodeInvalidParams, "invalid params: requestId is required"))
+		return
+	}
+	if err := a.sess.AnswerPermission(p.RequestID, p.Decision); err != nil {
+		c.reply(req, nil, opError(err))
+		return
+	}
+	c.reply(req, Empty{}, nil)
+}
+
+func (c *connection) detachMethod(req *Request) {
+	var p SessionParams
+	if rerr := decodeParams(req.Params, &p); rerr != nil {
+		c.reply(req, nil, rerr)
+		return
+	}
+	a, rerr := c.attachment(p.SessionID)
+	if rerr != nil {
+		c.reply(req, nil, rerr)
+		return
+	}
+	c.detach(a.sess.ID())
+	c.reply(req, Empty{}, nil)
+}
