@@ -1,0 +1,254 @@
+package route
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/internal/relay/split"
+	"github.com/sluicehq/sluice/protocol"
+)
+
+// text streams s as the deltas of block i of message id, in pieces of n
+// bytes cut at code point boundaries.
+func text(id string, i int, s string, n int) []protocol.Event {
+	var evs []protocol.Event
+	for s != "" {
+		k := min(n, len(s))
+		for k < len(s) && !isRuneStart(s[k]) {
+			k++
+		}
+		evs = append(evs, protocol.AssistantContentUpdated{MessageID: id, BlockIndex: i, Chunk: s[:k], Stage: protocol.StageStreaming})
+		s = s[k:]
+	}
+	return append(evs, protocol.AssistantContentUpdated{MessageID: id, BlockIndex: i, Stage: protocol.StageEnd})
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+func added(id string) protocol.Event {
+	return protocol.AssistantMessageAdded{Message: protocol.Message{ID: id, Role: protocol.RoleAssistant}}
+}
+
+func ended(id, reason string) protocol.Event {
+	return protocol.TurnEnded{MessageID: id, StopReason: reason}
+}
+
+func tool(id string, i int) protocol.Event {
+	return protocol.ToolBlockUpdated{MessageID: id, BlockIndex: i, ToolID: "t", Name: "Bash", Stage: protocol.StageStart}
+}
+
+func seq(parts ...any) []protocol.Event {
+	var evs []protocol.Event
+	for _, p := range parts {
+		switch p := p.(type) {
+		case protocol.Event:
+			evs = append(evs, p)
+		case []protocol.Event:
+			evs = append(evs, p...)
+		}
+	}
+	return evs
+}
+
+// answer builds a text of exactly n UTF-16 units in paragraphs of about
+// 300 units.
+func answer(n int) string {
+	var b strings.Builder
+	para := strings.Repeat("最终答案的一段内容，", 30)
+	for split.Units(b.String())+2+split.Units(para) < n {
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(para)
+	}
+	for split.Units(b.String()) < n {
+		b.WriteString("尾")
+	}
+	return b.String()
+}
+
+type sent struct {
+	at   string // "apply" or "finish"
+	kind Kind
+	text string
+}
+
+func run(r *Router, evs []protocol.Event, result string) []sent {
+	var out []sent
+	for _, ev := range evs {
+		for _, m := range r.Apply(ev) {
+			out = append(out, sent{"apply", m.Kind, m.Text})
+		}
+	}
+	for _, m := range r.Finish(result) {
+		out = append(out, sent{"finish", m.Kind, m.Text})
+	}
+	return out
+}
+
+func TestRouter(t *testing.T) {
+	t.Parallel()
+	long := answer(9121)
+	qa := answer(1485)
+	tests := []struct {
+		name   string
+		evs    []protocol.Event
+		result string
+		want   []sent // text "" means: any text
+		check  func(t *testing.T, got []sent)
+	}{
+		{
+			name: "trace A: pure Q&A is one message",
+			evs:  seq(added("m1"), text("m1", 0, qa, 7), ended("m1", "end_turn")),
+			want: []sent{{"finish", Final, qa}},
+		},
+		{
+			name: "trace D: one interstitial at once, the 9,121-unit answer in three",
+			evs: seq(
+				added("m1"), text("m1", 0, "我先看一下 src/main.ts 的结构。", 5), tool("m1", 1), ended("m1", "tool_use"),
+				added("m2"), text("m2", 0, long, 11), ended("m2", "end_turn"),
+			),
+			want: []sent{
+				{"apply", Interstitial, "我先看一下 src/main.ts 的结构。"},
+				{"finish", Final, ""}, {"finish", Final, ""}, {"finish", Final, ""},
+			},
+			check: func(t *testing.T, got []sent) {
+				var parts []string
+				for _, s := range got[1:] {
+					parts = append(parts, s.text)
+				}
+				if strings.Join(parts, "\n\n") != long {
+					t.Error("the final messages do not rebuild the answer")
+				}
+			},
+		},
+		{
+			name: "several tool turns: one message each, a turn without text none",
+			evs: seq(
+				added("m1"), text("m1", 0, "Reading.", 3), tool("m1", 1), ended("m1", "tool_use"),
+				added("m2"), tool("m2", 0), ended("m2", "tool_use"),
+				added("m3"), text("m3", 0, "Now grep.", 3), tool("m3", 1), tool("m3", 2), ended("m3", "tool_use"),
+				added("m4"), text("m4", 0, "Done.", 3), ended("m4", "end_turn"),
+			),
+			want: []sent{
+				{"apply", Interstitial, "Reading."},
+				{"apply", Interstitial, "Now grep."},
+				{"finish", Final, "Done."},
+			},
+		},
+		{
+			name: "text blocks of one turn are joined as the reducer joins them",
+			evs: seq(
+				added("m1"), text("m1", 0, "Before the tool, ", 4), tool("m1", 1), text("m1", 2, "after.", 4), ended("m1", "tool_use"),
+			),
+			want: []sent{{"apply", Interstitial, "Before the tool, after."}},
+		},
+		{
+			name: "every terminal stop reason joins the final answer with a blank line",
+			evs: seq(
+				added("m1"), text("m1", 0, "part one", 4), ended("m1", "pause_turn"),
+				added("m2"), text("m2", 0, "part two", 4), ended("m2", "max_tokens"),
+				added("m3"), text("m3", 0, "part three", 4), ended("m3", "some_future_reason"),
+				added("m4"), text("m4", 0, "no", 4), ended("m4", "refusal"),
+				added("m5"), text("m5", 0, "end", 4), ended("m5", "stop_sequence"),
+			),
+			want: []sent{{"finish", Final, "part one\n\npart two\n\npart three\n\nno\n\nend"}},
+		},
+		{
+			name: "abort: the interstitial went, the partial answer and the reason follow",
+			evs: seq(
+				added("m1"), text("m1", 0, "Looking.", 3), ended("m1", "tool_use"),
+				added("m2"), text("m2", 0, "The answer so f", 3),
+				protocol.ErrorBlockAdded{MessageID: "m2", BlockIndex: 1, Error: "aborted by the user"},
+			),
+			want: []sent{
+				{"apply", Interstitial, "Looking."},
+				{"finish", Partial, "The answer so f"},
+				{"finish", Error, "⚠️ aborted by the user"},
+			},
+		},
+		{
+			name: "a discarded attempt is never sent",
+			evs: seq(
+				added("m1"), text("m1", 0, "first attempt", 3),
+				protocol.AssistantMessageDiscarded{MessageID: "m1", Reason: "retry"},
+				added("m2"), text("m2", 0, "second attempt", 3), ended("m2", "end_turn"),
+			),
+			want: []sent{{"finish", Final, "second attempt"}},
+		},
+		{
+			name:   "safety net: nothing streamed, the result text goes",
+			evs:    seq(added("m1"), ended("m1", "end_turn")),
+			result: "\nthe result\n",
+			want:   []sent{{"finish", Result, "the result"}},
+		},
+		{
+			name:   "no safety net once something was sent",
+			evs:    seq(added("m1"), text("m1", 0, "streamed", 3), ended("m1", "end_turn")),
+			result: "streamed",
+			want:   []sent{{"finish", Final, "streamed"}},
+		},
+		{
+			name: "final answer first, then turns that never ended, in order",
+			evs: seq(
+				added("m1"), text("m1", 0, "final", 3), ended("m1", "end_turn"),
+				added("m2"), text("m2", 0, "dangling one", 3),
+				added("m3"), text("m3", 0, "dangling two", 3),
+			),
+			want: []sent{{"finish", Final, "final"}, {"finish", Partial, "dangling one"}, {"finish", Partial, "dangling two"}},
+		},
+		{
+			name: "blank lines around a turn are trimmed, inside kept",
+			evs:  seq(added("m1"), text("m1", 0, "\n\n  indented\n\n\n\nmore  \n\n", 3), ended("m1", "end_turn")),
+			want: []sent{{"finish", Final, "  indented\n\n\n\nmore"}},
+		},
+		{
+			name: "a long interstitial is split",
+			evs:  seq(added("m1"), text("m1", 0, long, 50), ended("m1", "tool_use")),
+			want: []sent{{"apply", Interstitial, ""}, {"apply", Interstitial, ""}, {"apply", Interstitial, ""}},
+		},
+		{
+			name: "nothing at all: no message",
+			evs:  seq(added("m1"), tool("m1", 0), ended("m1", "tool_use")),
+			want: nil,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			for _, limit := range []int{split.WeChatLimit, split.TelegramLimit} {
+				got := run(New(limit), tt.evs, tt.result)
+				if len(got) != len(tt.want) {
+					t.Fatalf("limit %d: %d messages, want %d: %+v", limit, len(got), len(tt.want), got)
+				}
+				for i, w := range tt.want {
+					g := got[i]
+					if g.at != w.at || g.kind != w.kind || (w.text != "" && g.text != w.text) {
+						t.Errorf("limit %d message %d = %s %s %q, want %s %s %q", limit, i, g.at, g.kind, g.text, w.at, w.kind, w.text)
+					}
+					if split.Units(g.text) > limit {
+						t.Errorf("message %d is over the limit", i)
+					}
+				}
+				if tt.check != nil {
+					tt.check(t, got)
+				}
+			}
+		})
+	}
+}
+
+func TestFinishTwice(t *testing.T) {
+	t.Parallel()
+	r := New(100)
+	r.Apply(added("m"))
+	for _, ev := range text("m", 0, "x", 1) {
+		r.Apply(ev)
+	}
+	if got := r.Finish(""); len(got) != 1 {
+		t.Fatalf("first Finish: %v", got)
+	}
+	if got := r.Finish("again"); got != nil {
+		t.Errorf("second Finish: %v", got)
+	}
+}
