@@ -1,0 +1,14 @@
+// Package relay is sluice's chat relay: people talk to a coding agent from
+// WeChat or Telegram, and the agent's answers reach them turn by turn
+// (seed 004).
+//
+// The pieces: package route decides which messages a run produces, by the
+// stop reason of each model turn; package split cuts them to the channel's
+// limit; package deliver sends them, in order per conversation, paced per
+// channel, kept in SQLite (package store) until the platform took them;
+// package channel/wechat and channel/telegram speak the platforms' HTTP
+// APIs; package backend runs the agent (sluice's own, or Claude Code as a
+// process). This package wires them together (Relay), answers the chat
+// commands, and holds the preview tool (Simulate) and the command line
+// (Main).
+package relay
