@@ -1,0 +1,297 @@
+// Package fakemodel is a local model server that speaks the Anthropic
+// Messages API's streaming shape (message_start, content blocks with their
+// deltas, message_delta, message_stop) with scripted answers. Point the
+// anthropic provider's base URL at it to run the real HTTP and SSE path in
+// tests and load checks without a network.
+package fakemodel
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+)
+
+// Answer is one scripted response.
+type Answer struct {
+	// Reasoning chunks stream as a thinking block first (none when empty).
+	Reasoning []string
+	// Text chunks stream as a text block.
+	Text []string
+	// Tool, when set, is a tool call streamed after the text.
+	Tool *ToolCall
+	// StopReason defaults to tool_use with a Tool, else end_turn.
+	StopReason string
+	// HoldAfter and Release pause the stream: after HoldAfter text chunks
+	// the server waits until Release is closed (or the request ends).
+	HoldAfter int
+	Release   <-chan struct{}
+}
+
+// ToolCall is a tool_use block.
+type ToolCall struct {
+	ID    string
+	Name  string
+	Input any
+}
+
+// Request is what the server tells a Respond function about a request.
+type Request struct {
+	Model  string
+	Stream bool
+	// LastUserText is the text of the last user message (text blocks
+	// only; tool results are left out).
+	LastUserText string
+	// Messages counts the request's messages.
+	Messages int
+	// ToolResult is the content of the last message's tool_result, if any.
+	ToolResult string
+}
+
+// Server is a running fake model server. Its methods are safe for
+// concurrent use.
+type Server struct {
+	srv      *httptest.Server
+	respond  func(Request) Answer
+	requests atomic.Int64
+}
+
+// New starts a server on 127.0.0.1 that answers every request with
+// respond's answer.
+func New(respond func(Request) Answer) *Server {
+	s := &Server{respond: respond}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	return s
+}
+
+// URL is the base URL to give the anthropic provider.
+func (s *Server) URL() string { return s.srv.URL }
+
+// Requests counts the requests answered or being answered.
+func (s *Server) Requests() int64 { return s.requests.Load() }
+
+// Close stops the server, cutting the streams still open.
+func (s *Server) Close() {
+	s.srv.CloseClientConnections()
+	s.srv.Close()
+}
+
+type wireRequest struct {
+	Model    string `json:"model"`
+	Stream   bool   `json:"stream"`
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+}
+
+type wireContent struct {
+	Type    string          `json:"type"`
+	Text    string          `json:"text"`
+	Content json.RawMessage `json:"content"`
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
+		writeError(w, http.StatusNotFound, "not_found_error", "no such endpoint")
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return
+	}
+	var wr wireRequest
+	if err := json.Unmarshal(body, &wr); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+		return
+	}
+	s.requests.Add(1)
+	req := Request{Model: wr.Model, Stream: wr.Stream, Messages: len(wr.Messages)}
+	if n := len(wr.Messages); n > 0 {
+		last := wr.Messages[n-1]
+		var text string
+		if json.Unmarshal(last.Content, &text) == nil {
+			req.LastUserText = text
+		} else {
+			var cs []wireContent
+			_ = json.Unmarshal(last.Content, &cs)
+			var b strings.Builder
+			for _, c := range cs {
+				switch c.Type {
+				case "text":
+					b.WriteString(c.Text)
+				case "tool_result":
+					req.ToolResult = contentText(c.Content)
+				}
+			}
+			req.LastUserText = b.String()
+		}
+	}
+	a := s.respond(req)
+	if !wr.Stream {
+		writeJSON(w, a)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	streamAnswer(r.Context(), w, a)
+}
+
+func contentText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var cs []wireContent
+	_ = json.Unmarshal(raw, &cs)
+	var b strings.Builder
+	for _, c := range cs {
+		b.WriteString(c.Text)
+	}
+	return b.String()
+}
+
+func stopReason(a Answer) string {
+	switch {
+	case a.StopReason != "":
+		return a.StopReason
+	case a.Tool != nil:
+		return "tool_use"
+	}
+	return "end_turn"
+}
+
+func outputTokens(a Answer) int {
+	n := 0
+	for _, c := range a.Reasoning {
+		n += len(c)
+	}
+	for _, c := range a.Text {
+		n += len(c)
+	}
+	return n/4 + 1
+}
+
+// streamAnswer writes a as Anthropic stream events, flushing each one.
+func streamAnswer(ctx context.Context, w http.ResponseWriter, a Answer) {
+	fl, _ := w.(http.Flusher)
+	emit := func(event string, data any) bool {
+		b, _ := json.Marshal(data)
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b); err != nil {
+			return false
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+		return ctx.Err() == nil
+	}
+	type obj = map[string]any
+	if !emit("message_start", obj{"type": "message_start", "message": obj{
+		"id": "msg_fake", "type": "message", "role": "assistant", "model": "fake-model", "content": []any{},
+		"stop_reason": nil, "stop_sequence": nil, "usage": obj{"input_tokens": 10, "output_tokens": 1},
+	}}) {
+		return
+	}
+	idx := 0
+	if len(a.Reasoning) > 0 {
+		emit("content_block_start", obj{"type": "content_block_start", "index": idx, "content_block": obj{"type": "thinking", "thinking": "", "signature": ""}})
+		for _, c := range a.Reasoning {
+			if !emit("content_block_delta", obj{"type": "content_block_delta", "index": idx, "delta": obj{"type": "thinking_delta", "thinking": c}}) {
+				return
+			}
+		}
+		emit("content_block_delta", obj{"type": "content_block_delta", "index": idx, "delta": obj{"type": "signature_delta", "signature": "fake-signature"}})
+		emit("content_block_stop", obj{"type": "content_block_stop", "index": idx})
+		idx++
+	}
+	if len(a.Text) > 0 {
+		emit("content_block_start", obj{"type": "content_block_start", "index": idx, "content_block": obj{"type": "text", "text": ""}})
+		for i, c := range a.Text {
+			if a.Release != nil && i == a.HoldAfter {
+				select {
+				case <-a.Release:
+				case <-ctx.Done():
+					return
+				}
+			}
+			if !emit("content_block_delta", obj{"type": "content_block_delta", "index": idx, "delta": obj{"type": "text_delta", "text": c}}) {
+				return
+			}
+		}
+		emit("content_block_stop", obj{"type": "content_block_stop", "index": idx})
+		idx++
+	}
+	if t := a.Tool; t != nil {
+		input, _ := json.Marshal(t.Input)
+		emit("content_block_start", obj{"type": "content_block_start", "index": idx, "content_block": obj{"type": "tool_use", "id": t.ID, "name": t.Name, "input": obj{}}})
+		half := len(input) / 2
+		for _, part := range []string{string(input[:half]), string(input[half:])} {
+			emit("content_block_delta", obj{"type": "content_block_delta", "index": idx, "delta": obj{"type": "input_json_delta", "partial_json": part}})
+		}
+		emit("content_block_stop", obj{"type": "content_block_stop", "index": idx})
+	}
+	emit("message_delta", obj{"type": "message_delta", "delta": obj{"stop_reason": stopReason(a), "stop_sequence": nil},
+		"usage": obj{"output_tokens": outputTokens(a)}})
+	emit("message_stop", obj{"type": "message_stop"})
+}
+
+// writeJSON answers a non-streaming request (the fallback after repeated
+// streaming failures) with the whole message.
+func writeJSON(w http.ResponseWriter, a Answer) {
+	type obj = map[string]any
+	var content []any
+	if len(a.Reasoning) > 0 {
+		content = append(content, obj{"type": "thinking", "thinking": strings.Join(a.Reasoning, ""), "signature": "fake-signature"})
+	}
+	if len(a.Text) > 0 {
+		content = append(content, obj{"type": "text", "text": strings.Join(a.Text, "")})
+	}
+	if t := a.Tool; t != nil {
+		content = append(content, obj{"type": "tool_use", "id": t.ID, "name": t.Name, "input": t.Input})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(obj{"id": "msg_fake", "type": "message", "role": "assistant", "model": "fake-model",
+		"content": content, "stop_reason": stopReason(a), "stop_sequence": nil,
+		"usage": obj{"input_tokens": 10, "output_tokens": outputTokens(a)}})
+}
+
+func writeError(w http.ResponseWriter, status int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}})
+}
+
+// Chunks splits text into chunks of about size bytes, on rune boundaries.
+func Chunks(text string, size int) []string {
+	var out []string
+	for len(text) > 0 {
+		n := min(size, len(text))
+		for n < len(text) && !utf8RuneStart(text[n]) {
+			n++
+		}
+		out = append(out, text[:n])
+		text = text[n:]
+	}
+	return out
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// NumberedAnswer returns a text of about size bytes made of numbered
+// tokens ("w000001 w000002 ..."), in chunks of one token each: a client
+// that lost, duplicated or reordered a chunk shows a different text.
+func NumberedAnswer(size int) []string {
+	var out []string
+	n := 0
+	for total := 0; total < size; n++ {
+		tok := fmt.Sprintf("w%06d ", n)
+		out = append(out, tok)
+		total += len(tok)
+	}
+	return out
+}

@@ -1,0 +1,223 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/protocol"
+)
+
+// outbox is one connection's window-concat coalescer: the queue between the
+// JSON-RPC server, which writes messages into it, and the goroutine that
+// sends them on the WebSocket (run).
+//
+// Guarantees:
+//   - Every message is sent, once, in the order it was written. Adjacent
+//     deltas of one block are merged with protocol.Merge: their chunks are
+//     concatenated in arrival order, never replaced, and the merged event
+//     carries firstSeq (DESIGN.md §2 rule 5).
+//   - A delta waits at most one window (e.g. 16 ms) after the first
+//     message of an idle queue, so that a browser gets one frame per window
+//     instead of one per token. Anything that is not a mergeable delta (a
+//     response, a structural event) is sent at once, with everything queued
+//     before it.
+//   - A slow reader holds memory in proportion to the content, not to the
+//     number of events: deltas merge while they wait, and past maxBytes
+//     queued Write blocks, which backs the server up into the session's
+//     subscription queue, which merges too.
+//
+// Write is called by the server from one goroutine at a time; run from
+// another. Both return when the outbox is closed.
+type outbox struct {
+	window   time.Duration
+	maxBytes int
+	newTimer func(time.Duration) (<-chan time.Time, func() bool)
+
+	mu      sync.Mutex
+	queue   []frame
+	bytes   int  // approximate size of queue
+	urgent  bool // the queue holds a message that must not wait
+	closed  bool
+	wakeRun chan struct{} // capacity 1: "the queue changed" for run
+	wakeW   chan struct{} // capacity 1: "the queue drained" for Write
+	done    chan struct{} // closed by close
+}
+
+// frame is one queued message: its bytes as written, or a delta event
+// decoded so that later deltas can merge into it (raw stays set until a
+// merge makes it stale).
+type frame struct {
+	raw []byte
+	ev  protocol.Event
+}
+
+func newOutbox(window time.Duration, maxBytes int) *outbox {
+	return &outbox{
+		window:   window,
+		maxBytes: maxBytes,
+		newTimer: func(d time.Duration) (<-chan time.Time, func() bool) {
+			t := time.NewTimer(d)
+			return t.C, t.Stop
+		},
+		wakeRun: make(chan struct{}, 1),
+		wakeW:   make(chan struct{}, 1),
+		done:    make(chan struct{}),
+	}
+}
+
+var errOutboxClosed = errors.New("web: connection closed")
+
+// Write queues msg, merging it into the last queued delta when it can. It
+// blocks while the queue is over its byte limit.
+func (o *outbox) Write(ctx context.Context, msg []byte) error {
+	ev := mergeable(msg)
+	for {
+		o.mu.Lock()
+		if o.closed {
+			o.mu.Unlock()
+			return errOutboxClosed
+		}
+		if o.bytes < o.maxBytes || len(o.queue) == 0 {
+			break
+		}
+		o.mu.Unlock()
+		select {
+		case <-o.wakeW:
+		case <-o.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	defer o.mu.Unlock()
+	if ev != nil && len(o.queue) > 0 {
+		last := &o.queue[len(o.queue)-1]
+		if last.ev != nil {
+			if m, ok := protocol.Merge(last.ev, ev); ok {
+				last.ev, last.raw = m, nil
+				o.bytes += len(msg)
+				return nil
+			}
+		}
+	}
+	o.queue = append(o.queue, frame{raw: msg, ev: ev})
+	o.bytes += len(msg)
+	if ev == nil {
+		o.urgent = true
+	}
+	signal(o.wakeRun)
+	return nil
+}
+
+// mergeable decodes msg when it is a notification that protocol.Merge can
+// merge (a text, reasoning or tool delta), and returns nil otherwise.
+func mergeable(msg []byte) protocol.Event {
+	// Cheap test first: most messages of a stream are deltas, but responses
+	// and structural events need no decoding.
+	if !bytes.Contains(msg, []byte("Updated")) {
+		return nil
+	}
+	var n struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(msg, &n) != nil || n.ID != nil {
+		return nil
+	}
+	switch n.Method {
+	case protocol.MethodAssistantContentUpdated, protocol.MethodAssistantReasoningUpdated, protocol.MethodToolBlockUpdated:
+	default:
+		return nil
+	}
+	ev, err := protocol.Decode(n.Method, n.Params)
+	if err != nil {
+		return nil
+	}
+	return ev
+}
+
+// take waits until there is something to send and the window allows it,
+// then returns the whole queue. The window opens when take first finds
+// deltas waiting. It returns false once the outbox is closed or ctx is done.
+func (o *outbox) take(ctx context.Context) ([]frame, bool) {
+	var timer <-chan time.Time
+	var stop func() bool
+	expired := false
+	defer func() {
+		if stop != nil {
+			stop()
+		}
+	}()
+	for {
+		o.mu.Lock()
+		if o.closed {
+			o.mu.Unlock()
+			return nil, false
+		}
+		if len(o.queue) > 0 && (o.urgent || o.window <= 0 || expired) {
+			q := o.queue
+			o.queue, o.bytes, o.urgent = nil, 0, false
+			o.mu.Unlock()
+			signal(o.wakeW)
+			return q, true
+		}
+		open := len(o.queue) > 0 && timer == nil
+		o.mu.Unlock()
+		if open {
+			timer, stop = o.newTimer(o.window)
+		}
+		select {
+		case <-o.wakeRun:
+		case <-timer:
+			expired = true
+		case <-o.done:
+		case <-ctx.Done():
+			return nil, false
+		}
+	}
+}
+
+// run sends the queued messages with send until the outbox is closed, ctx
+// is done or send fails.
+func (o *outbox) run(ctx context.Context, send func(context.Context, []byte) error) error {
+	for {
+		q, ok := o.take(ctx)
+		if !ok {
+			return errOutboxClosed
+		}
+		for _, f := range q {
+			msg := f.raw
+			if msg == nil {
+				var err error
+				if msg, err = protocol.Encode(f.ev); err != nil {
+					return err
+				}
+			}
+			if err := send(ctx, msg); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// close drops what is queued and unblocks Write and run.
+func (o *outbox) close() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.closed {
+		o.closed = true
+		o.queue = nil
+		close(o.done)
+	}
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,396 @@
+// The page: one session of the agent, live. It is seed 000's webview over
+// the JSON-RPC host protocol:
+//   - a snapshot replaces the list on load (initialize), clear, restore and
+//     resync, and only then;
+//   - every other change is an event applied by the reducer and drawn in
+//     place (deltas append, compactBlockAdded appends, messagesRewound
+//     truncates);
+//   - a lost connection resumes with initialize {sessionId, lastSeq,
+//     epoch}: the server sends exactly the missed events, or a snapshot;
+//   - a gap in seq (or an event that does not fit) pulls a snapshot;
+//   - rewind carries a request id; its receipt only reports the outcome
+//     (the list is cut by messagesRewound) and a receipt for another
+//     request is ignored.
+
+import { List, ResyncError, STALE, EVENT_METHODS } from './reducer.js';
+import { View, textOf } from './view.js';
+import { Rpc } from './rpc.js';
+
+const $ = (id) => document.getElementById(id);
+const els = {
+  messages: $('messages'), input: $('input'), composer: $('composer'), send: $('btn-send'),
+  abort: $('btn-abort'), clear: $('btn-clear'), compact: $('btn-compact'), newSession: $('btn-new'),
+  sessionsBtn: $('btn-sessions'), sessions: $('sessions'), sessionList: $('session-list'),
+  conn: $('conn'), run: $('run'), notice: $('notice'), permissions: $('permissions'), title: $('session-title'),
+};
+
+const state = {
+  rpc: null,
+  sessionId: new URLSearchParams(location.hash.slice(1)).get('session') || '',
+  epoch: '',
+  // haveList: the list reflects the session up to list.seq, so a
+  // reconnect can ask for the events after it.
+  haveList: false,
+  resyncing: false,
+  rewind: null, // {requestId, text}: the rewind in flight
+  permissions: new Map(), // requestId → element
+};
+const list = new List();
+const view = new View(els.messages, { onRewind: (m) => rewind(m) });
+
+let nextRequest = 1;
+const requestId = () => (crypto.randomUUID ? crypto.randomUUID() : `r${Date.now()}-${nextRequest++}`);
+
+// ---- connection -------------------------------------------------------
+
+function wsURL() {
+  const u = new URL('/ws', location.href);
+  u.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  const token = new URLSearchParams(location.search).get('token');
+  if (token) u.searchParams.set('token', token);
+  return u.href;
+}
+
+function setConn(s) {
+  els.conn.dataset.state = s;
+  els.conn.textContent = s;
+}
+
+async function connectLoop() {
+  let delay = 100;
+  for (;;) {
+    const rpc = new Rpc(wsURL(), onNotification);
+    try {
+      await rpc.opened;
+      state.rpc = rpc;
+      setConn('connected');
+      await attach();
+      delay = 100;
+    } catch (e) {
+      console.warn('sluice:', e.message);
+      rpc.close();
+    }
+    await rpc.closed;
+    state.rpc = null;
+    state.resyncing = false;
+    setConn('reconnecting');
+    await new Promise((r) => setTimeout(r, delay));
+    delay = Math.min(delay * 2, 5000);
+  }
+}
+
+// attach initializes the connection on the current session (a new one when
+// there is none), resuming after list.seq when the list is whole.
+async function attach() {
+  const params = { clientInfo: { name: 'sluice-web' } };
+  if (state.sessionId) {
+    params.sessionId = state.sessionId;
+    if (state.haveList) {
+      params.lastSeq = list.seq;
+      if (state.epoch) params.epoch = state.epoch;
+    }
+  }
+  adopt(await state.rpc.call('initialize', params));
+}
+
+// adopt takes an initialize or restoreSession result.
+function adopt(res) {
+  const switched = res.sessionId !== state.sessionId;
+  state.sessionId = res.sessionId;
+  state.epoch = res.epoch || '';
+  if (res.snapshot) {
+    replace(res.snapshot);
+  } else if (switched || !state.haveList || res.seq !== list.seq) {
+    // Resumed, but not from what this page holds: pull the whole list.
+    resync();
+  }
+  setRunning(!!res.busy);
+  if (switched) clearPermissions();
+  els.title.textContent = res.sessionId ? res.sessionId.slice(0, 8) : '';
+  const hash = new URLSearchParams(location.hash.slice(1));
+  if (hash.get('session') !== res.sessionId) {
+    hash.set('session', res.sessionId);
+    history.replaceState(null, '', '#' + hash.toString());
+  }
+}
+
+function replace(snapshot) {
+  list.reset(snapshot);
+  view.reset(list);
+  state.haveList = true;
+}
+
+// resync replaces the list with getMessages. Events that arrive before the
+// answer are covered by it (the server answers after them), so they are
+// dropped meanwhile; the ones after it apply on top.
+async function resync() {
+  if (state.resyncing || !state.rpc) return;
+  state.resyncing = true;
+  state.haveList = false;
+  try {
+    replace(await state.rpc.call('getMessages', { sessionId: state.sessionId }));
+  } catch (e) {
+    showNotice(`could not reload the session: ${e.message}`);
+  } finally {
+    state.resyncing = false;
+  }
+}
+
+function onNotification(method, params) {
+  if (!EVENT_METHODS.has(method) || params.sessionId !== state.sessionId) return;
+  if (state.resyncing || !state.haveList) return;
+  let change;
+  try {
+    change = list.apply(method, params);
+  } catch (e) {
+    if (!(e instanceof ResyncError)) throw e;
+    console.warn('sluice: resync:', e.message);
+    resync();
+    return;
+  }
+  if (change === STALE) return;
+  view.apply(list, change);
+  switch (method) {
+    case 'runStateChanged':
+      setRunning(params.state === 'running');
+      break;
+    case 'streamNotice':
+      showNotice(params.kind === 'retrying'
+        ? `retrying (attempt ${params.attempt || 1}) in ${((params.delayMs || 0) / 1000).toFixed(1)}s: ${params.cause || 'stream failed'}`
+        : `no data from the model for ${Math.round((params.idleMs || 0) / 1000)}s…`);
+      break;
+    case 'permissionRequest':
+      showPermission(params);
+      break;
+    case 'permissionResolved':
+      dropPermission(params.requestId);
+      break;
+    case 'assistantContentUpdated':
+    case 'assistantReasoningUpdated':
+    case 'toolBlockUpdated':
+    case 'turnEnded':
+      hideNotice();
+      break;
+  }
+}
+
+// ---- actions ----------------------------------------------------------
+
+function call(method, params) {
+  if (!state.rpc) return Promise.reject(new Error('not connected'));
+  return state.rpc.call(method, { sessionId: state.sessionId, ...params });
+}
+
+function report(p) {
+  p.catch((e) => showNotice(e.message));
+  return p;
+}
+
+function submit() {
+  const text = els.input.value;
+  if (!text.trim()) return;
+  const t = text.trim();
+  if (t === '/clear') clearSession();
+  else if (t === '/compact') compact();
+  else if (t.startsWith('!')) report(call('bang', { command: t.slice(1).trim() }));
+  else report(call('sendMessage', { text }));
+  els.input.value = '';
+}
+
+function abort() {
+  report(call('abort', { reason: 'stopped from the web page' }));
+}
+
+async function clearSession() {
+  const res = await report(call('clear', {}));
+  const snap = res && (res.snapshot || (Array.isArray(res.messages) ? res : null));
+  if (snap) replace(snap);
+}
+
+function compact() {
+  report(call('compact', {}));
+}
+
+// rewind asks to rewind to a user message. The list is cut by the
+// messagesRewound event every attached page receives; the receipt only
+// says whether it happened, and brings the message's text back to the
+// input box.
+async function rewind(msg) {
+  const id = requestId();
+  const text = msg.blocks.filter((b) => b.type === 'text').map((b) => b.content).join('');
+  state.rewind = { requestId: id, text };
+  let res;
+  try {
+    res = await call('rewind', { messageId: msg.id, requestId: id });
+  } catch (e) {
+    if (state.rewind && state.rewind.requestId === id) state.rewind = null;
+    showNotice(`rewind failed: ${e.message}`);
+    return;
+  }
+  if (!state.rewind || !res || res.requestId !== state.rewind.requestId) return; // a stale receipt
+  state.rewind = null;
+  if (res.snapshot) replace(res.snapshot); // a server without receipts
+  if (res.ok) {
+    if (!els.input.value) els.input.value = text;
+    els.input.focus();
+  } else {
+    showNotice(`rewind failed: ${res.error || 'unknown error'}`);
+  }
+}
+
+async function newSession() {
+  if (!state.rpc) return;
+  const old = state.sessionId;
+  state.haveList = false;
+  state.sessionId = '';
+  try {
+    adopt(await state.rpc.call('initialize', { clientInfo: { name: 'sluice-web' } }));
+  } catch (e) {
+    state.sessionId = old;
+    showNotice(e.message);
+    return;
+  }
+  if (old && old !== state.sessionId) state.rpc.call('detach', { sessionId: old }).catch(() => {});
+}
+
+async function toggleSessions() {
+  if (!els.sessions.hidden) {
+    els.sessions.hidden = true;
+    return;
+  }
+  const res = await report(state.rpc ? state.rpc.call('listSessions', {}) : Promise.reject(new Error('not connected')));
+  els.sessionList.replaceChildren();
+  for (const s of (res && res.sessions) || []) {
+    const li = document.createElement('li');
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.textContent = s.title || s.id;
+    b.title = s.id;
+    const meta = document.createElement('span');
+    meta.className = 'meta';
+    meta.textContent = `${s.live ? 'live · ' : ''}${new Date(s.modified).toLocaleString()}`;
+    b.addEventListener('click', () => restore(s.id));
+    li.append(b, meta);
+    if (s.id === state.sessionId) li.className = 'current';
+    els.sessionList.append(li);
+  }
+  if (!els.sessionList.children.length) {
+    const li = document.createElement('li');
+    li.textContent = 'no stored sessions';
+    els.sessionList.append(li);
+  }
+  els.sessions.hidden = false;
+}
+
+async function restore(id) {
+  els.sessions.hidden = true;
+  if (!state.rpc || id === state.sessionId) return;
+  const old = state.sessionId;
+  state.haveList = false;
+  state.sessionId = id;
+  try {
+    adopt(await state.rpc.call('restoreSession', { sessionId: id }));
+  } catch (e) {
+    state.sessionId = old;
+    showNotice(`could not restore: ${e.message}`);
+    resync();
+    return;
+  }
+  if (old && old !== id) state.rpc.call('detach', { sessionId: old }).catch(() => {});
+}
+
+// ---- chrome -----------------------------------------------------------
+
+function setRunning(running) {
+  els.run.hidden = !running;
+  els.abort.disabled = !running;
+  if (!running) hideNotice();
+}
+
+function showNotice(text) {
+  els.notice.textContent = text;
+  els.notice.hidden = false;
+}
+
+function hideNotice() {
+  els.notice.hidden = true;
+}
+
+function showPermission(p) {
+  dropPermission(p.requestId);
+  const box = document.createElement('div');
+  box.className = 'permission';
+  const q = document.createElement('div');
+  q.className = 'question';
+  q.textContent = `Allow ${p.name || 'the tool'}: ${p.compactParams || p.parameters || ''}?`;
+  box.append(q);
+  if (p.reason) {
+    const r = document.createElement('div');
+    r.className = 'reason';
+    r.textContent = p.reason;
+    box.append(r);
+  }
+  for (const [decision, label] of [['allow', 'Allow'], ['allow_always', 'Always allow'], ['deny', 'Deny']]) {
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.textContent = label;
+    b.dataset.decision = decision;
+    b.addEventListener('click', () => {
+      report(call('permissionResponse', { requestId: p.requestId, decision }));
+      dropPermission(p.requestId);
+    });
+    box.append(b);
+  }
+  state.permissions.set(p.requestId, box);
+  els.permissions.append(box);
+}
+
+function dropPermission(id) {
+  const box = state.permissions.get(id);
+  if (box) box.remove();
+  state.permissions.delete(id);
+}
+
+function clearPermissions() {
+  for (const id of [...state.permissions.keys()]) dropPermission(id);
+}
+
+els.composer.addEventListener('submit', (e) => {
+  e.preventDefault();
+  submit();
+});
+els.input.addEventListener('keydown', (e) => {
+  if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+    e.preventDefault();
+    submit();
+  }
+});
+els.abort.addEventListener('click', abort);
+els.clear.addEventListener('click', clearSession);
+els.compact.addEventListener('click', compact);
+els.newSession.addEventListener('click', newSession);
+els.sessionsBtn.addEventListener('click', toggleSessions);
+
+// window.sluice lets a test (or a curious person in the console) read the
+// page's state: the list it holds and the text it shows.
+window.sluice = {
+  state: () => list.snapshot(),
+  sessionId: () => state.sessionId,
+  connected: () => !!state.rpc && state.haveList && !state.resyncing,
+  // renderedText is the text the page shows for the list.
+  renderedText: () => {
+    view.flush();
+    return textOf(els.messages);
+  },
+  // freshText is the text a fresh rendering of a snapshot shows.
+  freshText: (snapshot) => {
+    const div = document.createElement('main');
+    const v = new View(div, { onRewind: () => {} });
+    v.reset(new List(snapshot));
+    return textOf(div);
+  },
+  // dropConnection closes the WebSocket as a network failure would.
+  dropConnection: () => state.rpc && state.rpc.close(),
+};
+
+connectLoop();

@@ -1,0 +1,254 @@
+// The session reducer: the JavaScript port of Go's protocol.List, the one
+// function that applies session events to a message list (DESIGN.md §2).
+// It must pass the same JSON vectors as the Go reducer
+// (protocol/testdata/vectors), so it mirrors protocol/list.go rule by rule,
+// and the list it holds is always in the Go wire shape (protocol.Block's
+// MarshalJSON): a snapshot() of it compares equal to getMessages.
+//
+// apply() also says what changed, so that the page re-renders only the
+// block a delta touched instead of the whole list.
+
+// The event methods the reducer knows (protocol/event.go).
+export const EVENT_METHODS = new Set([
+  'userMessageAdded', 'assistantMessageAdded', 'assistantContentUpdated',
+  'assistantReasoningUpdated', 'toolBlockUpdated', 'errorBlockAdded',
+  'compactBlockAdded', 'assistantMessageDiscarded', 'turnEnded',
+  'messagesRewound', 'messagesCleared', 'runStateChanged', 'streamNotice',
+  'permissionRequest', 'permissionResolved',
+]);
+
+// ResyncError means the list cannot take an event: events were lost
+// (kind "gap") or the event does not fit the list ("inconsistent"). The
+// list is unchanged; the consumer must pull a snapshot.
+export class ResyncError extends Error {
+  constructor(kind, message) {
+    super(message);
+    this.name = 'ResyncError';
+    this.kind = kind;
+  }
+}
+
+// STALE is returned by apply for an event already reflected in the list.
+export const STALE = Object.freeze({ kind: 'stale' });
+
+const TOOL_STAGE_ORDER = { start: 1, streaming: 2, running: 3, end: 4 };
+const toolStageOrder = (s) => TOOL_STAGE_ORDER[s] || 0;
+
+const str = (v) => (typeof v === 'string' ? v : '');
+const int = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+
+// normUsage copies a usage object in protocol.Usage's JSON shape.
+function normUsage(u) {
+  const out = { input_tokens: int(u.input_tokens), output_tokens: int(u.output_tokens) };
+  if (int(u.cache_creation_input_tokens)) out.cache_creation_input_tokens = int(u.cache_creation_input_tokens);
+  if (int(u.cache_read_input_tokens)) out.cache_read_input_tokens = int(u.cache_read_input_tokens);
+  return out;
+}
+
+// normBlock copies a block in protocol.Block's JSON shape: content always on
+// text-like blocks, parameters always on tool blocks, result on a tool block
+// when non-empty or ended, every other field only when set.
+export function normBlock(b) {
+  const out = { type: str(b.type) };
+  const tool = out.type === 'tool';
+  if (!tool) out.content = str(b.content);
+  if (str(b.stage)) out.stage = b.stage;
+  if (int(b.startedAt)) out.startedAt = b.startedAt;
+  if (int(b.endedAt)) out.endedAt = b.endedAt;
+  if (str(b.toolId)) out.toolId = b.toolId;
+  if (str(b.name)) out.name = b.name;
+  if (tool) out.parameters = str(b.parameters);
+  if (str(b.compactParams)) out.compactParams = b.compactParams;
+  if (tool && (str(b.result) !== '' || out.stage === 'end')) out.result = str(b.result);
+  if (str(b.shortResult)) out.shortResult = b.shortResult;
+  if (typeof b.success === 'boolean') out.success = b.success;
+  if (str(b.error)) out.error = b.error;
+  return out;
+}
+
+// normMessage copies a message in protocol.Message's JSON shape.
+export function normMessage(m) {
+  const out = {
+    id: str(m.id),
+    role: str(m.role),
+    createdAt: int(m.createdAt),
+    blocks: Array.isArray(m.blocks) ? m.blocks.map(normBlock) : [],
+  };
+  if (str(m.stopReason)) out.stopReason = m.stopReason;
+  if (m.usage && typeof m.usage === 'object') out.usage = normUsage(m.usage);
+  return out;
+}
+
+// List is a consumer's copy of a session's message list. Its messages are
+// owned by the list: read them, never modify them.
+export class List {
+  constructor(snap) {
+    this.seq = 0;
+    this.messages = [];
+    if (snap) this.reset(snap);
+  }
+
+  // reset replaces the list with a copy of a snapshot {messages, seq}.
+  reset(snap) {
+    this.seq = int(snap.seq);
+    this.messages = (snap.messages || []).map(normMessage);
+  }
+
+  // snapshot returns a deep copy of the list and its seq.
+  snapshot() {
+    return { messages: this.messages.map(normMessage), seq: this.seq };
+  }
+
+  // index returns the index of the last message with the given id, or -1.
+  index(id) {
+    for (let i = this.messages.length - 1; i >= 0; i--) {
+      if (this.messages[i].id === id) return i;
+    }
+    return -1;
+  }
+
+  // apply applies one event, given as its wire method and params. It returns
+  // STALE for an event already reflected, otherwise a change:
+  //   {kind: 'none'}                       nothing visible in the list
+  //   {kind: 'append', index}              messages from index on are new
+  //   {kind: 'message', index}             message index changed (not its block count)
+  //   {kind: 'block', index, block}        block of message index changed or was added
+  //   {kind: 'remove', index}              message index was removed
+  //   {kind: 'truncate', index}            messages from index on were removed
+  // It throws a ResyncError (list unchanged) when the list cannot take it.
+  apply(method, p) {
+    const seq = int(p && p.seq);
+    if (seq <= this.seq) return STALE;
+    const from = int(p.firstSeq) || seq;
+    if (from !== this.seq + 1) {
+      throw new ResyncError('gap', `holding seq ${this.seq}, got ${method} covering ${from}..${seq}`);
+    }
+    let change;
+    try {
+      change = this.#apply(method, p);
+    } catch (e) {
+      if (e instanceof ResyncError) throw e;
+      throw new ResyncError('inconsistent', `${method} (seq ${seq}): ${e.message}`);
+    }
+    this.seq = seq;
+    return change;
+  }
+
+  #apply(method, p) {
+    switch (method) {
+      case 'userMessageAdded':
+      case 'assistantMessageAdded':
+      case 'compactBlockAdded':
+        this.messages.push(normMessage(p.message || {}));
+        return { kind: 'append', index: this.messages.length - 1 };
+      case 'assistantContentUpdated':
+      case 'assistantReasoningUpdated': {
+        const reasoning = method === 'assistantReasoningUpdated';
+        const [i, b] = this.#block(str(p.messageId), int(p.blockIndex), reasoning ? 'reasoning' : 'text');
+        const blk = this.messages[i].blocks[b];
+        blk.content += str(p.chunk);
+        if (str(p.stage)) blk.stage = p.stage; else delete blk.stage;
+        if (reasoning) {
+          if (int(p.startedAt)) blk.startedAt = p.startedAt;
+          if (int(p.endedAt)) blk.endedAt = p.endedAt;
+        }
+        return { kind: 'block', index: i, block: b };
+      }
+      case 'toolBlockUpdated': {
+        const [i, b] = this.#block(str(p.messageId), int(p.blockIndex), 'tool');
+        applyTool(this.messages[i].blocks[b], p);
+        return { kind: 'block', index: i, block: b };
+      }
+      case 'errorBlockAdded': {
+        const i = this.#message(str(p.messageId));
+        const m = this.messages[i];
+        const b = int(p.blockIndex);
+        if (b < 0 || b > m.blocks.length) {
+          throw new Error(`block ${b} beyond the ${m.blocks.length} of message "${m.id}"`);
+        }
+        m.blocks[b] = { type: 'error', content: str(p.error) };
+        return { kind: 'block', index: i, block: b };
+      }
+      case 'turnEnded': {
+        const i = this.#message(str(p.messageId));
+        const m = this.messages[i];
+        if (str(p.stopReason)) m.stopReason = p.stopReason; else delete m.stopReason;
+        if (p.usage && typeof p.usage === 'object') m.usage = normUsage(p.usage);
+        return { kind: 'message', index: i };
+      }
+      case 'assistantMessageDiscarded': {
+        const i = this.index(str(p.messageId));
+        if (i < 0) return { kind: 'none' };
+        this.messages.splice(i, 1);
+        return { kind: 'remove', index: i };
+      }
+      case 'messagesRewound': {
+        const i = this.index(str(p.anchorMessageId));
+        if (i < 0) throw new Error(`no anchor message "${str(p.anchorMessageId)}"`);
+        this.messages.length = i;
+        return { kind: 'truncate', index: i };
+      }
+      case 'messagesCleared':
+        this.messages = [];
+        return { kind: 'truncate', index: 0 };
+      case 'runStateChanged':
+      case 'streamNotice':
+      case 'permissionRequest':
+      case 'permissionResolved':
+        return { kind: 'none' };
+      default:
+        throw new Error(`unknown event ${method}`);
+    }
+  }
+
+  #message(id) {
+    const i = this.index(id);
+    if (i < 0) throw new Error(`no message "${id}"`);
+    return i;
+  }
+
+  // #block finds block b of message id, creating it with type t when b is
+  // the next index.
+  #block(id, b, t) {
+    const i = this.#message(id);
+    const m = this.messages[i];
+    if (b === m.blocks.length) {
+      m.blocks.push(normBlock({ type: t }));
+    } else if (b < 0 || b > m.blocks.length) {
+      throw new Error(`block ${b} beyond the ${m.blocks.length} of message "${id}"`);
+    } else if (m.blocks[b].type !== t) {
+      throw new Error(`block ${b} of message "${id}" is ${m.blocks[b].type}, not ${t}`);
+    }
+    return [i, b];
+  }
+}
+
+function applyTool(blk, p) {
+  if (str(p.toolId)) blk.toolId = p.toolId;
+  if (str(p.name)) blk.name = p.name;
+  const stage = str(p.stage);
+  // Stages only go forward: a late parameter chunk must not corrupt the
+  // authoritative parameters a running or ended block already holds.
+  if (toolStageOrder(stage) < toolStageOrder(blk.stage)) return;
+  if (stage) blk.stage = stage; else delete blk.stage;
+  if (stage === 'streaming') {
+    blk.parameters += str(p.parametersChunk);
+    fixResult(blk);
+    return;
+  }
+  if (str(p.parameters)) blk.parameters = p.parameters;
+  if (str(p.compactParams)) blk.compactParams = p.compactParams;
+  if (str(p.resultChunk)) blk.result = str(blk.result) + p.resultChunk;
+  if (str(p.shortResult)) blk.shortResult = p.shortResult;
+  if (typeof p.result === 'string') blk.result = p.result;
+  if (typeof p.success === 'boolean') blk.success = p.success;
+  if (str(p.error)) blk.error = p.error;
+  fixResult(blk);
+}
+
+// fixResult keeps a tool block's result field in the wire shape: present
+// when non-empty or when the block has ended.
+function fixResult(blk) {
+  if (str(blk.result) === '' && blk.stage !== 'end') delete blk.result;
+  else blk.result = str(blk.result);
+}
