@@ -160,7 +160,8 @@ type RewindParams struct {
 
 // RewindResult is rewind's result. With a requestId it is a receipt
 // (RequestID, OK, Error): the list is cut by the messagesRewound event,
-// which every attached connection receives before this answer. Without a
+// which every attached connection receives, the requester's before this
+// answer. Without a
 // requestId, Snapshot carries the whole list after the rewind. OK false
 // means nothing was published and nothing is to be cut.
 type RewindResult struct {
