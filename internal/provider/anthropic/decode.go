@@ -1,0 +1,316 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/sluicehq/sluice/internal/provider/jsonscan"
+	"github.com/sluicehq/sluice/internal/sse"
+	"github.com/sluicehq/sluice/model"
+)
+
+// decode reads a Messages API event stream from r and yields its parts,
+// ending after message_stop. It yields an error, as its last value, when
+// the stream fails: ErrNotEventStream when r holds no event at all,
+// ErrIncomplete when it ends before message_stop, an *model.APIError for an
+// error event, ErrMalformedEvent for an event it cannot read, or the read
+// error. wrap turns API errors into what the caller returns.
+func decode(r io.Reader, maxEventSize int, wrap func(*model.APIError) error, yield func(model.Part, error) bool) {
+	d := decoder{wrap: wrap}
+	events := sse.NewDecoder(r, maxEventSize)
+	seen := false
+	for {
+		ev, err := events.Next()
+		truncated := errors.Is(err, sse.ErrTruncated)
+		switch {
+		case err == io.EOF && !seen:
+			yield(model.Part{}, fmt.Errorf("anthropic: %w: the answer held no event", model.ErrNotEventStream))
+			return
+		case err == io.EOF:
+			yield(model.Part{}, fmt.Errorf("anthropic: %w", model.ErrIncomplete))
+			return
+		case errors.Is(err, model.ErrEventTooLarge):
+			yield(model.Part{}, fmt.Errorf("anthropic: %w", err))
+			return
+		case err != nil && !truncated:
+			yield(model.Part{}, fmt.Errorf("anthropic: reading the stream: %w", err))
+			return
+		}
+		seen = true
+		done, err := d.event(ev.Type, ev.Data, yield)
+		if truncated && err != nil {
+			// The last event, without the empty line that ends it, did not
+			// read as a whole JSON object: the stream was cut.
+			err = fmt.Errorf("anthropic: %w: the stream was cut inside an event", model.ErrIncomplete)
+		}
+		if err != nil {
+			yield(model.Part{}, err)
+			return
+		}
+		if done {
+			return
+		}
+	}
+}
+
+type decoder struct {
+	wrap  func(*model.APIError) error
+	usage model.Usage // totals so far: message_start's, updated by message_delta
+}
+
+// event handles one SSE event. It returns done when the response is over
+// (message_stop, or the consumer stopped) and an error for a failure.
+func (d *decoder) event(sseType string, data []byte, yield func(model.Part, error) bool) (done bool, err error) {
+	var (
+		typ, delta, block, message, usage, errObj []byte
+		index                                     int
+	)
+	err = jsonscan.Object(data, func(k, v []byte) error {
+		var err error
+		switch string(k) {
+		case "type":
+			typ, err = jsonscan.Unquote(v)
+		case "index":
+			index, err = jsonscan.Int(v)
+		case "delta":
+			delta = v
+		case "content_block":
+			block = v
+		case "message":
+			message = v
+		case "usage":
+			usage = v
+		case "error":
+			errObj = v
+		}
+		return err
+	})
+	if err != nil {
+		return false, malformed(sseType, data, err)
+	}
+	if typ == nil {
+		typ = []byte(sseType)
+	}
+	emit := func(p model.Part) bool { return yield(p, nil) }
+	switch string(typ) {
+	case "content_block_delta":
+		p, err := blockDelta(index, delta)
+		if err != nil {
+			return false, malformed(sseType, data, err)
+		}
+		if p.Text == "" && p.Delta != model.DeltaRaw {
+			return false, nil // an empty fragment (input_json_delta opens with one) says nothing
+		}
+		return !emit(p), nil
+	case "content_block_start":
+		p, redacted, err := blockStart(index, block)
+		if err != nil {
+			return false, malformed(sseType, data, err)
+		}
+		if !emit(p) {
+			return true, nil
+		}
+		if redacted != "" {
+			// Redacted thinking arrives whole in its start; give it as the
+			// block's one delta, as the Part contract says.
+			return !emit(model.Part{Type: model.PartBlockDelta, Index: index, Delta: model.DeltaRedacted, Text: redacted}), nil
+		}
+		return false, nil
+	case "content_block_stop":
+		return !emit(model.Part{Type: model.PartBlockStop, Index: index}), nil
+	case "message_start":
+		p := model.Part{Type: model.PartMessageStart}
+		err := jsonscan.Object(message, func(k, v []byte) error {
+			var err error
+			switch string(k) {
+			case "id":
+				p.ID, err = jsonscan.String(v)
+			case "model":
+				p.Model, err = jsonscan.String(v)
+			case "usage":
+				err = readUsage(v, &d.usage)
+			}
+			return err
+		})
+		if err != nil {
+			return false, malformed(sseType, data, err)
+		}
+		p.Usage = d.usage
+		return !emit(p), nil
+	case "message_delta":
+		p := model.Part{Type: model.PartMessageDelta}
+		err := jsonscan.Object(delta, func(k, v []byte) error {
+			var err error
+			switch string(k) {
+			case "stop_reason":
+				p.StopReason, err = jsonscan.String(v)
+			case "stop_sequence":
+				p.StopSequence, err = jsonscan.String(v)
+			}
+			return err
+		})
+		if err == nil && usage != nil {
+			err = readUsage(usage, &d.usage)
+		}
+		if err != nil {
+			return false, malformed(sseType, data, err)
+		}
+		p.Usage = d.usage
+		return !emit(p), nil
+	case "message_stop":
+		emit(model.Part{Type: model.PartMessageStop})
+		return true, nil
+	case "error":
+		e := &model.APIError{Provider: "anthropic"}
+		err := jsonscan.Object(errObj, func(k, v []byte) error {
+			var err error
+			switch string(k) {
+			case "type":
+				e.Type, err = jsonscan.String(v)
+			case "message":
+				e.Message, err = jsonscan.String(v)
+			}
+			return err
+		})
+		if err != nil {
+			return false, malformed(sseType, data, err)
+		}
+		return false, d.wrap(e)
+	}
+	return false, nil // ping, and event types added after this was written
+}
+
+// blockStart reads a content_block_start's block. A block's text starts
+// empty, whatever the start says: only deltas add to it (servers have been
+// seen sending the same text in the start and in a delta).
+func blockStart(index int, block []byte) (p model.Part, redacted string, err error) {
+	p = model.Part{Type: model.PartBlockStart, Index: index}
+	var typ, id, name, data []byte
+	err = jsonscan.Object(block, func(k, v []byte) error {
+		var err error
+		switch string(k) {
+		case "type":
+			typ, err = jsonscan.Unquote(v)
+		case "id":
+			id = v
+		case "name":
+			name = v
+		case "data":
+			data = v
+		}
+		return err
+	})
+	if err != nil {
+		return p, "", err
+	}
+	switch string(typ) {
+	case "text":
+		p.Block = model.BlockText
+	case "thinking":
+		p.Block = model.BlockReasoning
+	case "redacted_thinking":
+		p.Block = model.BlockRedactedReasoning
+		redacted, err = jsonscan.String(data)
+	case "tool_use":
+		p.Block = model.BlockToolUse
+		if p.ID, err = jsonscan.String(id); err == nil {
+			p.Name, err = jsonscan.String(name)
+		}
+	default:
+		// Server tools, their results, compaction and kinds added later
+		// pass through whole, to be sent back unchanged.
+		p.Block = model.BlockRaw
+		p.Name = string(typ)
+		if !json.Valid(block) {
+			return p, "", errors.New("content block is not valid JSON")
+		}
+		p.Raw = append([]byte(nil), block...)
+	}
+	return p, redacted, err
+}
+
+// blockDelta reads a content_block_delta's delta.
+func blockDelta(index int, delta []byte) (model.Part, error) {
+	p := model.Part{Type: model.PartBlockDelta, Index: index}
+	var typ, text, citation []byte
+	err := jsonscan.Object(delta, func(k, v []byte) error {
+		var err error
+		switch string(k) {
+		case "type":
+			typ, err = jsonscan.Unquote(v)
+		case "text", "thinking", "signature", "partial_json":
+			text = v
+		case "citation":
+			citation = v
+		}
+		return err
+	})
+	if err != nil {
+		return p, err
+	}
+	switch string(typ) {
+	case "text_delta":
+		p.Delta = model.DeltaText
+	case "thinking_delta":
+		p.Delta = model.DeltaReasoning
+	case "signature_delta":
+		p.Delta = model.DeltaSignature
+	case "input_json_delta":
+		p.Delta = model.DeltaInputJSON
+	case "citations_delta":
+		p.Delta = model.DeltaCitation
+		if !json.Valid(citation) {
+			return p, errors.New("citation is not valid JSON")
+		}
+		p.Text = string(citation)
+		return p, nil
+	default:
+		p.Delta = model.DeltaRaw
+		if !json.Valid(delta) {
+			return p, errors.New("delta is not valid JSON")
+		}
+		p.Text = string(delta)
+		return p, nil
+	}
+	if text == nil {
+		return p, fmt.Errorf("%s without its text", typ)
+	}
+	p.Text, err = jsonscan.String(text)
+	return p, err
+}
+
+// readUsage updates u with the counts present in the usage object v; a
+// count that is absent or null keeps its value (message_delta repeats only
+// some).
+func readUsage(v []byte, u *model.Usage) error {
+	if jsonscan.IsNull(v) {
+		return nil
+	}
+	return jsonscan.Object(v, func(k, v []byte) error {
+		var dst *int
+		switch string(k) {
+		case "input_tokens":
+			dst = &u.InputTokens
+		case "output_tokens":
+			dst = &u.OutputTokens
+		case "cache_creation_input_tokens":
+			dst = &u.CacheCreationInputTokens
+		case "cache_read_input_tokens":
+			dst = &u.CacheReadInputTokens
+		default:
+			return nil
+		}
+		if jsonscan.IsNull(v) {
+			return nil
+		}
+		n, err := jsonscan.Int(v)
+		*dst = n
+		return err
+	})
+}
+
+func malformed(sseType string, data []byte, err error) error {
+	return fmt.Errorf("anthropic: %w: %s event: %v (%.80q)", model.ErrMalformedEvent, sseType, err, data)
+}

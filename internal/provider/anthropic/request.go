@@ -1,0 +1,191 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/sluicehq/sluice/model"
+)
+
+type wireRequest struct {
+	Model     string        `json:"model"`
+	MaxTokens int           `json:"max_tokens"`
+	System    string        `json:"system,omitempty"`
+	Messages  []wireMessage `json:"messages"`
+	Tools     []wireTool    `json:"tools,omitempty"`
+	Thinking  *wireThinking `json:"thinking,omitempty"`
+	Stream    bool          `json:"stream,omitempty"`
+}
+
+type wireMessage struct {
+	Role    model.Role `json:"role"`
+	Content []any      `json:"content"`
+}
+
+type wireTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+type wireThinking struct {
+	Type         string `json:"type"`
+	BudgetTokens int    `json:"budget_tokens"`
+}
+
+type textBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Citations json.RawMessage `json:"citations,omitempty"`
+}
+
+type thinkingBlock struct {
+	Type      string `json:"type"`
+	Thinking  string `json:"thinking"`
+	Signature string `json:"signature"`
+}
+
+type redactedBlock struct {
+	Type string `json:"type"`
+	Data string `json:"data"`
+}
+
+type toolUseBlock struct {
+	Type  string          `json:"type"`
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+type toolResultBlock struct {
+	Type      string `json:"type"`
+	ToolUseID string `json:"tool_use_id"`
+	Content   string `json:"content,omitempty"`
+	IsError   bool   `json:"is_error,omitempty"`
+}
+
+var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// request builds the JSON body for req.
+func (p *Provider) request(req *model.Request, stream bool) ([]byte, error) {
+	w := wireRequest{Model: req.Model, MaxTokens: req.MaxTokens, System: req.System, Stream: stream}
+	if w.Model == "" {
+		w.Model = p.cfg.Model
+	}
+	if w.MaxTokens <= 0 {
+		w.MaxTokens = p.cfg.MaxTokens
+	}
+	if req.ThinkingBudget > 0 {
+		w.Thinking = &wireThinking{Type: "enabled", BudgetTokens: req.ThinkingBudget}
+		if w.MaxTokens <= req.ThinkingBudget {
+			// The budget is part of max_tokens: leave room for the answer.
+			w.MaxTokens += req.ThinkingBudget
+		}
+	}
+	for _, t := range req.Tools {
+		schema := t.InputSchema
+		if len(schema) == 0 {
+			schema = emptySchema
+		}
+		w.Tools = append(w.Tools, wireTool{Name: t.Name, Description: t.Description, InputSchema: schema})
+	}
+	w.Messages = make([]wireMessage, 0, len(req.Messages))
+	for _, m := range req.Messages {
+		wm := wireMessage{Role: m.Role}
+		for _, c := range m.Content {
+			if b := block(c); b != nil {
+				wm.Content = append(wm.Content, b)
+			}
+		}
+		if len(wm.Content) > 0 {
+			w.Messages = append(w.Messages, wm)
+		}
+	}
+	body, err := json.Marshal(w)
+	if err != nil {
+		return nil, fmt.Errorf("anthropic: %w: %v", model.ErrInvalidRequest, err)
+	}
+	return body, nil
+}
+
+// block is c as the API takes it, or nil for what it would refuse: an
+// empty text block, reasoning without the signature that authenticates it
+// (another provider's).
+func block(c model.Content) any {
+	switch c.Type {
+	case model.ContentText:
+		if c.Text == "" {
+			return nil
+		}
+		return textBlock{Type: "text", Text: c.Text, Citations: c.Citations}
+	case model.ContentReasoning:
+		if c.Signature == "" {
+			return nil
+		}
+		return thinkingBlock{Type: "thinking", Thinking: c.Text, Signature: c.Signature}
+	case model.ContentRedactedReasoning:
+		return redactedBlock{Type: "redacted_thinking", Data: c.Data}
+	case model.ContentToolUse:
+		input := c.Input
+		if len(input) == 0 {
+			input = json.RawMessage("{}")
+		}
+		return toolUseBlock{Type: "tool_use", ID: c.ID, Name: c.Name, Input: input}
+	case model.ContentToolResult:
+		return toolResultBlock{Type: "tool_result", ToolUseID: c.ID, Content: c.Text, IsError: c.IsError}
+	case model.ContentRaw:
+		if len(c.Raw) == 0 {
+			return nil
+		}
+		return c.Raw
+	}
+	return nil
+}
+
+// wireResponse is a non-streaming answer.
+type wireResponse struct {
+	ID           string            `json:"id"`
+	Model        string            `json:"model"`
+	Content      []json.RawMessage `json:"content"`
+	StopReason   string            `json:"stop_reason"`
+	StopSequence string            `json:"stop_sequence"`
+	Usage        model.Usage       `json:"usage"`
+}
+
+func (w *wireResponse) response() (*model.Response, error) {
+	r := &model.Response{ID: w.ID, Model: w.Model, StopReason: w.StopReason, StopSequence: w.StopSequence, Usage: w.Usage}
+	for _, raw := range w.Content {
+		var b struct {
+			Type      string          `json:"type"`
+			Text      string          `json:"text"`
+			Thinking  string          `json:"thinking"`
+			Signature string          `json:"signature"`
+			Data      string          `json:"data"`
+			ID        string          `json:"id"`
+			Name      string          `json:"name"`
+			Input     json.RawMessage `json:"input"`
+			Citations json.RawMessage `json:"citations"`
+		}
+		if err := json.Unmarshal(raw, &b); err != nil {
+			return nil, fmt.Errorf("anthropic: %w: content block: %v", model.ErrMalformedEvent, err)
+		}
+		var c model.Content
+		switch b.Type {
+		case "text":
+			c = model.Content{Type: model.ContentText, Text: b.Text}
+			if len(b.Citations) > 0 && string(b.Citations) != "null" {
+				c.Citations = b.Citations
+			}
+		case "thinking":
+			c = model.Content{Type: model.ContentReasoning, Text: b.Thinking, Signature: b.Signature}
+		case "redacted_thinking":
+			c = model.Content{Type: model.ContentRedactedReasoning, Data: b.Data}
+		case "tool_use":
+			c = model.Content{Type: model.ContentToolUse, ID: b.ID, Name: b.Name, Input: b.Input}
+		default:
+			c = model.Content{Type: model.ContentRaw, Name: b.Type, Raw: raw}
+		}
+		r.Content = append(r.Content, c)
+	}
+	return r, nil
+}

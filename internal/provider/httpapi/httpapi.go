@@ -1,0 +1,215 @@
+// Package httpapi holds the HTTP exchange that the model providers share:
+// posting a JSON request, and turning an error answer (status, body,
+// retry-after-ms, retry-after, x-should-retry, request id) into a
+// *model.APIError.
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/sluicehq/sluice/model"
+)
+
+// maxErrorBody bounds how much of an error answer is read.
+const maxErrorBody = 64 << 10
+
+// Client posts requests to one provider's API.
+type Client struct {
+	Provider string       // for errors: "anthropic", "openai"
+	HTTP     *http.Client // nil means http.DefaultClient
+	// Overflow reports whether an error answer says that the request does
+	// not fit the model's context window; such errors wrap
+	// model.ErrContextOverflow.
+	Overflow func(*model.APIError) bool
+	// Now is the clock for retry-after dates; nil means time.Now.
+	Now func() time.Time
+}
+
+// Post sends body to url with header and returns the response if its
+// status is 2xx. Otherwise it returns the answer as an error: a
+// *model.APIError, wrapped with model.ErrContextOverflow when Overflow says
+// so. Network errors are returned wrapped, naming the provider.
+func (c *Client) Post(ctx context.Context, url string, header http.Header, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", c.Provider, model.ErrInvalidRequest, err)
+	}
+	req.Header = header
+	client := c.HTTP
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Provider, err)
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	return nil, c.Error(resp)
+}
+
+// Error builds the error for resp, an error answer, reading (some of) its
+// body.
+func (c *Client) Error(resp *http.Response) error {
+	now := time.Now
+	if c.Now != nil {
+		now = c.Now
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	e := &model.APIError{
+		Provider:    c.Provider,
+		Status:      resp.StatusCode,
+		RequestID:   firstHeader(resp.Header, "request-id", "x-request-id"),
+		RetryAfter:  RetryAfter(resp.Header, now()),
+		ShouldRetry: shouldRetry(resp.Header),
+	}
+	e.Type, e.Message = ParseError(body)
+	if e.Message == "" && e.Type == "" {
+		e.Message = http.StatusText(resp.StatusCode)
+	}
+	return c.Wrap(e)
+}
+
+// Wrap returns e, wrapped with model.ErrContextOverflow when Overflow says
+// that it is one.
+func (c *Client) Wrap(e *model.APIError) error {
+	if c.Overflow != nil && c.Overflow(e) {
+		return fmt.Errorf("%w: %w", model.ErrContextOverflow, e)
+	}
+	return e
+}
+
+// ParseError reads the type and message of an error body in the shapes
+// servers use: Anthropic's {"type":"error","error":{"type","message"}},
+// OpenAI's {"error":{"message","type","code"}}, {"error":"text"} (Ollama),
+// {"object":"error","message","type"} (vLLM). A body that is not JSON (a
+// proxy's HTML page) becomes the message, shortened.
+func ParseError(body []byte) (typ, message string) {
+	var top struct {
+		Error   json.RawMessage `json:"error"`
+		Type    string          `json:"type"`
+		Message string          `json:"message"`
+		Code    json.RawMessage `json:"code"`
+	}
+	if json.Unmarshal(body, &top) != nil {
+		return "", Snippet(body)
+	}
+	typ, message = top.Type, top.Message
+	if typ == "error" {
+		typ = ""
+	}
+	var inner struct {
+		Type    string          `json:"type"`
+		Message string          `json:"message"`
+		Code    json.RawMessage `json:"code"`
+	}
+	var text string
+	switch {
+	case json.Unmarshal(top.Error, &inner) == nil:
+		typ, message = first(inner.Type, typ), first(inner.Message, message)
+		typ = first(typ, code(inner.Code))
+	case json.Unmarshal(top.Error, &text) == nil:
+		message = first(text, message)
+	}
+	return first(typ, code(top.Code)), message
+}
+
+// code is an error code given as a string ("context_length_exceeded");
+// numeric codes repeat the status and say nothing more.
+func code(raw json.RawMessage) string {
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	return s
+}
+
+func first(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func firstHeader(h http.Header, names ...string) string {
+	for _, n := range names {
+		if v := h.Get(n); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// RetryAfter is the wait the server asked for in retry-after-ms or
+// retry-after (seconds or an HTTP date), or 0.
+func RetryAfter(h http.Header, now time.Time) time.Duration {
+	if s := h.Get("retry-after-ms"); s != "" {
+		if ms, err := strconv.ParseFloat(s, 64); err == nil && ms > 0 && ms < 1e12 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	s := h.Get("retry-after")
+	if s == "" {
+		return 0
+	}
+	if sec, err := strconv.ParseFloat(s, 64); err == nil {
+		if sec > 0 && sec < 1e9 {
+			return time.Duration(sec * float64(time.Second))
+		}
+		return 0
+	}
+	if t, err := http.ParseTime(s); err == nil {
+		return max(t.Sub(now), 0)
+	}
+	return 0
+}
+
+func shouldRetry(h http.Header) *bool {
+	var b bool
+	switch strings.ToLower(h.Get("x-should-retry")) {
+	case "true":
+		b = true
+	case "false":
+	default:
+		return nil
+	}
+	return &b
+}
+
+// CheckEventStream returns an error wrapping model.ErrNotEventStream when a
+// 2xx answer is plainly not an event stream: an HTML page (a proxy's login
+// or error page) or a JSON document. Other content types are left to the
+// decoder, which fails the same way on a body holding no event.
+func CheckEventStream(provider string, resp *http.Response) error {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt != "text/html" && mt != "application/json" {
+		return nil
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	return fmt.Errorf("%s: %w (%s): %s", provider, model.ErrNotEventStream, mt, Snippet(body))
+}
+
+// Snippet is the start of body as one short line, for an error message.
+func Snippet(body []byte) string {
+	s := strings.Join(strings.FieldsFunc(string(body), unicode.IsSpace), " ")
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, s)
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:200]) + "…"
+	}
+	return s
+}
