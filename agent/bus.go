@@ -59,6 +59,7 @@ type Subscription struct {
 	// Guarded by bus.mu.
 	queue  []Item
 	head   int
+	merger protocol.Merger // merges into the queue's tail
 	closed bool
 }
 
@@ -87,6 +88,7 @@ func (s *Subscription) NextItem(ctx context.Context) (Item, error) {
 			s.head++
 			if s.head == len(s.queue) {
 				s.queue, s.head = s.queue[:0], 0
+				s.merger.Reset() // the tail it grew has been handed out
 			}
 			s.bus.mu.Unlock()
 			return it, nil
@@ -141,12 +143,13 @@ func (s *Subscription) push(it Item) {
 	}
 	if it.Event != nil && len(s.queue) > s.head {
 		if last := s.queue[len(s.queue)-1].Event; last != nil {
-			if m, ok := protocol.Merge(last, it.Event); ok {
+			if m, ok := s.merger.Merge(last, it.Event); ok {
 				s.queue[len(s.queue)-1].Event = m
 				return
 			}
 		}
 	}
+	s.merger.Reset()
 	s.queue = append(s.queue, it)
 	s.wake()
 }

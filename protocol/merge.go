@@ -5,10 +5,37 @@ package protocol
 // order, never replaced. The result covers prev's first seq to next's seq
 // (Header.FirstSeq). It reports false when the events cannot be merged.
 //
-// Every buffering stage (a slow subscriber's queue, a host's window) uses
-// Merge, so that a backlog costs memory in proportion to the content, not
-// to the number of events.
+// Every buffering stage (a slow subscriber's queue, a host's window) merges
+// this way, so that a backlog costs memory in proportion to the content,
+// not to the number of events. Merge copies prev's chunk; a stage that
+// merges many events into one uses a Merger, which does not.
 func Merge(prev, next Event) (Event, bool) {
+	var m Merger
+	return m.merge(prev, next)
+}
+
+// Merger merges runs of adjacent deltas in amortised O(len(chunk)) per
+// event, however long the run grows. The zero value is ready. It remembers
+// the buffer behind the last event it returned: call Merge with that event
+// as prev (typically the tail of a queue) and Reset when the tail changes
+// otherwise. A Merger is not safe for concurrent use.
+type Merger struct {
+	buf []byte // backs the growing chunk of the last merged event
+}
+
+// Reset forgets the last merged event.
+func (m *Merger) Reset() { m.buf = nil }
+
+// Merge is the package-level Merge without the copy.
+func (m *Merger) Merge(prev, next Event) (Event, bool) {
+	ev, ok := m.merge(prev, next)
+	if !ok {
+		m.buf = nil
+	}
+	return ev, ok
+}
+
+func (m *Merger) merge(prev, next Event) (Event, bool) {
 	ph, nh := prev.Head(), next.Head()
 	if ph.SessionID != nh.SessionID || nh.From() != ph.Seq+1 {
 		return nil, false
@@ -21,7 +48,8 @@ func Merge(prev, next Event) (Event, bool) {
 			p.Stage != StageStreaming || n.Stage != StageStreaming {
 			return nil, false
 		}
-		p.Header, p.Chunk = h, p.Chunk+n.Chunk
+		p.Header = h
+		appendString(&p.Chunk, &m.buf, n.Chunk)
 		return p, true
 	case AssistantReasoningUpdated:
 		n, ok := next.(AssistantReasoningUpdated)
@@ -29,7 +57,8 @@ func Merge(prev, next Event) (Event, bool) {
 			p.Stage != StageStreaming || n.Stage != StageStreaming {
 			return nil, false
 		}
-		p.Header, p.Chunk = h, p.Chunk+n.Chunk
+		p.Header = h
+		appendString(&p.Chunk, &m.buf, n.Chunk)
 		if p.StartedAt == 0 {
 			p.StartedAt = n.StartedAt
 		}
@@ -41,16 +70,19 @@ func Merge(prev, next Event) (Event, bool) {
 		}
 		switch p.Stage {
 		case StageStreaming:
-			p.Header, p.ParametersChunk = h, p.ParametersChunk+n.ParametersChunk
+			p.Header = h
+			appendString(&p.ParametersChunk, &m.buf, n.ParametersChunk)
 			return p, true
 		case StageRunning:
 			// The stable fields are repeated on every running event; the
 			// later values are the current ones.
-			n.Header, n.ResultChunk = h, p.ResultChunk+n.ResultChunk
-			if n.ShortResult == "" {
-				n.ShortResult = p.ShortResult
+			p.Header = h
+			appendString(&p.ResultChunk, &m.buf, n.ResultChunk)
+			p.Name, p.ToolID, p.Parameters, p.CompactParams = n.Name, n.ToolID, n.Parameters, n.CompactParams
+			if n.ShortResult != "" {
+				p.ShortResult = n.ShortResult
 			}
-			return n, true
+			return p, true
 		}
 	}
 	return nil, false
