@@ -63,17 +63,6 @@ type Response struct {
 // nullID is the id of a response to a message whose id could not be read.
 var nullID = json.RawMessage("null")
 
-// envelope is the members of a message that ParseRequest inspects. Pointer
-// and raw members tell "absent" from "null".
-type envelope struct {
-	JSONRPC *string         `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  json.RawMessage `json:"method"`
-	Params  json.RawMessage `json:"params"`
-	Result  json.RawMessage `json:"result"`
-	Error   json.RawMessage `json:"error"`
-}
-
 // ParseRequest decodes one incoming message. On failure it returns the
 // error to answer with and the id to answer to (null when the id could not
 // be read); a nil *Error with a nil Request means the message is a
@@ -95,11 +84,13 @@ func ParseRequest(data []byte) (*Request, json.RawMessage, *Error) {
 	default:
 		return nil, nullID, &Error{Code: CodeInvalidRequest, Message: "invalid request: a request must be a JSON object"}
 	}
-	var env envelope
-	// Valid JSON can only fail to fit the envelope by a "jsonrpc" that is
-	// not a string; it stays nil and is reported below, with the id.
-	_ = json.Unmarshal(data, &env)
-	id := env.ID
+	// Members are matched case-sensitively, as the specification says
+	// (encoding/json's struct decoding would not).
+	var env map[string]json.RawMessage
+	if err := json.Unmarshal(data, &env); err != nil {
+		return nil, nullID, &Error{Code: CodeInvalidRequest, Message: "invalid request: " + err.Error()}
+	}
+	id := env["id"]
 	if id != nil {
 		switch id[0] {
 		case '"', 'n', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
@@ -111,17 +102,21 @@ func ParseRequest(data []byte) (*Request, json.RawMessage, *Error) {
 	if answerID == nil {
 		answerID = nullID
 	}
-	if env.Method == nil && (env.Result != nil || env.Error != nil) {
+	rawMethod, hasMethod := env["method"]
+	_, hasResult := env["result"]
+	_, hasError := env["error"]
+	if !hasMethod && (hasResult || hasError) {
 		return nil, nil, nil // a response: the server sends no requests
 	}
-	if env.JSONRPC == nil || *env.JSONRPC != "2.0" {
+	var version string
+	if json.Unmarshal(env["jsonrpc"], &version) != nil || version != "2.0" {
 		return nil, answerID, &Error{Code: CodeInvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`}
 	}
 	var method string
-	if env.Method == nil || json.Unmarshal(env.Method, &method) != nil {
+	if !hasMethod || rawMethod[0] != '"' || json.Unmarshal(rawMethod, &method) != nil {
 		return nil, answerID, &Error{Code: CodeInvalidRequest, Message: "invalid request: method must be a string"}
 	}
-	params := env.Params
+	params := env["params"]
 	if params != nil {
 		switch params[0] {
 		case '{', '[':
