@@ -1,0 +1,203 @@
+package tui
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/sluicehq/sluice/protocol"
+)
+
+// apply applies one event the moment it arrives: to the list with the one
+// reducer, then to what the UI shows. Anything that became final is
+// printed to the scrollback at once (advance).
+func (m *Model) apply(ev protocol.Event) {
+	// Where a removal starts must be known before the reducer removes it.
+	removedAt := -1
+	var removedText string
+	switch e := ev.(type) {
+	case protocol.MessagesRewound:
+		removedAt = m.list.Index(e.AnchorMessageID)
+		if removedAt >= 0 {
+			removedText = m.list.At(removedAt).Text()
+		}
+	case protocol.AssistantMessageDiscarded:
+		removedAt = m.list.Index(e.MessageID)
+	case protocol.MessagesCleared:
+		removedAt = 0
+	}
+
+	switch err := m.list.Apply(ev); {
+	case err == nil:
+	case errors.Is(err, protocol.ErrStale):
+		return
+	default:
+		m.resync()
+		return
+	}
+
+	switch e := ev.(type) {
+	case protocol.RunStateChanged:
+		m.running = e.State == protocol.RunRunning
+		if !m.running {
+			m.notice = ""
+		}
+	case protocol.StreamNotice:
+		m.notice = noticeText(e)
+	case protocol.AssistantMessageAdded, protocol.AssistantContentUpdated,
+		protocol.AssistantReasoningUpdated, protocol.ToolBlockUpdated:
+		// The stream is flowing again.
+		m.notice = ""
+	case protocol.TurnEnded:
+		if e.Usage != nil {
+			m.usage = m.usage.Add(*e.Usage)
+		}
+	case protocol.PermissionRequest:
+		m.perms = append(m.perms, e)
+	case protocol.PermissionResolved:
+		for i, p := range m.perms {
+			if p.RequestID == e.RequestID {
+				m.perms = append(m.perms[:i:i], m.perms[i+1:]...)
+				if i == 0 {
+					m.permSel = 0
+				}
+				break
+			}
+		}
+	case protocol.MessagesRewound:
+		m.removed(removedAt, "rewound to before: "+firstLine(removedText))
+	case protocol.MessagesCleared:
+		m.removed(removedAt, "conversation cleared")
+		m.perms, m.notice = nil, ""
+	case protocol.AssistantMessageDiscarded:
+		// A discarded message was never printed (it was not final), so
+		// only the live area changes.
+		m.removed(removedAt, "")
+	}
+	m.advance()
+}
+
+// removed moves the print cursor after messages from index i on left the
+// list. When printed content went with them, a divider says so in the
+// scrollback (which cannot be unprinted).
+func (m *Model) removed(i int, divider string) {
+	if i < 0 {
+		return
+	}
+	if i < m.pm || (i == m.pm && m.pb > 0) {
+		m.pm, m.pb = i, 0
+		if divider != "" {
+			m.emit([]string{stDim.Render("── " + divider + " ──")})
+		}
+	}
+	m.pm = min(m.pm, m.list.Len())
+	for k := range m.caches {
+		if m.list.Index(k.msg) < 0 {
+			delete(m.caches, k)
+		}
+	}
+}
+
+// resync replaces the list with a snapshot after an event that did not fit
+// (a gap in seq or an unknown message). The print cursor stays on the
+// message it was on when that message is still there.
+func (m *Model) resync() {
+	var cur string
+	if m.pm < m.list.Len() {
+		cur = m.list.At(m.pm).ID
+	}
+	snap, sub := m.sess.subscribe()
+	m.sub.Close()
+	m.sub = sub
+	m.gen++
+	m.list.Reset(snap)
+	clear(m.caches)
+	if i := m.list.Index(cur); cur != "" && i >= 0 {
+		m.pm = i
+	} else {
+		m.pm, m.pb = min(m.pm, m.list.Len()), 0
+	}
+	m.running = m.sess.Busy()
+}
+
+// advance prints everything that became final, in order.
+//
+// A message is printed block by block, and only once nothing can take it
+// back: a failed attempt's message is discarded before its retry, so an
+// assistant message prints only when it is settled — its turn ended, it
+// holds an error, a later message exists or the session is idle. Within a
+// settled message a block prints when it has ended; the blocks before it
+// must have printed first. A message is left (the cursor moves past it)
+// when it is closed: a later message exists or the session is idle.
+func (m *Model) advance() {
+	if !m.ready {
+		return
+	}
+	for m.pm < m.list.Len() {
+		msg := m.list.At(m.pm)
+		closed := m.pm < m.list.Len()-1 || !m.running
+		if !closed && !settled(msg) {
+			return
+		}
+		for m.pb < len(msg.Blocks) {
+			if !closed && !blockFinal(msg.Blocks[m.pb]) {
+				return
+			}
+			m.emit(m.renderBlock(msg, m.pb, true))
+			delete(m.caches, blockKey{msg.ID, m.pb})
+			m.pb++
+		}
+		if !closed {
+			return
+		}
+		m.pm, m.pb = m.pm+1, 0
+	}
+}
+
+// settled reports whether a message can no longer be discarded.
+func settled(m protocol.Message) bool {
+	if m.Role != protocol.RoleAssistant || m.StopReason != "" {
+		return true
+	}
+	for _, b := range m.Blocks {
+		if b.Type == protocol.BlockError || b.Type == protocol.BlockCompact {
+			return true
+		}
+	}
+	return false
+}
+
+// blockFinal reports whether a block will not change any more.
+func blockFinal(b protocol.Block) bool {
+	switch b.Type {
+	case protocol.BlockText, protocol.BlockReasoning, protocol.BlockTool:
+		return b.Stage == "" || b.Stage == protocol.StageEnd
+	}
+	return true
+}
+
+func noticeText(e protocol.StreamNotice) string {
+	switch e.Kind {
+	case protocol.NoticeStalled:
+		return fmt.Sprintf("⚠ The stream has stalled: nothing received for %ds…", e.IdleMs/1000)
+	case protocol.NoticeRetrying:
+		s := fmt.Sprintf("↻ Retrying (attempt %d", e.Attempt)
+		if e.DelayMs > 0 {
+			s += fmt.Sprintf(", in %.1fs", float64(e.DelayMs)/1000)
+		}
+		s += ")"
+		if e.Cause != "" {
+			s += ": " + firstLine(e.Cause)
+		}
+		return s
+	}
+	return "⚠ " + e.Kind
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + "…"
+	}
+	return s
+}

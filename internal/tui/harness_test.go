@@ -1,0 +1,375 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/model/modeltest"
+	"github.com/sluicehq/sluice/protocol"
+)
+
+// fakeBackend stands for a session in the frame tests: it records what the
+// UI asks, and its state is the harness's "truth" list (what the agent
+// would hold), so that a snapshot pulled mid-stream is consistent with the
+// events.
+type fakeBackend struct {
+	mu    sync.Mutex
+	calls []string
+	model string
+	busy  bool
+	truth *protocol.List
+	subs  int
+}
+
+func (f *fakeBackend) record(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, fmt.Sprintf(format, args...))
+}
+
+func (f *fakeBackend) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+func (f *fakeBackend) ID() string      { return "session-1" }
+func (f *fakeBackend) WorkDir() string { return "/work" }
+func (f *fakeBackend) Model() string   { f.mu.Lock(); defer f.mu.Unlock(); return f.model }
+func (f *fakeBackend) SetModel(n string) {
+	f.record("SetModel %s", n)
+	f.mu.Lock()
+	f.model = n
+	f.mu.Unlock()
+}
+func (f *fakeBackend) PermissionMode() agent.PermissionMode { return agent.ModeDefault }
+func (f *fakeBackend) Busy() bool                           { f.mu.Lock(); defer f.mu.Unlock(); return f.busy }
+func (f *fakeBackend) Run(ctx context.Context, text string) (agent.Result, error) {
+	f.record("Run %s", text)
+	return agent.Result{}, nil
+}
+func (f *fakeBackend) Bang(ctx context.Context, c string) (agent.Result, error) {
+	f.record("Bang %s", c)
+	return agent.Result{}, nil
+}
+func (f *fakeBackend) Compact(ctx context.Context) error { f.record("Compact"); return nil }
+func (f *fakeBackend) Rewind(ctx context.Context, id string) error {
+	f.record("Rewind %s", id)
+	return nil
+}
+func (f *fakeBackend) Clear(ctx context.Context) error { f.record("Clear"); return nil }
+func (f *fakeBackend) Abort(reason string)             { f.record("Abort") }
+func (f *fakeBackend) AnswerPermission(id, d string) error {
+	f.record("AnswerPermission %s %s", id, d)
+	return nil
+}
+func (f *fakeBackend) Close() error { f.record("Close"); return nil }
+func (f *fakeBackend) subscribe() (protocol.Snapshot, events) {
+	f.mu.Lock()
+	f.subs++
+	f.mu.Unlock()
+	return f.truth.Snapshot(), idleEvents{}
+}
+
+// idleEvents is a subscription on which nothing arrives: the harness
+// hands events to the model itself.
+type idleEvents struct{}
+
+func (idleEvents) Next(ctx context.Context) (protocol.Event, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+func (idleEvents) Pending() int { return 0 }
+func (idleEvents) Close()       {}
+
+// harness drives a Model frame by frame and checks every frame. A frame
+// is what the terminal shows after one message: the scrollback printed so
+// far and the view (or, on the alternate screen, the view alone).
+type harness struct {
+	t      *testing.T
+	m      *Model
+	b      *fakeBackend
+	clock  *modeltest.Clock
+	truth  protocol.List // the agent's list: the events, all applied
+	seq    int64
+	scroll []string // printed lines
+	acks   int      // prints waiting for their acknowledgement
+	frames int
+	// checks run on every frame (the duplicate check is always on).
+	checks []func(f frame)
+}
+
+type frame struct {
+	n      int
+	screen string // ANSI stripped
+	view   string // ANSI stripped
+	scroll string // ANSI stripped
+	alt    bool
+}
+
+var t0 = time.UnixMilli(1_700_000_000_000)
+
+func newHarness(t *testing.T, w, h int) *harness {
+	t.Helper()
+	hs := &harness{t: t, clock: modeltest.NewClock(t0)}
+	hs.b = &fakeBackend{model: "test-model", truth: &hs.truth}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	hs.m = newModel(ctx, Options{Width: w, Height: h, Style: "dark", Clock: hs.clock}, hs.b)
+	hs.m.printer = func(s string) tea.Cmd {
+		hs.scroll = append(hs.scroll, strings.Split(s, "\n")...)
+		hs.acks++
+		return nil
+	}
+	hs.m.Init()
+	hs.check()
+	hs.ack()
+	return hs
+}
+
+// send delivers one message, then the acknowledgement of a print it made,
+// checking the frame after each.
+func (h *harness) send(msg tea.Msg) {
+	h.t.Helper()
+	h.m.Update(msg)
+	h.check()
+	h.ack()
+}
+
+func (h *harness) ack() {
+	h.t.Helper()
+	for h.acks > 0 {
+		h.acks--
+		h.m.Update(printedMsg{})
+		h.check()
+	}
+}
+
+// ev publishes events as the agent would: each gets the next seq, is
+// applied to the truth and delivered to the UI, one frame per event.
+func (h *harness) ev(evs ...protocol.Event) {
+	h.t.Helper()
+	for _, e := range evs {
+		h.send(eventsMsg{gen: h.m.gen, evs: []protocol.Event{h.publish(e)}})
+	}
+}
+
+// burst delivers events in one batch (one frame).
+func (h *harness) burst(evs ...protocol.Event) {
+	h.t.Helper()
+	out := make([]protocol.Event, len(evs))
+	for i, e := range evs {
+		out[i] = h.publish(e)
+	}
+	h.send(eventsMsg{gen: h.m.gen, evs: out})
+}
+
+// publish stamps and applies an event to the truth without delivering it.
+func (h *harness) publish(e protocol.Event) protocol.Event {
+	h.t.Helper()
+	h.seq++
+	e = protocol.WithHeader(e, protocol.Header{SessionID: "session-1", Seq: h.seq})
+	if err := h.truth.Apply(e); err != nil {
+		h.t.Fatalf("scripted event %d does not fit: %v", h.seq, err)
+	}
+	if rs, ok := e.(protocol.RunStateChanged); ok {
+		h.b.mu.Lock()
+		h.b.busy = rs.State == protocol.RunRunning
+		h.b.mu.Unlock()
+	}
+	return e
+}
+
+func (h *harness) key(keys ...string) {
+	h.t.Helper()
+	for _, k := range keys {
+		h.send(keyMsg(k))
+	}
+}
+
+func (h *harness) typeText(s string) {
+	h.t.Helper()
+	for _, r := range s {
+		h.send(tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+}
+
+func keyMsg(s string) tea.KeyPressMsg {
+	switch s {
+	case "enter":
+		return tea.KeyPressMsg{Code: tea.KeyEnter}
+	case "alt+enter":
+		return tea.KeyPressMsg{Code: tea.KeyEnter, Mod: tea.ModAlt}
+	case "esc":
+		return tea.KeyPressMsg{Code: tea.KeyEscape}
+	case "up":
+		return tea.KeyPressMsg{Code: tea.KeyUp}
+	case "down":
+		return tea.KeyPressMsg{Code: tea.KeyDown}
+	case "ctrl+o":
+		return tea.KeyPressMsg{Code: 'o', Mod: tea.ModCtrl}
+	case "ctrl+c":
+		return tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
+	case "pgup":
+		return tea.KeyPressMsg{Code: tea.KeyPgUp}
+	}
+	r := []rune(s)
+	if len(r) != 1 {
+		panic("keyMsg: unknown key " + s)
+	}
+	return tea.KeyPressMsg{Code: r[0], Text: s}
+}
+
+// tick moves the clock and delivers the timer's tick.
+func (h *harness) tick(d time.Duration) {
+	h.t.Helper()
+	h.clock.Advance(d)
+	h.send(tickMsg{})
+}
+
+func (h *harness) current() frame {
+	v := h.m.View()
+	view := ansi.Strip(v.Content)
+	scroll := ansi.Strip(strings.Join(h.scroll, "\n"))
+	f := frame{n: h.frames, view: view, scroll: scroll, alt: v.AltScreen}
+	if v.AltScreen {
+		f.screen = view
+	} else {
+		f.screen = scroll + "\n" + view
+	}
+	return f
+}
+
+// tokenRE matches the marker words the scripts are written with: each is
+// unique, so a marker seen twice on one screen is content shown twice.
+var tokenRE = regexp.MustCompile(`\bzq[a-z]{4}\b`)
+
+func (h *harness) check() {
+	h.t.Helper()
+	h.frames++
+	f := h.current()
+	seen := map[string]int{}
+	for _, tok := range tokenRE.FindAllString(f.screen, -1) {
+		seen[tok]++
+		if seen[tok] == 2 {
+			h.t.Fatalf("frame %d shows %q twice:\n%s", f.n, tok, f.screen)
+		}
+	}
+	for _, c := range h.checks {
+		c(f)
+	}
+}
+
+// words makes n unique marker words, starting from a per-script offset.
+func words(from, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		k := from + i
+		out[i] = fmt.Sprintf("zq%c%c%c%c", 'a'+k/17576%26, 'a'+k/676%26, 'a'+k/26%26, 'a'+k%26)
+	}
+	return out
+}
+
+// chunks splits text into pieces of n bytes, cutting words: a typewriter.
+func chunks(text string, n int) []string {
+	var out []string
+	for len(text) > n {
+		out = append(out, text[:n])
+		text = text[n:]
+	}
+	return append(out, text)
+}
+
+// Event builders.
+
+func userMsg(id, text string) protocol.Event {
+	return protocol.UserMessageAdded{Message: protocol.Message{ID: id, Role: protocol.RoleUser,
+		Blocks: []protocol.Block{{Type: protocol.BlockText, Content: text}}}}
+}
+
+func asstMsg(id string) protocol.Event {
+	return protocol.AssistantMessageAdded{Message: protocol.Message{ID: id, Role: protocol.RoleAssistant, Blocks: []protocol.Block{}}}
+}
+
+func textDelta(id string, bi int, chunk string) protocol.Event {
+	return protocol.AssistantContentUpdated{MessageID: id, BlockIndex: bi, Chunk: chunk, Stage: protocol.StageStreaming}
+}
+
+func textEnd(id string, bi int) protocol.Event {
+	return protocol.AssistantContentUpdated{MessageID: id, BlockIndex: bi, Stage: protocol.StageEnd}
+}
+
+func thinkDelta(id string, bi int, chunk string, startedAt int64) protocol.Event {
+	return protocol.AssistantReasoningUpdated{MessageID: id, BlockIndex: bi, Chunk: chunk, Stage: protocol.StageStreaming, StartedAt: startedAt}
+}
+
+func thinkEnd(id string, bi int, endedAt int64) protocol.Event {
+	return protocol.AssistantReasoningUpdated{MessageID: id, BlockIndex: bi, Stage: protocol.StageEnd, EndedAt: endedAt}
+}
+
+func turnEnd(id, reason string, in, out int) protocol.Event {
+	return protocol.TurnEnded{MessageID: id, StopReason: reason, Usage: &protocol.Usage{InputTokens: in, OutputTokens: out}}
+}
+
+func runState(s string) protocol.Event { return protocol.RunStateChanged{State: s} }
+
+func toolStart(id string, bi int, toolID, name string) protocol.Event {
+	return protocol.ToolBlockUpdated{MessageID: id, BlockIndex: bi, ToolID: toolID, Name: name, Stage: protocol.StageStart}
+}
+
+func toolParams(id string, bi int, toolID, name, chunk string) protocol.Event {
+	return protocol.ToolBlockUpdated{MessageID: id, BlockIndex: bi, ToolID: toolID, Name: name, Stage: protocol.StageStreaming, ParametersChunk: chunk}
+}
+
+func toolRunning(id string, bi int, toolID, name, params, compact, resultChunk, short string) protocol.Event {
+	return protocol.ToolBlockUpdated{MessageID: id, BlockIndex: bi, ToolID: toolID, Name: name, Stage: protocol.StageRunning,
+		Parameters: params, CompactParams: compact, ResultChunk: resultChunk, ShortResult: short}
+}
+
+func toolEnd(id string, bi int, toolID, name, params, result, short string, ok bool, errText string) protocol.Event {
+	return protocol.ToolBlockUpdated{MessageID: id, BlockIndex: bi, ToolID: toolID, Name: name, Stage: protocol.StageEnd,
+		Parameters: params, Result: &result, ShortResult: short, Success: &ok, Error: errText}
+}
+
+// countIn counts the marker words of ws in s.
+func countIn(s string, ws []string) map[string]int {
+	set := map[string]bool{}
+	for _, w := range ws {
+		set[w] = true
+	}
+	n := map[string]int{}
+	for _, tok := range tokenRE.FindAllString(s, -1) {
+		if set[tok] {
+			n[tok]++
+		}
+	}
+	return n
+}
+
+// requireOnceInScrollback asserts that each word is printed exactly once
+// and that none is left in the live area.
+func (h *harness) requireOnceInScrollback(ws []string) {
+	h.t.Helper()
+	f := h.current()
+	got := countIn(f.scroll, ws)
+	for _, w := range ws {
+		if got[w] != 1 {
+			h.t.Fatalf("%q printed %d times, want once; scrollback:\n%s", w, got[w], f.scroll)
+		}
+	}
+	if live := countIn(f.view, ws); len(live) > 0 {
+		h.t.Fatalf("finished words still in the live area: %v\n%s", live, f.view)
+	}
+}
+
+// nopMsg is a message the model ignores: it renders a frame.
+type nopMsg struct{}

@@ -1,0 +1,293 @@
+package tui
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/protocol"
+)
+
+// TestExpandedViewIsAStillSnapshot: Ctrl+O mid-stream shows a snapshot
+// that no frame changes — deltas, tool output, a new message, timer ticks
+// — while everything keeps being applied; going back resumes live from
+// the current state, prints what finished meanwhile, and shows nothing
+// twice.
+func TestExpandedViewIsAStillSnapshot(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 80, 30)
+	start := h.clock.Now().UnixMilli()
+	first, second := words(0, 10), words(100, 10)
+	h.ev(runState(protocol.RunRunning), userMsg("u1", "go"), asstMsg("a1"),
+		thinkDelta("a1", 0, "pondering zqthnk ", start),
+		toolStart("a1", 1, "t1", "Bash"), toolParams("a1", 1, "t1", "Bash", `{"command":"make"}`))
+	for _, c := range chunks(strings.Join(first[:5], " ")+" ", 6) {
+		h.ev(textDelta("a1", 2, c))
+	}
+	h.key("ctrl+o")
+	snap := h.current()
+	if !snap.alt || !strings.Contains(snap.view, "Expanded view") {
+		t.Fatalf("ctrl+o did not open the expanded view:\n%s", snap.view)
+	}
+	if !strings.Contains(snap.view, `"command": "make"`) {
+		t.Fatalf("the expanded view lacks the full parameters:\n%s", snap.view)
+	}
+	h.checks = append(h.checks, func(f frame) {
+		if f.alt && f.view != snap.view {
+			t.Fatalf("frame %d: the expanded view changed:\n%s\n--- was:\n%s", f.n, f.view, snap.view)
+		}
+	})
+	for _, c := range chunks(strings.Join(first[5:], " ")+" ", 6) {
+		h.ev(textDelta("a1", 2, c))
+	}
+	h.tick(3 * time.Second)
+	h.ev(thinkDelta("a1", 0, "still ", 0), thinkEnd("a1", 0, start+3000),
+		toolRunning("a1", 1, "t1", "Bash", `{"command":"make"}`, "make", "zqoutp\n", "zqoutp"),
+		toolEnd("a1", 1, "t1", "Bash", `{"command":"make"}`, "zqoutp\n", "zqoutp", true, ""),
+		textEnd("a1", 2), turnEnd("a1", "tool_use", 1, 1), asstMsg("a2"))
+	for _, c := range chunks(strings.Join(second[:5], " ")+" ", 6) {
+		h.ev(textDelta("a2", 0, c))
+	}
+	if len(h.scroll) != len(strings.Split(snap.scroll, "\n")) {
+		t.Fatal("something was printed on the alternate screen")
+	}
+	h.key("ctrl+o")
+	back := h.current()
+	if back.alt {
+		t.Fatal("ctrl+o did not close the expanded view")
+	}
+	// What finished meanwhile is printed now; the live area resumes from
+	// the current state.
+	for _, w := range first {
+		if strings.Count(back.scroll, w) != 1 {
+			t.Fatalf("%q not printed once on return:\n%s", w, back.screen)
+		}
+	}
+	for _, w := range second[:5] {
+		if !strings.Contains(back.view, w) {
+			t.Fatalf("%q streamed meanwhile but the live area lacks it:\n%s", w, back.view)
+		}
+	}
+	for _, c := range chunks(strings.Join(second[5:], " ")+" ", 6) {
+		h.ev(textDelta("a2", 0, c))
+	}
+	h.ev(textEnd("a2", 0), turnEnd("a2", "end_turn", 1, 1), runState(protocol.RunIdle))
+	h.requireOnceInScrollback(append(first, second...))
+}
+
+func TestExpandedViewScrolls(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 60, 10)
+	h.ev(runState(protocol.RunRunning), userMsg("u1", "go"), asstMsg("a1"),
+		textDelta("a1", 0, strings.Join(words(0, 80), " ")))
+	h.key("ctrl+o")
+	bottom := h.current().view
+	h.key("pgup")
+	if h.current().view == bottom {
+		t.Fatal("pgup did not scroll")
+	}
+	h.key("G")
+	if h.current().view != bottom {
+		t.Fatal("G did not go back to the end")
+	}
+	h.key("esc")
+	if h.current().alt {
+		t.Fatal("esc did not leave the expanded view")
+	}
+}
+
+// TestInputAndQueue: multi-line input, history, queued messages while the
+// agent works, and Esc aborting with the queue back in the prompt.
+func TestInputAndQueue(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 80, 30)
+	h.typeText("first line")
+	h.key("alt+enter")
+	h.typeText("second line\\")
+	h.key("enter") // a trailing backslash continues the message
+	h.typeText("third")
+	if got := h.m.input.Value(); got != "first line\nsecond line\nthird" {
+		t.Fatalf("input = %q", got)
+	}
+	h.key("enter")
+	cmd := h.m.dequeue() // already started by Update: nothing more to start
+	if cmd != nil {
+		t.Fatal("a second run started while the first is in flight")
+	}
+	if !h.m.busy() || h.m.inflight != 1 {
+		t.Fatalf("the message did not start (inflight %d)", h.m.inflight)
+	}
+	h.ev(runState(protocol.RunRunning), userMsg("u1", "first line\nsecond line\nthird"), asstMsg("a1"))
+	// Typed while the agent works: queued, shown, not sent.
+	h.typeText("next one")
+	h.key("enter")
+	h.typeText("!ls")
+	h.key("enter")
+	if len(h.m.queue) != 2 || !strings.Contains(h.current().view, "queued: next one") || !strings.Contains(h.current().view, "queued: !ls") {
+		t.Fatalf("queue %v, view:\n%s", h.m.queue, h.current().view)
+	}
+	// Esc interrupts: the agent is asked to abort, the partial answer
+	// stays, the queue returns to the prompt.
+	h.ev(textDelta("a1", 0, "partial zqpart"))
+	h.key("esc")
+	if !slices.Contains(h.b.Calls(), "Abort") {
+		t.Fatalf("esc did not abort: %v", h.b.Calls())
+	}
+	if got := h.m.input.Value(); got != "next one\n!ls" {
+		t.Fatalf("queued messages not restored to the prompt: %q", got)
+	}
+	h.ev(textEnd("a1", 0), protocol.ErrorBlockAdded{MessageID: "a1", BlockIndex: 1, Error: "Request was aborted"},
+		runState(protocol.RunIdle))
+	h.send(runDoneMsg{gen: h.m.gen, kind: jobMessage})
+	s := h.current().scroll
+	if !strings.Contains(s, "partial zqpart") || !strings.Contains(s, "Request was aborted") {
+		t.Fatalf("the partial answer is not kept:\n%s", s)
+	}
+	// History: up recalls, down returns to the draft.
+	h.m.input.Reset()
+	h.typeText("draft")
+	h.key("up")
+	if got := h.m.input.Value(); got != "!ls" {
+		t.Fatalf("up recalled %q", got)
+	}
+	h.key("up")
+	if got := h.m.input.Value(); got != "next one" {
+		t.Fatalf("up twice recalled %q", got)
+	}
+	h.key("down", "down")
+	if got := h.m.input.Value(); got != "draft" {
+		t.Fatalf("down did not return to the draft: %q", got)
+	}
+}
+
+// TestQueueRunsWhenIdle: queued work starts, in order, once the agent is
+// idle and the work in flight has ended.
+func TestQueueRunsWhenIdle(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 80, 30)
+	h.ev(runState(protocol.RunRunning))
+	h.m.submit("one")
+	h.m.submit("!pwd")
+	h.m.submit("/compact")
+	if h.m.dequeue() != nil {
+		t.Fatal("work started while the agent runs")
+	}
+	h.ev(runState(protocol.RunIdle))
+	if h.m.inflight != 1 || len(h.m.queue) != 2 {
+		t.Fatalf("idle did not start the next work: inflight %d queue %v", h.m.inflight, h.m.queue)
+	}
+	h.send(runDoneMsg{gen: h.m.gen, kind: jobMessage})
+	h.send(runDoneMsg{gen: h.m.gen, kind: jobBang})
+	if len(h.m.queue) != 0 || h.m.inflight != 1 {
+		t.Fatalf("queue %v inflight %d", h.m.queue, h.m.inflight)
+	}
+	h.send(runDoneMsg{gen: h.m.gen, kind: jobCompact, err: errNothing})
+	if !strings.Contains(h.current().view, "compact: nothing to compact") {
+		t.Fatalf("compact's failure not shown:\n%s", h.current().view)
+	}
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+const errNothing = errString("nothing to compact yet")
+
+// TestPermissionPrompt: a request shows inline in place of the prompt; the
+// answer goes to the session; a request answered elsewhere goes away.
+func TestPermissionPrompt(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 80, 30)
+	h.ev(runState(protocol.RunRunning), userMsg("u1", "go"), asstMsg("a1"),
+		toolStart("a1", 0, "t1", "Bash"),
+		protocol.PermissionRequest{RequestID: "r1", MessageID: "a1", ToolID: "t1", Name: "Bash", Parameters: `{"command":"rm x"}`, CompactParams: "rm x", Reason: "runs a command"},
+		protocol.PermissionRequest{RequestID: "r2", MessageID: "a1", ToolID: "t2", Name: "Write", Parameters: `{}`, CompactParams: "a.txt"})
+	v := h.current().view
+	if !strings.Contains(v, "Allow Bash(rm x)?") || !strings.Contains(v, "don't ask again") {
+		t.Fatalf("no permission prompt:\n%s", v)
+	}
+	h.typeText("x") // not an answer: ignored, not typed
+	if h.m.input.Value() != "" {
+		t.Fatal("a key meant for the prompt went to the input")
+	}
+	h.key("down", "enter")
+	if !slices.Contains(h.b.Calls(), "AnswerPermission r1 allow_always") {
+		t.Fatalf("calls: %v", h.b.Calls())
+	}
+	if !strings.Contains(h.current().view, "Allow Write(a.txt)?") {
+		t.Fatalf("the next request is not shown:\n%s", h.current().view)
+	}
+	h.ev(protocol.PermissionResolved{RequestID: "r1", Decision: "allow_always"},
+		protocol.PermissionResolved{RequestID: "r2", Decision: "deny"})
+	if strings.Contains(h.current().view, "Allow ") {
+		t.Fatalf("a request answered elsewhere is still shown:\n%s", h.current().view)
+	}
+}
+
+func TestCommands(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 80, 30)
+	h.ev(userMsg("u1", "first question"), asstMsg("a1"), textDelta("a1", 0, "x"), textEnd("a1", 0),
+		turnEnd("a1", "end_turn", 1, 1), userMsg("u2", "second question"))
+
+	h.m.submit("/help")
+	h.send(nopMsg{})
+	if !strings.Contains(h.current().scroll, "/rewind") {
+		t.Fatalf("/help printed nothing useful:\n%s", h.current().scroll)
+	}
+
+	h.m.submit("/model other-model")
+	h.send(nopMsg{})
+	if h.b.Model() != "other-model" || !strings.Contains(h.current().view, "other-model") {
+		t.Fatalf("/model NAME: model %q, view:\n%s", h.b.Model(), h.current().view)
+	}
+	h.m.opts.Models = []string{"m1", "m2"}
+	h.m.submit("/model")
+	h.key("down", "enter")
+	if h.b.Model() != "m2" {
+		t.Fatalf("/model picker chose %q", h.b.Model())
+	}
+
+	// /rewind lists user messages, newest first; the pick is rewound to
+	// and its text comes back into the prompt.
+	h.m.submit("/rewind")
+	h.send(nopMsg{})
+	if v := h.current().view; !strings.Contains(v, "second question") || !strings.Contains(v, "first question") {
+		t.Fatalf("rewind picker:\n%s", v)
+	}
+	h.key("down")
+	h.m.key(keyMsg("enter"))()
+	h.send(rewoundMsg{gen: h.m.gen, text: "first question"})
+	if !slices.Contains(h.b.Calls(), "Rewind u1") || h.m.input.Value() != "first question" {
+		t.Fatalf("calls %v, input %q", h.b.Calls(), h.m.input.Value())
+	}
+
+	h.m.input.Reset()
+	h.m.submit("/nope")
+	h.send(nopMsg{})
+	if !strings.Contains(h.current().view, "unknown command /nope") {
+		t.Fatalf("unknown command not reported:\n%s", h.current().view)
+	}
+	if h.m.submit("/resume") != nil || !strings.Contains(h.m.status, "not available") {
+		t.Fatalf("/resume without a store: %q", h.m.status)
+	}
+}
+
+// TestCtrlC: clears the prompt, interrupts work, quits on the second
+// press when idle.
+func TestCtrlC(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 80, 30)
+	h.typeText("abc")
+	h.key("ctrl+c")
+	if h.m.input.Value() != "" {
+		t.Fatal("ctrl+c did not clear the prompt")
+	}
+	if h.m.key(keyMsg("ctrl+c")) != nil {
+		t.Fatal("the first ctrl+c on an empty prompt quit")
+	}
+	if cmd := h.m.key(keyMsg("ctrl+c")); cmd == nil {
+		t.Fatal("the second ctrl+c did not quit")
+	}
+}

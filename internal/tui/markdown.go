@@ -1,0 +1,241 @@
+package tui
+
+import (
+	"regexp"
+	"strings"
+
+	"charm.land/glamour/v2"
+	"charm.land/glamour/v2/styles"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// markdown renders answers with Glamour at one width. A markdown is used
+// only from the Bubble Tea event loop (Glamour's renderer keeps buffers).
+type markdown struct {
+	width int
+	r     *glamour.TermRenderer // nil when Glamour refused the style: plain text then
+}
+
+// newMarkdown returns a renderer wrapping at width columns. style names a
+// Glamour standard style ("dark", "light", "ascii", "notty", ...).
+func newMarkdown(style string, width int) *markdown {
+	base, ok := styles.DefaultStyles[style]
+	if !ok {
+		base = styles.DefaultStyles[styles.DarkStyle]
+	}
+	// The document's margin and blank first and last lines are ours to
+	// decide: a block is laid out by the caller.
+	st := *base
+	var zero uint
+	st.Document.Margin = &zero
+	st.Document.BlockPrefix = ""
+	st.Document.BlockSuffix = ""
+	r, err := glamour.NewTermRenderer(glamour.WithStyles(st), glamour.WithWordWrap(max(width, 10)))
+	if err != nil {
+		r = nil
+	}
+	return &markdown{width: width, r: r}
+}
+
+// render returns src rendered as lines, without leading or trailing blank
+// lines and without the padding Glamour adds to fill every line.
+func (md *markdown) render(src string) []string {
+	if md.r == nil {
+		return wrapPlain(src, md.width)
+	}
+	out, err := md.r.Render(src)
+	if err != nil {
+		return wrapPlain(src, md.width)
+	}
+	return trimBlankEdges(trimPadding(strings.Split(out, "\n")))
+}
+
+// trailingPad matches the styled spaces Glamour pads each line with.
+var trailingPad = regexp.MustCompile(`(?:\x1b\[[0-9;:]*m|[ \t])+$`)
+
+// trimPadding removes trailing spaces (styled or not) from each line; a
+// line that still holds a style sequence is closed with a reset, so that
+// no style leaks into the next one.
+func trimPadding(lines []string) []string {
+	for i, l := range lines {
+		t := trailingPad.ReplaceAllString(l, "")
+		if strings.Contains(t, "\x1b[") {
+			t += "\x1b[m"
+		}
+		lines[i] = t
+	}
+	return lines
+}
+
+func isBlank(line string) bool { return strings.TrimSpace(ansi.Strip(line)) == "" }
+
+func trimBlankEdges(lines []string) []string {
+	for len(lines) > 0 && isBlank(lines[0]) {
+		lines = lines[1:]
+	}
+	for len(lines) > 0 && isBlank(lines[len(lines)-1]) {
+		lines = lines[:len(lines)-1]
+	}
+	return lines
+}
+
+// wrapPlain word-wraps text to width, breaking words longer than a line.
+func wrapPlain(text string, width int) []string {
+	if width < 1 {
+		width = 1
+	}
+	text = strings.ReplaceAll(text, "\t", "    ")
+	return strings.Split(ansi.Wrap(text, width, ""), "\n")
+}
+
+// fence tracks whether a position in a markdown source is inside a fenced
+// code block, and which fence would close it.
+type fence struct {
+	char byte // '`' or '~'; 0 outside a fence
+	n    int  // length of the opening fence
+}
+
+// line updates the state with one source line (without its newline).
+func (f *fence) line(l string) {
+	t := strings.TrimLeft(l, " ")
+	if len(l)-len(t) > 3 || len(t) < 3 || (t[0] != '`' && t[0] != '~') {
+		return
+	}
+	c := t[0]
+	n := 0
+	for n < len(t) && t[n] == c {
+		n++
+	}
+	if n < 3 {
+		return
+	}
+	switch {
+	case f.char == 0:
+		if c == '`' && strings.Contains(t[n:], "`") {
+			return // not a fence: an info string cannot hold a backtick
+		}
+		*f = fence{char: c, n: n}
+	case c == f.char && n >= f.n && strings.TrimSpace(t[n:]) == "":
+		*f = fence{}
+	}
+}
+
+// streamMD renders a text block that is still streaming without flicker.
+// The source up to its last paragraph break outside a code fence is
+// stable: it is rendered with Glamour once, in segments as each paragraph
+// completes, and cached. The tail that is still growing is shown as plain
+// wrapped text, fence lines hidden and code indented as Glamour does, so
+// that a half-open fence or half-written emphasis never reflows the lines
+// above it. The cost of a delta is the cost of wrapping the tail.
+type streamMD struct {
+	width  int
+	stable int      // bytes of the source covered by lines
+	fence  fence    // state at stable (always outside a fence)
+	lines  []string // rendered stable segments, separated by blank lines
+	tail   plainStream
+}
+
+// view returns the block's lines for src, which extends the source of the
+// previous call (a source that does not is rendered afresh).
+func (s *streamMD) view(md *markdown, src string) []string {
+	if s.width != md.width || len(src) < s.stable {
+		*s = streamMD{width: md.width}
+	}
+	if b, f := stableBoundary(src, s.stable, s.fence); b > s.stable {
+		seg := md.render(src[s.stable:b])
+		if len(seg) > 0 {
+			if len(s.lines) > 0 {
+				s.lines = append(s.lines, "")
+			}
+			s.lines = append(s.lines, seg...)
+		}
+		s.stable, s.fence = b, f
+		s.tail = plainStream{}
+	}
+	tail := s.tail.view(tailSource(src[s.stable:]), md.width)
+	if len(s.lines) == 0 {
+		return tail
+	}
+	if len(tail) == 0 || (len(tail) == 1 && tail[0] == "") {
+		return s.lines[:len(s.lines):len(s.lines)]
+	}
+	out := make([]string, 0, len(s.lines)+1+len(tail))
+	out = append(out, s.lines...)
+	out = append(out, "")
+	return append(out, tail...)
+}
+
+// stableBoundary returns the end of the last blank line after from that is
+// outside a code fence, and the fence state there; (from, f) when there is
+// none. from is at a line start and f is the state at from.
+func stableBoundary(src string, from int, f fence) (int, fence) {
+	best, bestF := from, f
+	cur := f
+	for i := from; i < len(src); {
+		j := strings.IndexByte(src[i:], '\n')
+		if j < 0 {
+			break // an incomplete line is never stable
+		}
+		l := src[i : i+j]
+		cur.line(l)
+		i += j + 1
+		if cur.char == 0 && strings.TrimSpace(l) == "" {
+			best, bestF = i, cur
+		}
+	}
+	return best, bestF
+}
+
+// tailSource is how the still-growing tail of an answer is shown: fence
+// lines are dropped and code is indented, so that the tail looks like what
+// Glamour will make of it.
+func tailSource(tail string) string {
+	if !strings.Contains(tail, "```") && !strings.Contains(tail, "~~~") {
+		return strings.TrimLeft(tail, "\n")
+	}
+	var f fence
+	var b strings.Builder
+	lines := strings.Split(tail, "\n")
+	for i, l := range lines {
+		before := f.char
+		f.line(l)
+		switch {
+		case before != f.char: // an opening or closing fence
+			continue
+		case f.char != 0:
+			b.WriteString("  ")
+		}
+		b.WriteString(l)
+		if i < len(lines)-1 {
+			b.WriteByte('\n')
+		}
+	}
+	return strings.TrimLeft(b.String(), "\n")
+}
+
+// plainStream wraps growing plain text, re-wrapping only the last line:
+// complete lines are wrapped once and cached. Each call's source must
+// extend the previous one's (blocks only grow while they stream); a
+// shorter source or another width starts afresh.
+type plainStream struct {
+	width int
+	done  int      // bytes of the source covered by lines (whole lines)
+	lines []string // wrapped complete lines
+}
+
+func (p *plainStream) view(src string, width int) []string {
+	if p.width != width || len(src) < p.done {
+		*p = plainStream{width: width}
+	}
+	if j := strings.LastIndexByte(src, '\n'); j+1 > p.done {
+		p.lines = append(p.lines, wrapPlain(src[p.done:j], width)...)
+		p.done = j + 1
+	}
+	rest := src[p.done:]
+	if rest == "" {
+		return p.lines[:len(p.lines):len(p.lines)]
+	}
+	out := make([]string, 0, len(p.lines)+1)
+	out = append(out, p.lines...)
+	return append(out, wrapPlain(rest, width)...)
+}

@@ -1,0 +1,137 @@
+package tui
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/sluicehq/sluice/protocol"
+)
+
+const sampleAnswer = "# Plan\n\nFirst **bold** step, then `code`.\n\n" +
+	"```go\nfunc main() {\n\tfmt.Println(\"hi\")\n\n\tos.Exit(0)\n}\n```\n\n" +
+	"- one\n- two\n\n" +
+	"~~~\nraw ``` inside\n~~~\n\nDone."
+
+// TestStreamingMarkdownIsStable feeds an answer a few bytes at a time: the
+// rendered segments only ever grow (nothing above the tail reflows), no
+// fence line is ever shown, and a blank line inside a code fence never
+// closes a segment.
+func TestStreamingMarkdownIsStable(t *testing.T) {
+	t.Parallel()
+	md := newMarkdown("dark", 60)
+	var s streamMD
+	var prev []string
+	for n := 1; n <= len(sampleAnswer); n++ {
+		src := sampleAnswer[:n]
+		out := s.view(md, src)
+		if !slices.Equal(s.lines[:min(len(prev), len(s.lines))], prev) || len(s.lines) < len(prev) {
+			t.Fatalf("at %d bytes the stable lines changed:\n%q\n--- was:\n%q", n, s.lines, prev)
+		}
+		prev = slices.Clone(s.lines)
+		for _, l := range out {
+			p := strings.TrimSpace(ansi.Strip(l))
+			if strings.HasPrefix(p, "```") || strings.HasPrefix(p, "~~~") {
+				t.Fatalf("at %d bytes a fence line shows: %q", n, l)
+			}
+		}
+		if s.fence.char != 0 {
+			t.Fatalf("at %d bytes a segment ended inside a fence", n)
+		}
+	}
+	if want := strings.Index(sampleAnswer, "Done."); s.stable != want {
+		t.Fatalf("stable = %d, want %d (the start of the last paragraph)", s.stable, want)
+	}
+}
+
+func TestFinishedAnswerHighlightsCode(t *testing.T) {
+	t.Parallel()
+	md := newMarkdown("dark", 60)
+	lines := md.render(sampleAnswer)
+	var code string
+	for _, l := range lines {
+		if strings.Contains(ansi.Strip(l), "fmt.Println") {
+			code = l
+		}
+	}
+	if code == "" {
+		t.Fatalf("no code line in:\n%s", strings.Join(lines, "\n"))
+	}
+	// Highlighting colours the parts of the line differently.
+	if strings.Count(code, "\x1b[38;5;") < 3 {
+		t.Fatalf("code is not highlighted: %q", code)
+	}
+	for _, l := range lines {
+		if strings.HasSuffix(ansi.Strip(l), " ") {
+			t.Fatalf("padding left on %q", l)
+		}
+	}
+}
+
+func TestFence(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		lines []string
+		open  bool
+	}{
+		{[]string{"```go"}, true},
+		{[]string{"```go", "```"}, false},
+		{[]string{"````", "```"}, true}, // a shorter fence does not close
+		{[]string{"~~~", "```"}, true},  // nor another character
+		{[]string{"``` a`b"}, false},    // not a fence
+		{[]string{"    ```"}, false},    // indented code, not a fence
+		{[]string{"```", "``` x"}, true},
+	} {
+		var f fence
+		for _, l := range tc.lines {
+			f.line(l)
+		}
+		if (f.char != 0) != tc.open {
+			t.Errorf("%q: open = %v, want %v", tc.lines, f.char != 0, tc.open)
+		}
+	}
+}
+
+// TestStreamingAnswerFrames streams the sample answer through the UI:
+// no frame shows a fence line or a word twice, and the printed answer is
+// the finished rendering.
+func TestStreamingAnswerFrames(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 70, 50)
+	h.checks = append(h.checks, func(f frame) {
+		for _, l := range strings.Split(f.view, "\n") {
+			if p := strings.TrimSpace(l); strings.HasPrefix(p, "```") || strings.HasPrefix(p, "~~~") {
+				t.Fatalf("frame %d shows a fence line:\n%s", f.n, f.view)
+			}
+		}
+	})
+	h.ev(runState(protocol.RunRunning), userMsg("u1", "plan?"), asstMsg("a1"))
+	for _, c := range chunks(sampleAnswer, 3) {
+		h.ev(textDelta("a1", 0, c))
+	}
+	h.ev(textEnd("a1", 0), turnEnd("a1", "end_turn", 1, 1), runState(protocol.RunIdle))
+	s := h.current().scroll
+	for _, want := range []string{"Plan", "First bold step", "fmt.Println(\"hi\")", "• one", "raw ``` inside", "Done."} {
+		if strings.Count(s, want) != 1 {
+			t.Fatalf("%q printed %d times:\n%s", want, strings.Count(s, want), s)
+		}
+	}
+}
+
+func TestPlainStreamRewrapsOnlyTheLastLine(t *testing.T) {
+	t.Parallel()
+	var p plainStream
+	text := "alpha beta gamma\ndelta epsilon\nzeta"
+	for n := 1; n <= len(text); n++ {
+		got := p.view(text[:n], 8)
+		want := wrapPlain(strings.TrimSuffix(text[:n], "\n"), 8)
+		if !slices.Equal(got, want) {
+			t.Fatalf("at %d: got %q want %q", n, got, want)
+		}
+	}
+	if p.done != strings.LastIndexByte(text, '\n')+1 {
+		t.Fatalf("complete lines are not cached: done = %d", p.done)
+	}
+}

@@ -1,0 +1,583 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/textarea"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/glamour/v2/styles"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/colorprofile"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/sluicehq/sluice/model"
+	"github.com/sluicehq/sluice/protocol"
+)
+
+// Bounds of the UI.
+const (
+	// resumeTail is how many messages of an existing session are printed
+	// when the UI attaches to it; earlier ones stay in the session (and in
+	// the terminal's scrollback of earlier runs).
+	resumeTail = 100
+	// expandedTail is how many of the last messages the expanded view
+	// shows.
+	expandedTail = 100
+	// maxBatch bounds the events applied before a frame is rendered.
+	maxBatch = 1024
+	// inputMaxHeight is the input box's tallest height in lines.
+	inputMaxHeight = 8
+)
+
+// Messages of the UI's own commands.
+type (
+	// eventsMsg carries the events that arrived since the last batch, in
+	// order. gen tells which subscription they came from.
+	eventsMsg struct {
+		gen int
+		evs []protocol.Event
+	}
+	// subEndedMsg says that a subscription ended (the session closed).
+	subEndedMsg struct {
+		gen int
+		err error
+	}
+	tickMsg    struct{}
+	printedMsg struct{}
+	// runDoneMsg says that a piece of work the UI started has ended.
+	runDoneMsg struct {
+		gen  int
+		kind jobKind
+		res  float64 // cost in USD
+		err  error
+	}
+	// noteMsg puts a line in the status bar.
+	noteMsg struct{ text string }
+)
+
+type jobKind int
+
+const (
+	jobMessage jobKind = iota
+	jobBang
+	jobCompact
+)
+
+// queued is work typed while the agent was busy, started when it is idle.
+type queued struct {
+	kind jobKind
+	text string
+}
+
+type blockKey struct {
+	msg string
+	idx int
+}
+
+// blockCache holds the rendering of a block that is on screen and not yet
+// printed. Entries are removed when the block is printed or its message
+// leaves the list, so the caches hold only the live area.
+type blockCache struct {
+	md    streamMD
+	plain plainStream
+	final []string // the finished rendering of an ended block
+}
+
+// Model is the Bubble Tea model of the UI. It is used only by the Bubble
+// Tea event loop; the commands it returns touch none of its fields.
+type Model struct {
+	ctx   context.Context
+	opts  Options
+	clock model.Clock
+
+	sess backend
+	sub  events
+	gen  int // bumped when the UI attaches to a session
+
+	// list is the UI's copy of the session, kept by the one reducer.
+	list protocol.List
+	// Scrollback: messages before pm are printed and closed; of message pm
+	// the first pb blocks are printed. What follows is the live area.
+	pm, pb  int
+	running bool // the session's run state (runStateChanged)
+	// inflight counts the work this UI started that has not ended.
+	inflight int
+	caches   map[blockKey]*blockCache
+	md       *markdown
+	style    string // Glamour style
+	ready    bool   // the terminal's size is known
+
+	outbox   []string // lines to print above the UI, in order
+	printing bool     // a print is on its way to the terminal
+	printer  func(string) tea.Cmd
+	profile  colorprofile.Profile
+
+	width, height int
+	notice        string // the stream's trouble (stalled, retrying)
+	status        string // feedback of the last command
+	perms         []protocol.PermissionRequest
+	permSel       int
+	picker        *picker
+	expanded      *expandedView
+	queue         []queued
+	input         textarea.Model
+	history       []string
+	histPos       int
+	draft         string
+	usage         protocol.Usage
+	cost          float64
+	tickArmed     bool
+	armedQuit     bool // ctrl+c was pressed once on an empty, idle prompt
+}
+
+func newModel(ctx context.Context, opts Options, b backend) *Model {
+	m := &Model{
+		ctx:     ctx,
+		opts:    opts,
+		clock:   opts.Clock,
+		caches:  map[blockKey]*blockCache{},
+		style:   styles.DarkStyle,
+		width:   80,
+		height:  24,
+		profile: colorprofile.TrueColor,
+	}
+	if opts.Style != "" {
+		m.style = opts.Style
+	}
+	if m.clock == nil {
+		m.clock = model.SystemClock
+	}
+	m.printer = m.teaPrinter
+	if opts.Width > 0 && opts.Height > 0 {
+		m.width, m.height, m.ready = opts.Width, opts.Height, true
+	}
+	m.md = newMarkdown(m.style, m.width-2)
+	m.input = newInput(m.width)
+	m.attach(b, "")
+	return m
+}
+
+// teaPrinter prints s above the program, then reports it printed so that
+// the next print waits for this one (commands run concurrently).
+func (m *Model) teaPrinter(s string) tea.Cmd {
+	if m.profile < colorprofile.TrueColor {
+		var buf strings.Builder
+		w := colorprofile.Writer{Forward: &buf, Profile: m.profile}
+		_, _ = w.WriteString(s)
+		s = buf.String()
+	}
+	return tea.Sequence(tea.Println(s), func() tea.Msg { return printedMsg{} })
+}
+
+// attach makes b the session on screen: its state replaces the list, the
+// last messages are printed, and its events are read from now on.
+func (m *Model) attach(b backend, banner string) {
+	if m.sub != nil {
+		m.sub.Close()
+	}
+	m.gen++
+	m.sess = b
+	snap, sub := b.subscribe()
+	m.sub = sub
+	m.list.Reset(snap)
+	clear(m.caches)
+	m.running = b.Busy()
+	m.inflight = 0
+	m.perms, m.permSel, m.notice, m.queue = nil, 0, "", nil
+	m.pm, m.pb = 0, 0
+	if banner != "" {
+		m.emit([]string{stAccent.Render(banner)})
+	}
+	if n := m.list.Len(); n > resumeTail {
+		m.pm = n - resumeTail
+		m.emit([]string{stDim.Render(fmt.Sprintf("… %d earlier messages", m.pm))})
+	}
+	m.advance()
+}
+
+// Init starts reading the session's events and sends the first prompt.
+func (m *Model) Init() tea.Cmd {
+	cmds := []tea.Cmd{m.pump(), tea.RequestBackgroundColor, m.flushPrints()}
+	if p := strings.TrimSpace(m.opts.Prompt); p != "" {
+		m.submit(p)
+		cmds = append(cmds, m.dequeue())
+	}
+	return tea.Batch(cmds...)
+}
+
+// pump reads the next events of the current subscription: it waits for
+// one, then takes every event already queued behind it, so that a burst
+// is applied whole before the next frame. Nothing is dropped or delayed.
+func (m *Model) pump() tea.Cmd {
+	sub, gen, ctx := m.sub, m.gen, m.ctx
+	return func() tea.Msg {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			return subEndedMsg{gen: gen, err: err}
+		}
+		evs := []protocol.Event{ev}
+		for len(evs) < maxBatch && sub.Pending() > 0 {
+			ev, err := sub.Next(ctx)
+			if err != nil {
+				break
+			}
+			evs = append(evs, ev)
+		}
+		return eventsMsg{gen: gen, evs: evs}
+	}
+}
+
+// Update handles one message.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	var cmds []tea.Cmd
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.resize(msg.Width, msg.Height)
+	case tea.ColorProfileMsg:
+		m.profile = msg.Profile
+	case tea.BackgroundColorMsg:
+		if m.opts.Style == "" && !msg.IsDark() && m.style != styles.LightStyle {
+			m.style = styles.LightStyle
+			m.md = newMarkdown(m.style, m.width-2)
+			clear(m.caches)
+		}
+	case eventsMsg:
+		if msg.gen != m.gen {
+			break
+		}
+		for _, ev := range msg.evs {
+			if msg.gen != m.gen {
+				break // a resync replaced the subscription
+			}
+			m.apply(ev)
+		}
+		cmds = append(cmds, m.pump())
+	case subEndedMsg:
+		if msg.gen == m.gen && m.ctx.Err() == nil {
+			m.status = "the session ended"
+		}
+	case tickMsg:
+		m.tickArmed = false
+	case printedMsg:
+		m.printing = false
+	case runDoneMsg:
+		if msg.gen != m.gen {
+			break
+		}
+		m.inflight--
+		m.cost += msg.res
+		if msg.kind == jobCompact && msg.err != nil {
+			m.status = "compact: " + msg.err.Error()
+		}
+		m.advance()
+	case noteMsg:
+		m.status = msg.text
+	case sessionsMsg:
+		cmds = append(cmds, m.resumePicker(msg))
+	case openedMsg:
+		cmds = append(cmds, m.opened(msg))
+	case rewoundMsg:
+		m.rewound(msg)
+	case tea.KeyPressMsg:
+		cmds = append(cmds, m.key(msg))
+	case tea.PasteMsg:
+		if m.expanded == nil && m.picker == nil && len(m.perms) == 0 {
+			var cmd tea.Cmd
+			m.input, cmd = m.input.Update(msg)
+			cmds = append(cmds, cmd)
+		}
+	}
+	cmds = append(cmds, m.dequeue(), m.flushPrints(), m.armTick())
+	return m, tea.Batch(cmds...)
+}
+
+func (m *Model) resize(w, h int) {
+	if w <= 0 || h <= 0 {
+		return
+	}
+	if w != m.width {
+		m.md = newMarkdown(m.style, w-2)
+		clear(m.caches)
+	}
+	m.width, m.height = w, h
+	m.input.SetWidth(max(w-2, 10))
+	if m.expanded != nil {
+		m.expanded.layout(m)
+	}
+	if !m.ready {
+		m.ready = true
+		m.advance()
+	}
+}
+
+// busy reports whether work is running or started by this UI.
+func (m *Model) busy() bool { return m.running || m.inflight > 0 }
+
+// emit queues lines to print above the UI, followed by a blank line.
+func (m *Model) emit(lines []string) {
+	if len(lines) == 0 {
+		return
+	}
+	m.outbox = append(m.outbox, lines...)
+	m.outbox = append(m.outbox, "")
+}
+
+// flushPrints sends what waits to be printed, once the previous print is
+// through (prints must keep their order) and unless the expanded view
+// holds the screen (nothing can be printed on the alternate screen).
+func (m *Model) flushPrints() tea.Cmd {
+	if m.printing || len(m.outbox) == 0 || m.expanded != nil {
+		return nil
+	}
+	s := strings.Join(m.outbox, "\n")
+	m.outbox = m.outbox[:0:0]
+	m.printing = true
+	return m.printer(s)
+}
+
+// armTick schedules the next second of a streaming reasoning block's
+// timer: the header shows whole seconds since the block's start, so the
+// tick comes when the next second begins.
+func (m *Model) armTick() tea.Cmd {
+	if m.tickArmed || m.expanded != nil {
+		return nil
+	}
+	now := m.clock.Now().UnixMilli()
+	var next int64 = -1
+	m.liveBlocks(func(_ protocol.Message, _ int, b protocol.Block) {
+		if b.Type != protocol.BlockReasoning || b.Stage == protocol.StageEnd || b.StartedAt <= 0 {
+			return
+		}
+		d := 1000 - (now-b.StartedAt)%1000
+		if now < b.StartedAt {
+			d = b.StartedAt - now
+		}
+		if next < 0 || d < next {
+			next = d
+		}
+	})
+	if next < 0 {
+		return nil
+	}
+	m.tickArmed = true
+	clock, ctx := m.clock, m.ctx
+	d := time.Duration(next) * time.Millisecond
+	return func() tea.Msg {
+		t := clock.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C():
+			return tickMsg{}
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// liveBlocks calls f for each block of the live area, in order.
+func (m *Model) liveBlocks(f func(msg protocol.Message, i int, b protocol.Block)) {
+	for i := m.pm; i < m.list.Len(); i++ {
+		msg := m.list.At(i)
+		start := 0
+		if i == m.pm {
+			start = m.pb
+		}
+		for bi := start; bi < len(msg.Blocks); bi++ {
+			f(msg, bi, msg.Blocks[bi])
+		}
+	}
+}
+
+// View renders the live area: what is still changing, the prompt and the
+// status line. Everything finished is in the scrollback.
+func (m *Model) View() tea.View {
+	if m.expanded != nil {
+		return m.expanded.view(m)
+	}
+	var top []string
+	m.liveBlocks(func(msg protocol.Message, bi int, _ protocol.Block) {
+		lines := m.renderBlock(msg, bi, false)
+		if len(lines) == 0 {
+			return
+		}
+		if len(top) > 0 {
+			top = append(top, "")
+		}
+		top = append(top, lines...)
+	})
+	mid, box, boxCursor, bottom := m.bottom()
+	avail := m.height - len(mid) - len(box) - len(bottom) - 1
+	if avail < 1 {
+		avail = 1
+	}
+	if len(top) > avail {
+		hidden := len(top) - avail + 1
+		top = append([]string{stDim.Render(fmt.Sprintf("… %d lines above · ctrl+o shows all", hidden))}, top[hidden:]...)
+	}
+	if len(top) > 0 {
+		top = append(top, "")
+	}
+	lines := append(top, mid...)
+	y := len(lines)
+	lines = append(lines, box...)
+	lines = append(lines, bottom...)
+	v := tea.NewView(strings.Join(lines, "\n"))
+	if boxCursor != nil {
+		c := *boxCursor
+		c.Position.Y += y
+		v.Cursor = &c
+	}
+	return v
+}
+
+// renderBlock returns the lines of block bi of msg. A final rendering is
+// for the scrollback; otherwise the block is live and its rendering is
+// cached, so that a delta costs what is new, not the whole block.
+func (m *Model) renderBlock(msg protocol.Message, bi int, final bool) []string {
+	b := msg.Blocks[bi]
+	w := m.width
+	switch b.Type {
+	case protocol.BlockText:
+		if msg.Role == protocol.RoleUser {
+			return userLines(b.Content, w)
+		}
+		if strings.TrimSpace(b.Content) == "" {
+			return nil
+		}
+		if final {
+			return textLines(m.md.render(b.Content))
+		}
+		c := m.cache(msg.ID, bi)
+		if b.Stage == protocol.StageEnd {
+			if c.final == nil {
+				c.final = textLines(m.md.render(b.Content))
+			}
+			return c.final
+		}
+		return textLines(c.md.view(m.md, b.Content))
+	case protocol.BlockReasoning:
+		header := thinkingHeader(b, m.clock.Now())
+		content := strings.TrimRight(b.Content, "\n")
+		if final {
+			return reasoningLines(header, wrapPlain(content, w-2))
+		}
+		return reasoningLines(header, m.cache(msg.ID, bi).plain.view(b.Content, w-2))
+	case protocol.BlockTool:
+		return toolLines(b, w)
+	case protocol.BlockError:
+		return errorLines(b.Content, w)
+	case protocol.BlockCompact:
+		return []string{stAccent.Render("※ ") + stDim.Render("Conversation compacted · ctrl+o shows the summary")}
+	}
+	return nil
+}
+
+func (m *Model) cache(msgID string, bi int) *blockCache {
+	k := blockKey{msgID, bi}
+	c := m.caches[k]
+	if c == nil {
+		c = &blockCache{}
+		m.caches[k] = c
+	}
+	return c
+}
+
+// bottom renders what is under the live transcript: queued messages and
+// notices (mid), the input box or the prompt that replaces it, with the
+// cursor relative to it, and the status line.
+func (m *Model) bottom() (mid, box []string, cursor *tea.Cursor, status []string) {
+	for _, q := range m.queue {
+		t := q.text
+		if q.kind == jobBang {
+			t = "!" + t
+		}
+		first, _, _ := strings.Cut(t, "\n")
+		mid = append(mid, stDim.Render("⏵ queued: "+truncate(first, m.width-12)))
+	}
+	if m.notice != "" {
+		mid = append(mid, stNotice.Render(truncate(m.notice, m.width)))
+	}
+	if m.busy() {
+		mid = append(mid, stRunning.Render("✻ ")+stDim.Render("Working… · esc to interrupt"))
+	}
+	rule := stDim.Render(strings.Repeat("─", max(m.width, 1)))
+	switch {
+	case len(m.perms) > 0:
+		box = m.permissionBox()
+	case m.picker != nil:
+		box = m.picker.view(m.width)
+	default:
+		box = []string{rule}
+		box = append(box, strings.Split(m.input.View(), "\n")...)
+		box = append(box, rule)
+		if c := m.input.Cursor(); c != nil {
+			c.Position.Y++
+			cursor = c
+		}
+	}
+	status = []string{m.statusLine()}
+	return mid, box, cursor, status
+}
+
+func (m *Model) statusLine() string {
+	left := m.sess.Model()
+	if left == "" {
+		left = "default model"
+	}
+	if mode := m.sess.PermissionMode(); mode != "" {
+		left += " · " + string(mode)
+	}
+	right := fmt.Sprintf("↑%s ↓%s tokens · $%.4f", humanTokens(m.usage.InputTokens+m.usage.CacheReadInputTokens+m.usage.CacheCreationInputTokens), humanTokens(m.usage.OutputTokens), m.cost)
+	if m.status != "" {
+		left += " · " + m.status
+	}
+	gap := m.width - lipgloss.Width(left) - lipgloss.Width(right)
+	if gap < 1 {
+		return truncate(stDim.Render(left+" · "+right), m.width)
+	}
+	return stDim.Render(left + strings.Repeat(" ", gap) + right)
+}
+
+func humanTokens(n int) string {
+	switch {
+	case n >= 1_000_000:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 1000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
+}
+
+func truncate(s string, w int) string {
+	if w < 1 {
+		w = 1
+	}
+	return ansi.Truncate(s, w, "…")
+}
+
+// newInput builds the prompt: multi-line, growing with its content.
+func newInput(width int) textarea.Model {
+	ta := textarea.New()
+	ta.Prompt = "> "
+	ta.ShowLineNumbers = false
+	ta.Placeholder = "Ask anything · /help for commands · !cmd runs a shell command"
+	ta.DynamicHeight = true
+	ta.MinHeight = 1
+	ta.MaxHeight = inputMaxHeight
+	ta.CharLimit = 0
+	ta.SetVirtualCursor(false)
+	st := ta.Styles()
+	st.Focused.CursorLine = lipgloss.NewStyle()
+	st.Focused.Base = lipgloss.NewStyle()
+	st.Blurred.Base = lipgloss.NewStyle()
+	st.Cursor.Blink = false
+	ta.SetStyles(st)
+	// Enter sends; these keys break the line instead.
+	ta.KeyMap.InsertNewline.SetKeys("shift+enter", "alt+enter", "ctrl+j")
+	ta.SetWidth(max(width-2, 10))
+	ta.Focus()
+	return ta
+}

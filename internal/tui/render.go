@@ -1,0 +1,231 @@
+package tui
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/sluicehq/sluice/protocol"
+)
+
+// Styles of the transcript. Lip Gloss pads a multi-line string to a
+// rectangle, so styles are applied line by line.
+var (
+	stUser     = lipgloss.NewStyle().Bold(true)
+	stBang     = lipgloss.NewStyle().Foreground(lipgloss.Color("13")).Bold(true)
+	stDim      = lipgloss.NewStyle().Faint(true)
+	stThinking = lipgloss.NewStyle().Faint(true).Italic(true)
+	stErr      = lipgloss.NewStyle().Foreground(lipgloss.Color("9"))
+	stOK       = lipgloss.NewStyle().Foreground(lipgloss.Color("10"))
+	stRunning  = lipgloss.NewStyle().Foreground(lipgloss.Color("11"))
+	stBold     = lipgloss.NewStyle().Bold(true)
+	stNotice   = lipgloss.NewStyle().Foreground(lipgloss.Color("11"))
+	stAccent   = lipgloss.NewStyle().Foreground(lipgloss.Color("12"))
+)
+
+// Layout of a block: a glyph, then the block's lines indented under it.
+const (
+	indent       = "  "
+	resultFirst  = "  ⎿  "
+	resultIndent = "     "
+	// paramsTail is how much of a tool's streaming parameters shows
+	// while it has no compact form yet.
+	paramsTail = 30
+)
+
+// styleLines applies st to each line.
+func styleLines(st lipgloss.Style, lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		if l != "" {
+			l = st.Render(l)
+		}
+		out[i] = l
+	}
+	return out
+}
+
+// hang puts head before the first line and indents the others as deep.
+func hang(head, rest string, lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		p := rest
+		if i == 0 {
+			p = head
+		}
+		if l == "" && i > 0 {
+			out[i] = ""
+			continue
+		}
+		out[i] = p + l
+	}
+	return out
+}
+
+// thinkingHeader is a reasoning block's header: "Thinking 9s" while it
+// streams (from its start to now), "Thought for 15s" once ended (from its
+// recorded start and end, so a reloaded session shows the same), and no
+// duration when a time is missing or the end precedes the start.
+func thinkingHeader(b protocol.Block, now time.Time) string {
+	if b.Stage == protocol.StageEnd {
+		if b.StartedAt <= 0 || b.EndedAt < b.StartedAt {
+			return "Thought"
+		}
+		ms := b.EndedAt - b.StartedAt
+		if s := (ms + 500) / 1000; s > 0 {
+			return fmt.Sprintf("Thought for %ds", s)
+		}
+		return "Thought for <1s"
+	}
+	if b.StartedAt <= 0 {
+		return "Thinking"
+	}
+	ms := now.UnixMilli() - b.StartedAt
+	if ms < 0 {
+		return "Thinking"
+	}
+	return fmt.Sprintf("Thinking %ds", ms/1000)
+}
+
+// toolDetail is what follows a tool's name: its compact parameters, or,
+// while they are not known yet, the end of the parameters streamed so far
+// with newlines shown as \n.
+func toolDetail(b protocol.Block) string {
+	if b.CompactParams != "" {
+		return b.CompactParams
+	}
+	if b.Parameters == "" {
+		return ""
+	}
+	p := strings.ReplaceAll(b.Parameters, "\r", `\r`)
+	p = strings.ReplaceAll(p, "\n", `\n`)
+	if b.Stage == protocol.StageStart || b.Stage == protocol.StageStreaming {
+		r := []rune(p)
+		if len(r) > paramsTail {
+			return "…" + string(r[len(r)-paramsTail:])
+		}
+		return p
+	}
+	return ansi.Truncate(p, 60, "…")
+}
+
+func toolGlyph(b protocol.Block) string {
+	switch {
+	case b.Stage != protocol.StageEnd:
+		return stRunning.Render("●")
+	case b.Success != nil && *b.Success:
+		return stOK.Render("●")
+	default:
+		return stErr.Render("●")
+	}
+}
+
+func toolHeader(b protocol.Block, width int) string {
+	name := b.Name
+	if name == "" {
+		name = "tool"
+	}
+	head := stBold.Render(name)
+	if d := toolDetail(b); d != "" {
+		head += "(" + d + ")"
+	}
+	return toolGlyph(b) + " " + ansi.Truncate(head, max(width-2, 10), "…")
+}
+
+// toolLines renders a tool block collapsed: the header, then the growing
+// short result while it runs, and the outcome at the end.
+func toolLines(b protocol.Block, width int) []string {
+	lines := []string{toolHeader(b, width)}
+	inner := max(width-len(resultIndent), 10)
+	var body []string
+	switch b.Stage {
+	case protocol.StageRunning:
+		if b.ShortResult == "" {
+			body = styleLines(stDim, []string{"Running…"})
+		} else {
+			body = styleLines(stDim, wrapPlain(strings.TrimRight(b.ShortResult, "\n"), inner))
+		}
+	case protocol.StageEnd:
+		ok := b.Success != nil && *b.Success
+		if !ok {
+			msg := b.Error
+			if msg == "" {
+				msg = "failed"
+			}
+			body = styleLines(stErr, wrapPlain("Error: "+msg, inner))
+		}
+		if sr := strings.TrimRight(b.ShortResult, "\n"); sr != "" && (ok || sr != b.Error) {
+			body = append(body, styleLines(stDim, wrapPlain(sr, inner))...)
+		}
+		if len(body) == 0 {
+			body = styleLines(stDim, []string{"(no output)"})
+		}
+	}
+	return append(lines, hang(resultFirst, resultIndent, body)...)
+}
+
+// toolLinesExpanded renders a tool block with its whole parameters and
+// result.
+func toolLinesExpanded(b protocol.Block, width int) []string {
+	lines := []string{toolHeader(b, width)}
+	inner := max(width-4, 10)
+	if b.Parameters != "" {
+		lines = append(lines, indent+stDim.Render("parameters:"))
+		lines = append(lines, hang(indent+indent, indent+indent, wrapPlain(prettyJSON(b.Parameters), inner))...)
+	}
+	switch {
+	case b.Stage == protocol.StageEnd:
+		if b.Error != "" {
+			lines = append(lines, hang(indent, indent, styleLines(stErr, wrapPlain("Error: "+b.Error, inner)))...)
+		}
+		lines = append(lines, indent+stDim.Render("result:"))
+		res := strings.TrimRight(b.Result, "\n")
+		if res == "" {
+			res = "(no output)"
+		}
+		lines = append(lines, hang(indent+indent, indent+indent, wrapPlain(res, inner))...)
+	case b.Stage == protocol.StageRunning:
+		lines = append(lines, indent+stDim.Render("output so far:"))
+		lines = append(lines, hang(indent+indent, indent+indent, wrapPlain(strings.TrimRight(b.Result, "\n"), inner))...)
+	}
+	return lines
+}
+
+func prettyJSON(s string) string {
+	var buf bytes.Buffer
+	if json.Indent(&buf, []byte(s), "", "  ") != nil {
+		return s
+	}
+	return buf.String()
+}
+
+// userLines renders a user message's text; a shell command ("!cmd") is
+// shown as such.
+func userLines(text string, width int) []string {
+	if strings.HasPrefix(text, "!") {
+		return hang(stBang.Render("! "), indent, styleLines(stBang, wrapPlain(strings.TrimPrefix(text, "!"), width-2)))
+	}
+	return hang(stAccent.Render("> "), indent, styleLines(stUser, wrapPlain(text, width-2)))
+}
+
+func errorLines(text string, width int) []string {
+	return hang(stErr.Render("✗ "), indent, styleLines(stErr, wrapPlain(text, width-2)))
+}
+
+func reasoningLines(header string, body []string) []string {
+	lines := []string{stThinking.Render("∴ " + header + "…")}
+	if strings.HasPrefix(header, "Thought") {
+		lines[0] = stThinking.Render("∴ " + header)
+	}
+	return append(lines, hang(indent, indent, styleLines(stThinking, body))...)
+}
+
+// textLines lays out an answer's rendered lines under a bullet.
+func textLines(rendered []string) []string {
+	return hang("● ", indent, rendered)
+}
