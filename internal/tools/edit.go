@@ -159,7 +159,7 @@ func numberedLines(text string, from, to int) string {
 	from = max(from, 1)
 	to = min(to, from+snippetMaxLines-1)
 	var sb strings.Builder
-	for i, line := range strings.Split(text, "\n") {
+	for i, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
 		n := i + 1
 		if n < from {
 			continue

@@ -82,9 +82,15 @@ func (g *Glob) Run(ctx context.Context, env *tool.Env, params json.RawMessage, _
 	if in.Pattern == "" {
 		return tool.Result{}, fmt.Errorf("glob: %w: pattern is empty", ErrInvalidParams)
 	}
-	dir, pattern := in.Path, filepath.ToSlash(in.Pattern)
-	if dir == "" {
-		dir = "."
+	dir, pattern := ".", filepath.ToSlash(in.Pattern)
+	if in.Path != "" {
+		// A directory named by the call must exist; one named by the
+		// pattern's prefix may not (then nothing matches).
+		root, err := searchRoot(env, in.Path)
+		if err != nil {
+			return tool.Result{}, fmt.Errorf("glob: %w", err)
+		}
+		dir = root
 	}
 	// Walk only below the pattern's fixed prefix ("src/**/*.go": src); an
 	// absolute pattern names its own directory.

@@ -95,12 +95,8 @@ func (r *Read) Run(ctx context.Context, env *tool.Env, params json.RawMessage, _
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("read: %w", err)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return tool.Result{}, fmt.Errorf("read: %w", err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
+	// Stat before opening: opening a FIFO would block.
+	fi, err := os.Stat(path)
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("read: %w", err)
 	}
@@ -111,6 +107,11 @@ func (r *Read) Run(ctx context.Context, env *tool.Env, params json.RawMessage, _
 		// A FIFO or a device could block or never end.
 		return tool.Result{}, fmt.Errorf("read: %s: %w: not a regular file", path, ErrInvalidParams)
 	}
+	f, err := os.Open(path)
+	if err != nil {
+		return tool.Result{}, fmt.Errorf("read: %w", err)
+	}
+	defer f.Close()
 	br := bufio.NewReaderSize(f, 64*1024)
 	head, err := br.Peek(sniffLen)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
