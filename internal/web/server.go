@@ -184,6 +184,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.Set("Content-Security-Policy", contentSecurityPolicy)
 		h.Set("Cache-Control", "no-store")
 		http.ServeFileFS(w, r, staticFiles, "static/index.html")
+	case r.URL.Path == "/favicon.ico":
+		w.WriteHeader(http.StatusNoContent)
 	case strings.HasPrefix(r.URL.Path, "/static/"):
 		h.Set("Content-Security-Policy", contentSecurityPolicy)
 		h.Set("Cache-Control", "no-cache")

@@ -34,6 +34,9 @@ const state = {
   resyncing: false,
   rewind: null, // {requestId, text}: the rewind in flight
   permissions: new Map(), // requestId → element
+  // stats count how the list was brought up to date: whole snapshots, and
+  // reconnects that resumed from the events the page missed.
+  stats: { snapshots: 0, resumes: 0, resyncs: 0 },
 };
 const list = new List();
 const view = new View(els.messages, { onRewind: (m) => rewind(m) });
@@ -103,6 +106,8 @@ function adopt(res) {
   } else if (switched || !state.haveList || res.seq !== list.seq) {
     // Resumed, but not from what this page holds: pull the whole list.
     resync();
+  } else {
+    state.stats.resumes++;
   }
   setRunning(!!res.busy);
   if (switched) clearPermissions();
@@ -115,6 +120,7 @@ function adopt(res) {
 }
 
 function replace(snapshot) {
+  state.stats.snapshots++;
   list.reset(snapshot);
   view.reset(list);
   state.haveList = true;
@@ -127,6 +133,7 @@ async function resync() {
   if (state.resyncing || !state.rpc) return;
   state.resyncing = true;
   state.haveList = false;
+  state.stats.resyncs++;
   try {
     replace(await state.rpc.call('getMessages', { sessionId: state.sessionId }));
   } catch (e) {
@@ -231,7 +238,7 @@ async function rewind(msg) {
   state.rewind = null;
   if (res.snapshot) replace(res.snapshot); // a server without receipts
   if (res.ok) {
-    if (!els.input.value) els.input.value = text;
+    if (!els.input.value.trim()) els.input.value = text;
     els.input.focus();
   } else {
     showNotice(`rewind failed: ${res.error || 'unknown error'}`);
@@ -376,6 +383,7 @@ els.sessionsBtn.addEventListener('click', toggleSessions);
 window.sluice = {
   state: () => list.snapshot(),
   sessionId: () => state.sessionId,
+  stats: () => ({ ...state.stats }),
   connected: () => !!state.rpc && state.haveList && !state.resyncing,
   // renderedText is the text the page shows for the list.
   renderedText: () => {
