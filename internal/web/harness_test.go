@@ -40,7 +40,7 @@ type stack struct {
 	// goBase is a second listener of the same server, for the tests' Go
 	// clients, so that cutting the browsers' connections spares them.
 	goBase string
-	store *store.Store
+	store  *store.Store
 }
 
 type stackOptions struct {

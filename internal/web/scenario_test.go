@@ -239,4 +239,3 @@ func lastToolResult(snap protocol.Snapshot) string {
 	}
 	return ""
 }
-
