@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -196,8 +197,13 @@ func (g *Grep) Run(ctx context.Context, env *tool.Env, params json.RawMessage, _
 		return tool.Result{}, fmt.Errorf("grep: %w", err)
 	}
 
+	out := &pager{skip: max(derefInt(in.Offset), 0), limit: max(derefInt(in.HeadLimit), 0), maxBytes: orDefault(g.MaxOutput, DefaultMaxGrepOutput)}
+	single := !fi.IsDir()
+	before, after := in.contextLines()
+	numbers := in.LineNums == nil || *in.LineNums
 	maxSize := orDefault(g.MaxFileSize, DefaultMaxGrepFileSize)
-	var found []grepFile
+	var found []grepFile // Files and count modes; content goes straight out.
+	var sum matchCount
 	search := func(p string, info fs.FileInfo) error {
 		if info.Size() > maxSize || !info.Mode().IsRegular() {
 			return nil
@@ -209,16 +215,34 @@ func (g *Grep) Run(ctx context.Context, env *tool.Env, params json.RawMessage, _
 		if bytes.IndexByte(data[:min(len(data), sniffLen)], 0) >= 0 {
 			return nil // Binary.
 		}
-		if f, ok := match(re, data, in.Multiline, mode == grepContent); ok {
-			f.path, f.mod = p, info.ModTime()
+		f, ok := match(re, data, in.Multiline, mode == grepContent)
+		if !ok {
+			return nil
+		}
+		f.path, f.mod = p, info.ModTime()
+		if mode != grepContent {
 			found = append(found, f)
+			sum.add(f)
+			return nil
+		}
+		if sum.files > 0 && (before > 0 || after > 0) {
+			out.add("--")
+		}
+		sum.add(f)
+		prefix := ""
+		if !single {
+			prefix = f.path
+		}
+		contentLines(out, f, prefix, numbers, before, after)
+		if out.done {
+			sum.partial = true
+			return filepath.SkipAll // Output is full: stop searching.
 		}
 		return nil
 	}
-	single := !fi.IsDir()
 	if single {
 		// A file named explicitly is searched whatever the filters say.
-		err = search(target, fi)
+		_ = search(target, fi)
 	} else {
 		err = walkFiles(ctx, target, false, func(p, rel string, d fs.DirEntry) error {
 			if !filter(rel) {
@@ -230,25 +254,24 @@ func (g *Grep) Run(ctx context.Context, env *tool.Env, params json.RawMessage, _
 			}
 			return search(p, info)
 		})
-	}
-	if err != nil {
-		return tool.Result{}, fmt.Errorf("grep: %w", err)
+		if err != nil {
+			return tool.Result{}, fmt.Errorf("grep: %w", err)
+		}
 	}
 
-	out := &pager{skip: max(derefInt(in.Offset), 0), limit: max(derefInt(in.HeadLimit), 0), maxBytes: orDefault(g.MaxOutput, DefaultMaxGrepOutput)}
-	var summary string
-	switch mode {
-	case grepFiles:
+	switch {
+	case mode == grepFiles && sum.files == 0:
+		return tool.Result{Content: "No files found", Summary: "Found 0 files"}, nil
+	case sum.files == 0:
+		return tool.Result{Content: "No matches found", Summary: sum.String()}, nil
+	case mode == grepFiles:
 		slices.SortStableFunc(found, func(a, b grepFile) int { return b.mod.Compare(a.mod) })
 		for _, f := range found {
 			out.add(f.path)
 		}
-		summary = "Found " + plural(len(found), "file")
-		if len(found) == 0 {
-			return tool.Result{Content: "No files found", Summary: summary}, nil
-		}
-		return tool.Result{Content: "Found " + plural(len(found), "file") + "\n" + out.String(), Summary: summary}, nil
-	case grepCount:
+		n := "Found " + plural(sum.files, "file")
+		return tool.Result{Content: n + "\n" + out.String(), Summary: n}, nil
+	case mode == grepCount:
 		for _, f := range found {
 			if single {
 				out.add(strconv.Itoa(f.count))
@@ -256,40 +279,29 @@ func (g *Grep) Run(ctx context.Context, env *tool.Env, params json.RawMessage, _
 				out.add(f.path + ":" + strconv.Itoa(f.count))
 			}
 		}
-		summary = matchSummary(found)
-		if len(found) == 0 {
-			return tool.Result{Content: "No matches found", Summary: summary}, nil
-		}
-		return tool.Result{Content: out.String() + "\n\n" + summary + ".", Summary: summary}, nil
+		return tool.Result{Content: out.String() + "\n\n" + sum.String() + ".", Summary: sum.String()}, nil
 	}
-	before, after := in.contextLines()
-	numbers := in.LineNums == nil || *in.LineNums
-	for i, f := range found {
-		if i > 0 && (before > 0 || after > 0) {
-			out.add("--")
-		}
-		prefix := ""
-		if !single {
-			prefix = f.path
-		}
-		contentLines(out, f, prefix, numbers, before, after)
-		if out.done {
-			break
-		}
-	}
-	if len(found) == 0 {
-		return tool.Result{Content: "No matches found", Summary: matchSummary(found)}, nil
-	}
-	return tool.Result{Content: out.String(), Summary: matchSummary(found)}, nil
+	return tool.Result{Content: out.String(), Summary: sum.String()}, nil
 }
 
-// matchSummary says how many matches were found in how many files.
-func matchSummary(found []grepFile) string {
-	total := 0
-	for _, f := range found {
-		total += f.count
+// matchCount counts matches and the files they are in.
+type matchCount struct {
+	matches, files int
+	partial        bool // The search stopped early.
+}
+
+func (c *matchCount) add(f grepFile) {
+	c.matches += f.count
+	c.files++
+}
+
+// String says how many matches were found in how many files.
+func (c *matchCount) String() string {
+	s := fmt.Sprintf("Found %s in %s", plural(c.matches, "match"), plural(c.files, "file"))
+	if c.partial {
+		s = fmt.Sprintf("Found at least %s in %s", plural(c.matches, "match"), plural(c.files, "file"))
 	}
-	return fmt.Sprintf("Found %s in %s", plural(total, "match"), plural(len(found), "file"))
+	return s
 }
 
 func (in *grepInput) regexp() (*regexp.Regexp, error) {

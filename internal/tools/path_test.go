@@ -111,3 +111,46 @@ func TestDisplayPath(t *testing.T) {
 		}
 	}
 }
+
+// FuzzResolvePath checks, for any path, that a resolved path is inside the
+// working directory and holds no symlink left to follow.
+func FuzzResolvePath(f *testing.F) {
+	base, err := filepath.EvalSymlinks(f.TempDir())
+	if err != nil {
+		f.Fatal(err)
+	}
+	work := filepath.Join(base, "work")
+	for _, d := range []string{"work/sub", "outside"} {
+		if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {
+			f.Fatal(err)
+		}
+	}
+	for name, target := range map[string]string{
+		"work/up":      "..",
+		"work/out":     filepath.Join(base, "outside"),
+		"work/in":      "sub",
+		"work/sub/dot": ".",
+		"work/loop":    "loop",
+		"work/dangle":  "../outside/new",
+	} {
+		if err := os.Symlink(target, filepath.Join(base, name)); err != nil {
+			f.Fatal(err)
+		}
+	}
+	for _, seed := range []string{"a", "../x", "up/work/sub", "out/x", "in/dot/dot/../x", "dangle", "loop/x", "/", "sub/../../work"} {
+		f.Add(seed)
+	}
+	env := &tool.Env{WorkDir: work}
+	f.Fuzz(func(t *testing.T, p string) {
+		got, err := ResolvePath(env, p)
+		if err != nil {
+			return
+		}
+		if !within(work, got) {
+			t.Fatalf("ResolvePath(%q) = %q, outside %q", p, got, work)
+		}
+		if again, err := resolveLinks(got); err != nil || again != got {
+			t.Fatalf("ResolvePath(%q) = %q, which still resolves to %q (%v)", p, got, again, err)
+		}
+	})
+}
