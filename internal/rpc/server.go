@@ -20,7 +20,7 @@ var ErrServerClosed = errors.New("rpc: server closed")
 // SessionConfig is what a host asked for when a session is created or
 // restored: the params of initialize (or restoreSession).
 type SessionConfig struct {
-	// WorkingDirectory is absolute or empty (the server's default).
+	// WorkingDirectory is absolute: the host's, or the server's default.
 	WorkingDirectory string
 	PermissionMode   string
 	Model            string
@@ -33,8 +33,8 @@ type SessionConfig struct {
 type Options struct {
 	// NewSession returns the agent options of a new or restored session
 	// (provider, model, tools, ...). It is required. The server then sets
-	// WorkDir, PermissionMode and Model from the config when they are not
-	// empty, and Store when the returned options have none.
+	// WorkDir from the config, PermissionMode and Model when the config's
+	// are not empty, and Store when the returned options have none.
 	NewSession func(ctx context.Context, cfg SessionConfig) (agent.Options, error)
 	// Store holds the sessions that listSessions lists and that
 	// restoreSession and initialize with a sessionId restore. Nil: no
@@ -142,13 +142,16 @@ func (s *Server) agentOptions(ctx context.Context, cfg SessionConfig) (agent.Opt
 	if s.opts.NewSession == nil {
 		return agent.Options{}, Errorf(CodeInternalError, "the server has no session factory")
 	}
+	dir, err := s.workDir(cfg.WorkingDirectory)
+	if err != nil {
+		return agent.Options{}, Errorf(CodeRequestFailed, "no working directory: %v", err)
+	}
+	cfg.WorkingDirectory = dir
 	opts, err := s.opts.NewSession(ctx, cfg)
 	if err != nil {
 		return agent.Options{}, Errorf(CodeRequestFailed, "cannot start a session: %v", err)
 	}
-	if cfg.WorkingDirectory != "" {
-		opts.WorkDir = cfg.WorkingDirectory
-	}
+	opts.WorkDir = cfg.WorkingDirectory
 	if cfg.PermissionMode != "" {
 		opts.PermissionMode = agent.PermissionMode(cfg.PermissionMode)
 	}
