@@ -38,8 +38,8 @@ type Tool interface {
 type Kind int
 
 const (
-	// ReadOnly tools change nothing; they run without approval (except in
-	// no mode) and may run in parallel with each other.
+	// ReadOnly tools change nothing; they run without approval in every
+	// mode and may run in parallel with each other.
 	ReadOnly Kind = iota
 	// Edit tools change files in the working directory: approved
 	// automatically in acceptEdits mode.
