@@ -247,10 +247,11 @@ type attachment struct {
 	ended   bool      // the pump has returned
 }
 
-// barrier is an answer held until the events up to seq are written.
+// barrier is an answer held until the events up to seq are written; run
+// sends it (with a.mu held).
 type barrier struct {
 	seq int64
-	msg []byte
+	run func()
 }
 
 // pump writes the subscription's events in order. It ends when the
@@ -319,26 +320,31 @@ func (a *attachment) releaseLocked() {
 	if len(a.waiting) == 0 {
 		return
 	}
+	var due []barrier
 	kept := a.waiting[:0]
 	for _, b := range a.waiting {
 		if b.seq <= a.sent {
-			a.c.send(b.msg)
+			due = append(due, b)
 		} else {
 			kept = append(kept, b)
 		}
 	}
 	clear(a.waiting[len(kept):])
 	a.waiting = kept
+	for _, b := range due {
+		b.run()
+	}
 }
 
 // endLocked marks the pump gone and sends the held answers: no more events
 // will come before them.
 func (a *attachment) endLocked() {
 	a.ended = true
-	for _, b := range a.waiting {
-		a.c.send(b.msg)
-	}
+	waiting := a.waiting
 	a.waiting = nil
+	for _, b := range waiting {
+		b.run()
+	}
 }
 
 // respondAfter sends msg once the events up to seq have been written.
@@ -346,13 +352,19 @@ func (a *attachment) respondAfter(seq int64, msg []byte) {
 	if msg == nil {
 		return
 	}
+	a.after(seq, func() { a.c.send(msg) })
+}
+
+// after runs f (with a.mu held) once the events up to seq have been
+// written, or the pump has ended.
+func (a *attachment) after(seq int64, f func()) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.ended || a.sent >= seq {
-		a.c.send(msg)
+		f()
 		return
 	}
-	a.waiting = append(a.waiting, barrier{seq: seq, msg: msg})
+	a.waiting = append(a.waiting, barrier{seq: seq, run: f})
 }
 
 // resync answers with a snapshot that the following events continue
@@ -361,6 +373,17 @@ func (a *attachment) respondAfter(seq int64, msg []byte) {
 func (a *attachment) resync(answer func(snap protocol.Snapshot) []byte) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.resyncLocked(answer)
+}
+
+// resyncAfter is resync once the events up to seq (those of the operation
+// the snapshot answers) have been written, so that the host sees them
+// before the answer whatever the timing.
+func (a *attachment) resyncAfter(seq int64, answer func(snap protocol.Snapshot) []byte) {
+	a.after(seq, func() { a.resyncLocked(answer) })
+}
+
+func (a *attachment) resyncLocked(answer func(snap protocol.Snapshot) []byte) {
 	if a.ended {
 		a.c.send(answer(a.sess.Messages()))
 		return

@@ -36,8 +36,8 @@
 // Responses that carry a snapshot at seq S (initialize, restoreSession,
 // getMessages, clear, rewind without requestId) are written so that the
 // next notifications of that session start exactly at S+1; the answers to
-// rewind (a receipt), compact and bang are written after the events that
-// the operation published. The writer hands one message at a time to the
+// rewind, clear, compact and bang are written after the events that the
+// operation published. The writer hands one message at a time to the
 // Conn, so a peer that reads slowly leaves the events in the session's
 // subscription queue, where adjacent deltas merge (a notification may then
 // carry firstSeq), and the agent is never blocked.

@@ -276,7 +276,7 @@ func (c *connection) rewind(req *Request) {
 		return
 	}
 	if p.RequestID == "" {
-		a.resync(func(snap protocol.Snapshot) []byte {
+		a.resyncAfter(a.sess.Seq(), func(snap protocol.Snapshot) []byte {
 			return c.encodeReply(req, RewindResult{OK: true, Snapshot: &snap}, nil)
 		})
 		return
@@ -307,7 +307,7 @@ func (c *connection) clear(req *Request) {
 		c.reply(req, nil, opError(err))
 		return
 	}
-	a.resync(func(snap protocol.Snapshot) []byte { return c.encodeReply(req, snap, nil) })
+	a.resyncAfter(a.sess.Seq(), func(snap protocol.Snapshot) []byte { return c.encodeReply(req, snap, nil) })
 }
 
 func (c *connection) compact(req *Request) {

@@ -291,8 +291,9 @@ func (s *Server) liveSessions() []*agent.Session {
 //   - the result of initialize, restoreSession, getMessages and clear
 //     (which carry a snapshot at seq S) is followed by exactly the events
 //     after S;
-//   - the answer to rewind (a receipt), compact and bang comes after the
-//     events the operation published.
+//   - the answer to rewind, clear, compact and bang comes after the events
+//     the operation published (for clear and a rewind without requestId,
+//     the answer's snapshot is taken after them).
 //
 // A slow peer never blocks a session: undelivered events wait in the
 // session's subscription queue, where adjacent deltas merge.

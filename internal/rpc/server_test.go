@@ -380,9 +380,11 @@ func TestClearCompactBang(t *testing.T) {
 	}
 	equalLists(t, w.list.Snapshot(), w.checkList())
 
-	// clear: the answer is the (empty) snapshot that the next events
-	// continue; messagesCleared may or may not precede it.
-	m := w.response(w.call("clear", map[string]any{}))
+	// clear: messagesCleared, then the answer with the (empty) snapshot
+	// that the next events continue.
+	id = w.call("clear", map[string]any{})
+	w.until(isMethod(protocol.MethodMessagesCleared))
+	m := w.response(id)
 	var snap protocol.Snapshot
 	if err := json.Unmarshal(m.Result, &snap); err != nil || len(snap.Messages) != 0 {
 		t.Fatalf("clear answer %s", m.raw)
