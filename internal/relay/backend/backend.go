@@ -1,0 +1,65 @@
+// Package backend is what the relay needs of an agent: one conversation per
+// chat, and for each user message a run — a stream of session events
+// (package protocol) that ends when the agent is done. Sub-packages adapt
+// sluice's own agent (sluiceagent) and Claude Code run as a process
+// (claudecode).
+package backend
+
+import (
+	"context"
+	"errors"
+
+	"github.com/sluicehq/sluice/protocol"
+)
+
+// ErrUnsupported is returned by a Conversation method the backend cannot
+// do (Claude Code cannot answer permission requests from a chat).
+var ErrUnsupported = errors.New("backend: not supported by this backend")
+
+// Backend opens conversations.
+type Backend interface {
+	// Name names the backend for /status ("sluice", "claude").
+	Name() string
+	// Open returns the conversation of chat, resuming the one it had
+	// before when the backend can.
+	Open(ctx context.Context, chat string) (Conversation, error)
+	// Close ends every conversation.
+	Close() error
+}
+
+// Conversation is one chat's agent session. Its methods are safe for
+// concurrent use; the relay starts one run at a time.
+type Conversation interface {
+	// Start sends text as the user's message and returns its run.
+	Start(ctx context.Context, text string) (Run, error)
+	// Abort stops the run in progress; what it produced stays, and its
+	// events end.
+	Abort(reason string)
+	// Reset starts a new session for the chat (/new).
+	Reset(ctx context.Context) error
+	// Compact folds the context into a summary (/compact).
+	Compact(ctx context.Context) error
+	// Model is the model in use ("" for the backend's default).
+	Model() string
+	// SetModel changes the model for the next runs.
+	SetModel(name string) error
+	// AnswerPermission answers a protocol.PermissionRequest with a
+	// protocol.Decision* value.
+	AnswerPermission(requestID, decision string) error
+	// Session identifies the session for /status.
+	Session() string
+	// Close ends the conversation.
+	Close() error
+}
+
+// Run is the event stream of one user message.
+type Run interface {
+	// Next returns the run's next event; io.EOF once the run ended.
+	Next(ctx context.Context) (protocol.Event, error)
+	// Result is the run's result text (the answer as the backend reports
+	// it), valid after Next returned io.EOF; the relay sends it only when
+	// nothing was streamed.
+	Result() string
+	// Close releases the run; it does not abort it.
+	Close() error
+}
