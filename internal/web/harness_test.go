@@ -203,7 +203,8 @@ type client struct {
 	notes   []note
 	replies map[int]json.RawMessage
 	errs    map[int]*rpc.Error
-	err     error // why reading ended
+	orphans []*rpc.Error // errors answering messages whose id was unreadable
+	err     error        // why reading ended
 }
 
 type note struct {
@@ -244,6 +245,8 @@ func (cl *client) read(ctx context.Context) {
 		}
 		if json.Unmarshal(data, &m) != nil {
 			cl.err = fmt.Errorf("not JSON: %q", data)
+		} else if m.ID == nil && m.Error != nil {
+			cl.orphans = append(cl.orphans, m.Error)
 		} else if m.ID == nil {
 			cl.notes = append(cl.notes, note{m.Method, m.Params})
 		} else if m.Error != nil {
