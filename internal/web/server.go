@@ -33,10 +33,12 @@ import (
 	"embed"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -287,4 +289,42 @@ func (s *Server) Close() {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+}
+
+// ListenAndServe serves s on addr (host:port; port 0 picks a free one)
+// until ctx is done, then shuts down: the HTTP server, then every
+// WebSocket. ready receives the page's URL, token included, once the
+// listener is open.
+func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(pageURL string)) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("web: %w", err)
+	}
+	hs := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.opts.Logger.Handler(), slog.LevelDebug),
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	if ready != nil {
+		ready(s.PageURL(ln.Addr().String()))
+	}
+	select {
+	case err := <-served:
+		s.Close()
+		return fmt.Errorf("web: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err = hs.Shutdown(sctx)
+	s.Close()
+	<-served
+	return err
+}
+
+// PageURL is the page's address on hostport, with the token.
+func (s *Server) PageURL(hostport string) string {
+	return (&url.URL{Scheme: "http", Host: hostport, Path: "/", RawQuery: "token=" + url.QueryEscape(string(s.token))}).String()
 }
