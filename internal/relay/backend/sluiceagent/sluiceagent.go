@@ -1,0 +1,225 @@
+// Package sluiceagent is the relay's default backend: sluice's own agent,
+// one session per chat. A run is the session's events from the user's
+// message to the session going idle; tool approvals arrive as
+// protocol.PermissionRequest events and are answered from the chat. The
+// session id of each chat is kept (in the relay's store) so that a restart
+// continues the conversation from the agent's session file.
+package sluiceagent
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/relay/backend"
+	"github.com/sluicehq/sluice/protocol"
+)
+
+// KV keeps each chat's session id (the relay's store).
+type KV interface {
+	Get(ctx context.Context, key string) (string, error)
+	Put(ctx context.Context, key, value string) error
+}
+
+// Config configures the backend.
+type Config struct {
+	// Options returns the options of a chat's session: provider, model,
+	// working directory, permission mode, store. Approve must be nil, so
+	// that approvals are asked in the chat.
+	Options func(chat string) agent.Options
+	KV      KV // required
+	Logger  *slog.Logger
+}
+
+// Backend runs sluice agent sessions.
+type Backend struct {
+	cfg Config
+
+	mu    sync.Mutex
+	convs []*conversation
+}
+
+// New returns the backend.
+func New(cfg Config) *Backend {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Backend{cfg: cfg}
+}
+
+// Name is "sluice".
+func (b *Backend) Name() string { return "sluice" }
+
+// Close closes every session.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	convs := b.convs
+	b.convs = nil
+	b.mu.Unlock()
+	var errs []error
+	for _, c := range convs {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Open restores the chat's session when it has one in the store, or starts
+// a new one.
+func (b *Backend) Open(ctx context.Context, chat string) (backend.Conversation, error) {
+	c := &conversation{b: b, chat: chat}
+	id, _ := b.cfg.KV.Get(ctx, c.key())
+	s, err := b.session(ctx, chat, id)
+	if err != nil {
+		return nil, err
+	}
+	c.s = s
+	b.mu.Lock()
+	b.convs = append(b.convs, c)
+	b.mu.Unlock()
+	return c, nil
+}
+
+// session opens session id of chat, or a new one when id is "" or cannot
+// be restored.
+func (b *Backend) session(ctx context.Context, chat, id string) (*agent.Session, error) {
+	opts := b.cfg.Options(chat)
+	if id != "" && opts.Store != nil {
+		s, err := agent.Open(opts, id)
+		if err == nil {
+			return s, nil
+		}
+		b.cfg.Logger.Warn("relay: cannot restore the chat's session; starting a new one", "session", id, "err", err)
+	}
+	s, err := agent.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.cfg.KV.Put(ctx, "sluice/session/"+chat, s.ID()); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+type conversation struct {
+	b    *Backend
+	chat string
+
+	mu sync.Mutex
+	s  *agent.Session
+}
+
+func (c *conversation) key() string { return "sluice/session/" + c.chat }
+
+func (c *conversation) session() *agent.Session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.s
+}
+
+func (c *conversation) Start(ctx context.Context, text string) (backend.Run, error) {
+	s := c.session()
+	// Subscribe first: no event of the run can slip by.
+	sub := s.Subscribe(agent.SubscribeOptions{})
+	h, err := s.Submit(ctx, text)
+	if err != nil {
+		sub.Close()
+		return nil, err
+	}
+	return &run{sub: sub, h: h}, nil
+}
+
+func (c *conversation) Abort(reason string) { c.session().Abort(reason) }
+
+func (c *conversation) Reset(ctx context.Context) error {
+	s, err := c.b.session(ctx, c.chat, "")
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	old := c.s
+	c.s = s
+	c.mu.Unlock()
+	return old.Close()
+}
+
+func (c *conversation) Compact(ctx context.Context) error { return c.session().Compact(ctx) }
+func (c *conversation) Model() string                     { return c.session().Model() }
+
+func (c *conversation) SetModel(name string) error {
+	c.session().SetModel(name)
+	return nil
+}
+
+func (c *conversation) AnswerPermission(requestID, decision string) error {
+	return c.session().AnswerPermission(requestID, decision)
+}
+
+func (c *conversation) Session() string { return c.session().ID() }
+func (c *conversation) Close() error    { return c.session().Close() }
+
+// run reads the session's events for one user message: from the message
+// the job adds to the idle event after it. A job dropped by an abort
+// before it started adds no message; its run is then empty.
+type run struct {
+	sub   *agent.Subscription
+	h     *agent.Handle
+	mine  bool // our user message was seen
+	ended bool
+}
+
+func (r *run) Next(ctx context.Context) (protocol.Event, error) {
+	for !r.ended {
+		nctx, cancel := context.WithCancel(ctx)
+		if !r.mine {
+			// Until the job starts, its end (an abort dropped it) also
+			// ends the wait.
+			go func() {
+				select {
+				case <-r.h.Done():
+					cancel()
+				case <-nctx.Done():
+				}
+			}()
+		}
+		ev, err := r.sub.Next(nctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil && !r.mine && r.sub.Pending() == 0 {
+				// The job ended without starting (dropped by an abort).
+				r.ended = true
+				break
+			}
+			if ctx.Err() == nil && !r.mine {
+				continue
+			}
+			return nil, err
+		}
+		switch e := ev.(type) {
+		case protocol.UserMessageAdded:
+			if e.Message.ID == r.h.ID() {
+				r.mine = true
+			}
+		case protocol.RunStateChanged:
+			if e.State == protocol.RunIdle && r.mine {
+				r.ended = true
+			}
+		}
+		return ev, nil
+	}
+	return nil, io.EOF
+}
+
+// Result is the final answer as the agent reports it.
+func (r *run) Result() string {
+	res, _ := r.h.Wait(context.Background())
+	return res.Text
+}
+
+func (r *run) Close() error {
+	r.sub.Close()
+	return nil
+}
