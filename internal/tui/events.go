@@ -143,7 +143,7 @@ func (m *Model) advance() {
 			if !closed && !blockFinal(msg.Blocks[m.pb]) {
 				return
 			}
-			m.emit(m.renderBlock(msg, m.pb, true))
+			m.emit(m.renderBlock(msg, m.pb, true).all())
 			delete(m.caches, blockKey{msg.ID, m.pb})
 			m.pb++
 		}

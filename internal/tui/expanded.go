@@ -76,9 +76,9 @@ func (m *Model) expandedBlock(msg protocol.Message, bi int, at time.Time) []stri
 		if strings.TrimSpace(b.Content) == "" {
 			return nil
 		}
-		return textLines(m.md.render(b.Content))
+		return textPart(m.md.render(b.Content)).all()
 	case protocol.BlockReasoning:
-		return reasoningLines(thinkingHeader(b, at), wrapPlain(strings.TrimRight(b.Content, "\n"), w-2))
+		return reasoningPart(thinkingHeader(b, at), wrapPlain(strings.TrimRight(b.Content, "\n"), w-2)).all()
 	case protocol.BlockTool:
 		return toolLinesExpanded(b, w)
 	case protocol.BlockError:

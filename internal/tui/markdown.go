@@ -79,15 +79,6 @@ func trimBlankEdges(lines []string) []string {
 	return lines
 }
 
-// wrapPlain word-wraps text to width, breaking words longer than a line.
-func wrapPlain(text string, width int) []string {
-	if width < 1 {
-		width = 1
-	}
-	text = strings.ReplaceAll(text, "\t", "    ")
-	return strings.Split(ansi.Wrap(text, width, ""), "\n")
-}
-
 // fence tracks whether a position in a markdown source is inside a fenced
 // code block, and which fence would close it.
 type fence struct {
@@ -136,8 +127,10 @@ type streamMD struct {
 }
 
 // view returns the block's lines for src, which extends the source of the
-// previous call (a source that does not is rendered afresh).
-func (s *streamMD) view(md *markdown, src string) []string {
+// previous call (a source that does not is rendered afresh), as segments
+// to show one after the other. They belong to the cache: callers must not
+// modify them.
+func (s *streamMD) view(md *markdown, src string) [][]string {
 	if s.width != md.width || len(src) < s.stable {
 		*s = streamMD{width: md.width}
 	}
@@ -152,18 +145,17 @@ func (s *streamMD) view(md *markdown, src string) []string {
 		s.stable, s.fence = b, f
 		s.tail = plainStream{}
 	}
-	tail := s.tail.view(tailSource(src[s.stable:]), md.width)
+	done, rest := s.tail.parts(tailSource(src[s.stable:]), md.width)
+	if len(done) == 0 && (len(rest) == 0 || len(rest) == 1 && rest[0] == "") {
+		return [][]string{s.lines[:len(s.lines):len(s.lines)]}
+	}
 	if len(s.lines) == 0 {
-		return tail
+		return [][]string{done, rest}
 	}
-	if len(tail) == 0 || (len(tail) == 1 && tail[0] == "") {
-		return s.lines[:len(s.lines):len(s.lines)]
-	}
-	out := make([]string, 0, len(s.lines)+1+len(tail))
-	out = append(out, s.lines...)
-	out = append(out, "")
-	return append(out, tail...)
+	return [][]string{s.lines[:len(s.lines):len(s.lines)], blankLine, done, rest}
 }
+
+var blankLine = []string{""}
 
 // stableBoundary returns the end of the last blank line after from that is
 // outside a code fence, and the fence state there; (from, f) when there is
@@ -213,29 +205,52 @@ func tailSource(tail string) string {
 	return strings.TrimLeft(b.String(), "\n")
 }
 
-// plainStream wraps growing plain text, re-wrapping only the last line:
-// complete lines are wrapped once and cached. Each call's source must
-// extend the previous one's (blocks only grow while they stream); a
-// shorter source or another width starts afresh.
+// plainStream wraps growing plain text so that a delta costs what is
+// new: complete lines are wrapped once, and so are the rows of the last,
+// incomplete line but its last row (greedy wrapping never changes them).
+// Each call's source must extend the previous one's (blocks only grow
+// while they stream); a shorter source or another width starts afresh.
 type plainStream struct {
 	width int
-	done  int      // bytes of the source covered by lines (whole lines)
-	lines []string // wrapped complete lines
+	done  int      // bytes of the source covered by lines
+	lines []string // wrapped rows of the source before done
+	// done is at a line start, or inside the last line when rows of it
+	// were committed.
 }
 
 func (p *plainStream) view(src string, width int) []string {
+	done, rest := p.parts(src, width)
+	if len(rest) == 0 {
+		return done
+	}
+	out := make([]string, 0, len(done)+len(rest))
+	out = append(out, done...)
+	return append(out, rest...)
+}
+
+// parts is view without the copy: the wrapped rows that are final (they
+// belong to the cache; callers must not modify them) and those that are
+// not.
+func (p *plainStream) parts(src string, width int) (done, rest []string) {
 	if p.width != width || len(src) < p.done {
 		*p = plainStream{width: width}
 	}
-	if j := strings.LastIndexByte(src, '\n'); j+1 > p.done {
-		p.lines = append(p.lines, wrapPlain(src[p.done:j], width)...)
-		p.done = j + 1
+	if j := strings.LastIndexByte(src[p.done:], '\n'); j >= 0 {
+		end := p.done + j
+		p.lines = append(p.lines, wrapPlain(src[p.done:end], width)...)
+		p.done = end + 1
 	}
-	rest := src[p.done:]
-	if rest == "" {
-		return p.lines[:len(p.lines):len(p.lines)]
+	left := src[p.done:]
+	if left == "" {
+		return p.lines[:len(p.lines):len(p.lines)], nil
 	}
-	out := make([]string, 0, len(p.lines)+1)
-	out = append(out, p.lines...)
-	return append(out, wrapPlain(rest, width)...)
+	clean := sanitize(left)
+	rows, last := wrapLine(clean, width)
+	if last > 0 && clean == left {
+		// Commit the rows before the last one.
+		p.lines = append(p.lines, rows[:len(rows)-1]...)
+		p.done += last
+		rows = rows[len(rows)-1:]
+	}
+	return p.lines[:len(p.lines):len(p.lines)], rows
 }

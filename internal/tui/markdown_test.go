@@ -26,7 +26,7 @@ func TestStreamingMarkdownIsStable(t *testing.T) {
 	var prev []string
 	for n := 1; n <= len(sampleAnswer); n++ {
 		src := sampleAnswer[:n]
-		out := s.view(md, src)
+		out := slices.Concat(s.view(md, src)...)
 		if !slices.Equal(s.lines[:min(len(prev), len(s.lines))], prev) || len(s.lines) < len(prev) {
 			t.Fatalf("at %d bytes the stable lines changed:\n%q\n--- was:\n%q", n, s.lines, prev)
 		}

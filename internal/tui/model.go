@@ -131,6 +131,12 @@ type Model struct {
 	cost          float64
 	tickArmed     bool
 	armedQuit     bool // ctrl+c was pressed once on an empty, idle prompt
+	inputCache    struct {
+		key    inputKey
+		box    []string
+		cursor *tea.Cursor
+	}
+	statusCache struct{ raw, line string }
 }
 
 func newModel(ctx context.Context, opts Options, b backend) *Model {
@@ -397,30 +403,49 @@ func (m *Model) View() tea.View {
 	if m.expanded != nil {
 		return m.expanded.view(m)
 	}
-	var top []string
+	var parts []part
+	total := 0
 	m.liveBlocks(func(msg protocol.Message, bi int, _ protocol.Block) {
-		lines := m.renderBlock(msg, bi, false)
-		if len(lines) == 0 {
-			return
+		p := m.renderBlock(msg, bi, false)
+		if n := p.count(); n > 0 {
+			if len(parts) > 0 {
+				total++ // the blank line between blocks
+			}
+			parts = append(parts, p)
+			total += n
 		}
-		if len(top) > 0 {
-			top = append(top, "")
-		}
-		top = append(top, lines...)
 	})
 	mid, box, boxCursor, bottom := m.bottom()
-	avail := m.height - len(mid) - len(box) - len(bottom) - 1
-	if avail < 1 {
-		avail = 1
+	avail := max(m.height-len(mid)-len(box)-len(bottom)-1, 1)
+	// Only the last lines of the live area fit: only they are laid out.
+	skip := 0
+	var lines []string
+	if total > avail {
+		skip = total - avail + 1
+		lines = append(lines, faint(fmt.Sprintf("… %d lines above · ctrl+o shows all", skip)))
 	}
-	if len(top) > avail {
-		hidden := len(top) - avail + 1
-		top = append([]string{stDim.Render(fmt.Sprintf("… %d lines above · ctrl+o shows all", hidden))}, top[hidden:]...)
+	i := 0
+	for pi, p := range parts {
+		if pi > 0 {
+			if i >= skip {
+				lines = append(lines, "")
+			}
+			i++
+		}
+		n := p.count()
+		if i+n <= skip {
+			i += n
+			continue
+		}
+		for k := max(skip-i, 0); k < n; k++ {
+			lines = append(lines, p.line(k))
+		}
+		i += n
 	}
-	if len(top) > 0 {
-		top = append(top, "")
+	if len(lines) > 0 {
+		lines = append(lines, "")
 	}
-	lines := append(top, mid...)
+	lines = append(lines, mid...)
 	y := len(lines)
 	lines = append(lines, box...)
 	lines = append(lines, bottom...)
@@ -433,46 +458,46 @@ func (m *Model) View() tea.View {
 	return v
 }
 
-// renderBlock returns the lines of block bi of msg. A final rendering is
-// for the scrollback; otherwise the block is live and its rendering is
-// cached, so that a delta costs what is new, not the whole block.
-func (m *Model) renderBlock(msg protocol.Message, bi int, final bool) []string {
+// renderBlock lays out block bi of msg. A final rendering is for the
+// scrollback; otherwise the block is live and its rendering is cached, so
+// that a delta costs what is new, not the whole block.
+func (m *Model) renderBlock(msg protocol.Message, bi int, final bool) part {
 	b := msg.Blocks[bi]
 	w := m.width
 	switch b.Type {
 	case protocol.BlockText:
 		if msg.Role == protocol.RoleUser {
-			return userLines(b.Content, w)
+			return fixed(userLines(b.Content, w))
 		}
 		if strings.TrimSpace(b.Content) == "" {
-			return nil
+			return part{}
 		}
 		if final {
-			return textLines(m.md.render(b.Content))
+			return textPart(m.md.render(b.Content))
 		}
 		c := m.cache(msg.ID, bi)
 		if b.Stage == protocol.StageEnd {
 			if c.final == nil {
-				c.final = textLines(m.md.render(b.Content))
+				c.final = m.md.render(b.Content)
 			}
-			return c.final
+			return textPart(c.final)
 		}
-		return textLines(c.md.view(m.md, b.Content))
+		return textPart(c.md.view(m.md, b.Content)...)
 	case protocol.BlockReasoning:
 		header := thinkingHeader(b, m.clock.Now())
-		content := strings.TrimRight(b.Content, "\n")
 		if final {
-			return reasoningLines(header, wrapPlain(content, w-2))
+			return reasoningPart(header, wrapPlain(strings.TrimRight(b.Content, "\n"), w-2))
 		}
-		return reasoningLines(header, m.cache(msg.ID, bi).plain.view(b.Content, w-2))
+		done, rest := m.cache(msg.ID, bi).plain.parts(b.Content, w-2)
+		return reasoningPart(header, done, rest)
 	case protocol.BlockTool:
-		return toolLines(b, w)
+		return fixed(toolLines(b, w))
 	case protocol.BlockError:
-		return errorLines(b.Content, w)
+		return fixed(errorLines(b.Content, w))
 	case protocol.BlockCompact:
-		return []string{stAccent.Render("※ ") + stDim.Render("Conversation compacted · ctrl+o shows the summary")}
+		return fixed([]string{stAccent.Render("※ ") + stDim.Render("Conversation compacted · ctrl+o shows the summary")})
 	}
-	return nil
+	return part{}
 }
 
 func (m *Model) cache(msgID string, bi int) *blockCache {
@@ -501,25 +526,51 @@ func (m *Model) bottom() (mid, box []string, cursor *tea.Cursor, status []string
 		mid = append(mid, stNotice.Render(truncate(m.notice, m.width)))
 	}
 	if m.busy() {
-		mid = append(mid, stRunning.Render("✻ ")+stDim.Render("Working… · esc to interrupt"))
+		mid = append(mid, workingLine)
 	}
-	rule := stDim.Render(strings.Repeat("─", max(m.width, 1)))
 	switch {
 	case len(m.perms) > 0:
 		box = m.permissionBox()
 	case m.picker != nil:
 		box = m.picker.view(m.width)
 	default:
-		box = []string{rule}
+		box, cursor = m.inputBox()
+	}
+	status = []string{m.statusLine()}
+	return mid, box, cursor, status
+}
+
+// inputKey is what the input box's rendering depends on.
+type inputKey struct {
+	value            string
+	line, col, width int
+	focused          bool
+}
+
+// inputBox renders the prompt between two rules. Rendering a text area
+// costs more than a delta does, so the rendering is kept until the text,
+// the cursor or the width changes.
+func (m *Model) inputBox() ([]string, *tea.Cursor) {
+	k := inputKey{value: m.input.Value(), line: m.input.Line(), col: m.input.Column(), width: m.width,
+		focused: m.input.Focused()}
+	if m.inputCache.key != k {
+		rule := stDim.Render(strings.Repeat("─", max(m.width, 1)))
+		box := []string{rule}
 		box = append(box, strings.Split(m.input.View(), "\n")...)
 		box = append(box, rule)
+		var cursor *tea.Cursor
 		if c := m.input.Cursor(); c != nil {
 			c.Position.Y++
 			cursor = c
 		}
+		m.inputCache.key, m.inputCache.box, m.inputCache.cursor = k, box, cursor
 	}
-	status = []string{m.statusLine()}
-	return mid, box, cursor, status
+	var c *tea.Cursor
+	if m.inputCache.cursor != nil {
+		cc := *m.inputCache.cursor
+		c = &cc
+	}
+	return m.inputCache.box, c
 }
 
 func (m *Model) statusLine() string {
@@ -534,11 +585,18 @@ func (m *Model) statusLine() string {
 	if m.status != "" {
 		left += " · " + m.status
 	}
-	gap := m.width - lipgloss.Width(left) - lipgloss.Width(right)
-	if gap < 1 {
-		return truncate(stDim.Render(left+" · "+right), m.width)
+	raw := left + "\x00" + right + "\x00" + fmt.Sprint(m.width)
+	if m.statusCache.raw == raw {
+		return m.statusCache.line
 	}
-	return stDim.Render(left + strings.Repeat(" ", gap) + right)
+	line := ""
+	if gap := m.width - lipgloss.Width(left) - lipgloss.Width(right); gap < 1 {
+		line = truncate(stDim.Render(left+" · "+right), m.width)
+	} else {
+		line = stDim.Render(left + strings.Repeat(" ", gap) + right)
+	}
+	m.statusCache.raw, m.statusCache.line = raw, line
+	return line
 }
 
 func humanTokens(n int) string {

@@ -19,7 +19,6 @@ var (
 	stUser     = lipgloss.NewStyle().Bold(true)
 	stBang     = lipgloss.NewStyle().Foreground(lipgloss.Color("13")).Bold(true)
 	stDim      = lipgloss.NewStyle().Faint(true)
-	stThinking = lipgloss.NewStyle().Faint(true).Italic(true)
 	stErr      = lipgloss.NewStyle().Foreground(lipgloss.Color("9"))
 	stOK       = lipgloss.NewStyle().Foreground(lipgloss.Color("10"))
 	stRunning  = lipgloss.NewStyle().Foreground(lipgloss.Color("11"))
@@ -217,15 +216,87 @@ func errorLines(text string, width int) []string {
 	return hang(stErr.Render("✗ "), indent, styleLines(stErr, wrapPlain(text, width-2)))
 }
 
-func reasoningLines(header string, body []string) []string {
-	lines := []string{stThinking.Render("∴ " + header + "…")}
-	if strings.HasPrefix(header, "Thought") {
-		lines[0] = stThinking.Render("∴ " + header)
-	}
-	return append(lines, hang(indent, indent, styleLines(stThinking, body))...)
+// part is a block laid out for the screen, with its prefixes applied
+// lazily: the live area shows only the last lines of what is streaming,
+// so only those are prefixed and styled, and a frame costs what is on
+// screen rather than the whole block.
+type part struct {
+	pre []string // lines shown as they are
+	// body is the concatenation of segs; its first line gets head, the
+	// others rest, and each non-empty one style.
+	segs       [][]string
+	head, rest string
+	style      func(string) string
 }
 
-// textLines lays out an answer's rendered lines under a bullet.
-func textLines(rendered []string) []string {
-	return hang("● ", indent, rendered)
+// count is the number of lines of the part.
+func (p part) count() int {
+	n := len(p.pre)
+	for _, s := range p.segs {
+		n += len(s)
+	}
+	return n
+}
+
+// line returns line i of the part.
+func (p part) line(i int) string {
+	if i < len(p.pre) {
+		return p.pre[i]
+	}
+	j := i - len(p.pre)
+	k := j
+	var l string
+	for _, s := range p.segs {
+		if k < len(s) {
+			l = s[k]
+			break
+		}
+		k -= len(s)
+	}
+	if l == "" && j > 0 {
+		return ""
+	}
+	if p.style != nil && l != "" {
+		l = p.style(l)
+	}
+	if j == 0 {
+		return p.head + l
+	}
+	return p.rest + l
+}
+
+// all returns every line of the part.
+func (p part) all() []string {
+	out := make([]string, p.count())
+	for i := range out {
+		out[i] = p.line(i)
+	}
+	return out
+}
+
+func fixed(lines []string) part { return part{pre: lines} }
+
+// workingLine says that the agent works; rendered once.
+var workingLine = stRunning.Render("✻ ") + stDim.Render("Working… · esc to interrupt")
+
+// faint dims s with a plain escape sequence, for lines rendered at every
+// frame.
+func faint(s string) string { return "\x1b[2m" + s + "\x1b[22m" }
+
+// thinkingStyle is the reasoning's style. It is applied with a plain
+// escape sequence: it runs for each line of a streaming block on screen,
+// at every frame.
+func thinkingStyle(s string) string { return "\x1b[2;3m" + s + "\x1b[22;23m" }
+
+func reasoningPart(header string, body ...[]string) part {
+	h := "∴ " + header
+	if !strings.HasPrefix(header, "Thought") {
+		h += "…"
+	}
+	return part{pre: []string{thinkingStyle(h)}, segs: body, head: indent, rest: indent, style: thinkingStyle}
+}
+
+// textPart lays out an answer's rendered lines under a bullet.
+func textPart(rendered ...[]string) part {
+	return part{segs: rendered, head: "● ", rest: indent}
 }
