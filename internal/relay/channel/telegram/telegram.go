@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/relay/channel"
 	"github.com/sluicehq/sluice/internal/relay/deliver"
 	"github.com/sluicehq/sluice/internal/relay/split"
 	"github.com/sluicehq/sluice/model"
@@ -30,13 +31,6 @@ const DefaultBaseURL = "https://api.telegram.org"
 type KV interface {
 	Get(ctx context.Context, key string) (string, error)
 	Put(ctx context.Context, key, value string) error
-}
-
-// Inbound is a text message to the bot.
-type Inbound struct {
-	Chat string // the chat id, as text
-	Text string
-	Key  string // the update id: a webhook may deliver an update again
 }
 
 // Config configures a client.
@@ -190,11 +184,11 @@ type update struct {
 	} `json:"message"`
 }
 
-func (u update) inbound() (Inbound, bool) {
+func (u update) inbound() (channel.Inbound, bool) {
 	if u.Message == nil || u.Message.Text == "" {
-		return Inbound{}, false
+		return channel.Inbound{}, false
 	}
-	return Inbound{Chat: strconv.FormatInt(u.Message.Chat.ID, 10), Text: u.Message.Text, Key: strconv.FormatInt(u.UpdateID, 10)}, true
+	return channel.Inbound{Chat: strconv.FormatInt(u.Message.Chat.ID, 10), Text: u.Message.Text, Key: strconv.FormatInt(u.UpdateID, 10)}, true
 }
 
 const offsetKey = "telegram/offset"
@@ -203,7 +197,7 @@ const offsetKey = "telegram/offset"
 // in order, until ctx is done; the offset is saved after the updates it
 // confirms were handled. It first removes a webhook, which would make
 // getUpdates fail. It returns ctx's error.
-func (c *Client) Receive(ctx context.Context, handle func(context.Context, Inbound)) error {
+func (c *Client) Receive(ctx context.Context, handle func(context.Context, channel.Inbound)) error {
 	if err := c.call(ctx, "deleteWebhook", map[string]any{}, nil); err != nil && ctx.Err() == nil {
 		c.cfg.Logger.Warn("relay: Telegram deleteWebhook failed", "err", err)
 	}
@@ -257,7 +251,7 @@ func (c *Client) SetWebhook(ctx context.Context, url, secret string) error {
 
 // WebhookHandler serves the updates Telegram posts, calling handle for each
 // text message. Requests without the secret are refused.
-func WebhookHandler(secret string, handle func(context.Context, Inbound)) http.Handler {
+func WebhookHandler(secret string, handle func(context.Context, channel.Inbound)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got := r.Header.Get("X-Telegram-Bot-Api-Secret-Token")
 		if r.Method != http.MethodPost || subtle.ConstantTimeCompare([]byte(got), []byte(secret)) != 1 {
@@ -284,3 +278,5 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) {
 	case <-t.C():
 	}
 }
+
+var _ channel.Channel = (*Client)(nil)

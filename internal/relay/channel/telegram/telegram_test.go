@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluicehq/sluice/internal/relay/channel/telegram/telegramfake"
+	"github.com/sluicehq/sluice/internal/relay/channel"
 	"github.com/sluicehq/sluice/internal/relay/deliver"
 	"github.com/sluicehq/sluice/internal/relay/store"
 )
@@ -57,17 +58,17 @@ func TestPollAndReply(t *testing.T) {
 	t.Parallel()
 	f, srv := setup(t)
 	kv := &memKV{m: map[string]string{}}
-	got := make(chan Inbound, 10)
+	got := make(chan channel.Inbound, 10)
 	poll := func() func() {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			client(srv, kv, telegramfake.Token).Receive(ctx, func(_ context.Context, in Inbound) { got <- in })
+			client(srv, kv, telegramfake.Token).Receive(ctx, func(_ context.Context, in channel.Inbound) { got <- in })
 		}()
 		return func() { cancel(); <-done }
 	}
-	next := func() Inbound {
+	next := func() channel.Inbound {
 		t.Helper()
 		select {
 		case in := <-got:
@@ -75,7 +76,7 @@ func TestPollAndReply(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("no update")
 		}
-		return Inbound{}
+		return channel.Inbound{}
 	}
 	stop := poll()
 	f.UserSays(42, "hello")
@@ -143,8 +144,8 @@ func TestWebhook(t *testing.T) {
 	if f.Webhook() != "https://example.test/hook" {
 		t.Errorf("webhook %q", f.Webhook())
 	}
-	var got []Inbound
-	h := WebhookHandler("s3cret", func(_ context.Context, in Inbound) { got = append(got, in) })
+	var got []channel.Inbound
+	h := WebhookHandler("s3cret", func(_ context.Context, in channel.Inbound) { got = append(got, in) })
 	body := `{"update_id": 77, "message": {"message_id": 1, "text": "via hook", "chat": {"id": -100}}}`
 	for _, tt := range []struct {
 		secret string

@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/relay/channel"
 	"github.com/sluicehq/sluice/internal/relay/deliver"
 	"github.com/sluicehq/sluice/internal/relay/split"
 	"github.com/sluicehq/sluice/model"
@@ -56,15 +57,6 @@ const (
 type KV interface {
 	Get(ctx context.Context, key string) (string, error)
 	Put(ctx context.Context, key, value string) error
-}
-
-// Inbound is a user's text message.
-type Inbound struct {
-	Chat string // the user's id: replies go there
-	Text string
-	// Key identifies the message for de-duplication: getupdates delivers
-	// at least once.
-	Key string
 }
 
 // Config configures a client.
@@ -331,7 +323,7 @@ const cursorKey = "wechat/cursor"
 // message, in order, until ctx is done. The cursor is saved after the
 // messages it covers were handled, so a crash replays rather than loses
 // them (the relay de-duplicates by Key). It returns ctx's error.
-func (c *Client) Receive(ctx context.Context, handle func(context.Context, Inbound)) error {
+func (c *Client) Receive(ctx context.Context, handle func(context.Context, channel.Inbound)) error {
 	cursor, err := c.cfg.KV.Get(ctx, cursorKey)
 	if err != nil {
 		cursor = ""
@@ -393,7 +385,7 @@ func (c *Client) Receive(ctx context.Context, handle func(context.Context, Inbou
 	return ctx.Err()
 }
 
-func (c *Client) receive(ctx context.Context, m message, handle func(context.Context, Inbound)) {
+func (c *Client) receive(ctx context.Context, m message, handle func(context.Context, channel.Inbound)) {
 	if m.MessageType == messageBot || m.FromUserID == "" {
 		return
 	}
@@ -421,7 +413,7 @@ func (c *Client) receive(ctx context.Context, m message, handle func(context.Con
 	if len(text) == 0 {
 		return
 	}
-	handle(ctx, Inbound{Chat: m.FromUserID, Text: strings.Join(text, "\n"), Key: dedupeKey(c.cfg.BotID, m)})
+	handle(ctx, channel.Inbound{Chat: m.FromUserID, Text: strings.Join(text, "\n"), Key: dedupeKey(c.cfg.BotID, m)})
 }
 
 // dedupeKey identifies an inbound message as the official plugin does:
@@ -452,3 +444,5 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) {
 	case <-t.C():
 	}
 }
+
+var _ channel.Channel = (*Client)(nil)

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluicehq/sluice/internal/relay/channel/wechat/wechatfake"
+	"github.com/sluicehq/sluice/internal/relay/channel"
 	"github.com/sluicehq/sluice/internal/relay/deliver"
 	"github.com/sluicehq/sluice/internal/relay/store"
 	"github.com/sluicehq/sluice/model"
@@ -108,17 +109,17 @@ func TestReceiveAndReply(t *testing.T) {
 	t.Parallel()
 	f, srv := fakeServer(t)
 	kv := &memKV{m: map[string]string{}}
-	got := make(chan Inbound, 10)
+	got := make(chan channel.Inbound, 10)
 	receive := func(c *Client) (stop func()) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			c.Receive(ctx, func(_ context.Context, in Inbound) { got <- in })
+			c.Receive(ctx, func(_ context.Context, in channel.Inbound) { got <- in })
 		}()
 		return func() { cancel(); <-done }
 	}
-	next := func() Inbound {
+	next := func() channel.Inbound {
 		t.Helper()
 		select {
 		case in := <-got:
@@ -126,7 +127,7 @@ func TestReceiveAndReply(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("no inbound message")
 		}
-		return Inbound{}
+		return channel.Inbound{}
 	}
 
 	c := newClient(srv, kv)
@@ -172,7 +173,7 @@ func TestReplayedMessagesHaveOneKey(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.Receive(ctx, func(_ context.Context, in Inbound) {
+		c.Receive(ctx, func(_ context.Context, in channel.Inbound) {
 			keys = append(keys, in.Key)
 			if len(keys) == 2 {
 				cancel()
@@ -228,7 +229,7 @@ func TestSessionExpiredPausesPolling(t *testing.T) {
 		}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); c.Receive(ctx, func(context.Context, Inbound) {}) }()
+	go func() { defer close(done); c.Receive(ctx, func(context.Context, channel.Inbound) {}) }()
 	select {
 	case <-expired:
 	case <-time.After(10 * time.Second):

@@ -1,0 +1,32 @@
+// Package channel is what the relay needs of a chat platform: the users'
+// text messages in, text messages and a typing indicator out. Its
+// sub-packages speak WeChat's and Telegram's HTTP APIs.
+package channel
+
+import "context"
+
+// Inbound is a user's text message to the bot.
+type Inbound struct {
+	// Chat is where replies go: the user (WeChat) or chat (Telegram) id.
+	Chat string
+	Text string
+	// Key identifies the message for de-duplication: platforms deliver
+	// at least once.
+	Key string
+}
+
+// Channel is a chat platform. Its methods are safe for concurrent use.
+type Channel interface {
+	// Name names the channel ("wechat", "telegram").
+	Name() string
+	// Limit is the longest message, in UTF-16 code units.
+	Limit() int
+	// Receive calls handle with each inbound message, in order, until ctx
+	// is done; it returns ctx's error. handle must not block for long.
+	Receive(ctx context.Context, handle func(context.Context, Inbound)) error
+	// Send sends one text message; its errors follow package deliver's.
+	Send(ctx context.Context, chat, text string) error
+	// Typing shows (or, where the platform can, hides) the typing
+	// indicator.
+	Typing(ctx context.Context, chat string, on bool) error
+}
