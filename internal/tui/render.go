@@ -16,15 +16,15 @@ import (
 // Styles of the transcript. Lip Gloss pads a multi-line string to a
 // rectangle, so styles are applied line by line.
 var (
-	stUser     = lipgloss.NewStyle().Bold(true)
-	stBang     = lipgloss.NewStyle().Foreground(lipgloss.Color("13")).Bold(true)
-	stDim      = lipgloss.NewStyle().Faint(true)
-	stErr      = lipgloss.NewStyle().Foreground(lipgloss.Color("9"))
-	stOK       = lipgloss.NewStyle().Foreground(lipgloss.Color("10"))
-	stRunning  = lipgloss.NewStyle().Foreground(lipgloss.Color("11"))
-	stBold     = lipgloss.NewStyle().Bold(true)
-	stNotice   = lipgloss.NewStyle().Foreground(lipgloss.Color("11"))
-	stAccent   = lipgloss.NewStyle().Foreground(lipgloss.Color("12"))
+	stUser    = lipgloss.NewStyle().Bold(true)
+	stBang    = lipgloss.NewStyle().Foreground(lipgloss.Color("13")).Bold(true)
+	stDim     = lipgloss.NewStyle().Faint(true)
+	stErr     = lipgloss.NewStyle().Foreground(lipgloss.Color("9"))
+	stOK      = lipgloss.NewStyle().Foreground(lipgloss.Color("10"))
+	stRunning = lipgloss.NewStyle().Foreground(lipgloss.Color("11"))
+	stBold    = lipgloss.NewStyle().Bold(true)
+	stNotice  = lipgloss.NewStyle().Foreground(lipgloss.Color("11"))
+	stAccent  = lipgloss.NewStyle().Foreground(lipgloss.Color("12"))
 )
 
 // Layout of a block: a glyph, then the block's lines indented under it.
