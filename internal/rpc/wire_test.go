@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -20,7 +23,23 @@ import (
 	"github.com/sluicehq/sluice/protocol"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// sluiceBin is the real binary, built once for the transcripts and the
+// long-session test; buildErr says why it could not be.
+var sluiceBin, buildErr = "", error(nil)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sluice-rpc-test")
+	if err != nil {
+		buildErr = err
+	} else {
+		sluiceBin = filepath.Join(dir, "sluice")
+		out, err := exec.Command("go", "build", "-o", sluiceBin, "github.com/sluicehq/sluice/cmd/sluice").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/sluice: %v\n%s", err, out)
+		}
+	}
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { os.RemoveAll(dir) }))
+}
 
 // guard bounds every wait of a test: it only turns a hang into a failure.
 const guard = 60 * time.Second
