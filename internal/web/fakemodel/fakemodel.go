@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
+	"time"
 )
 
 // Answer is one scripted response.
@@ -30,6 +31,9 @@ type Answer struct {
 	// the server waits until Release is closed (or the request ends).
 	HoldAfter int
 	Release   <-chan struct{}
+	// Pace is a delay before each text chunk after the first, as a model
+	// producing tokens at a rate would (0: as fast as possible).
+	Pace time.Duration
 }
 
 // ToolCall is a tool_use block.
@@ -216,6 +220,15 @@ func streamAnswer(ctx context.Context, w http.ResponseWriter, a Answer) {
 				select {
 				case <-a.Release:
 				case <-ctx.Done():
+					return
+				}
+			}
+			if a.Pace > 0 && i > 0 {
+				t := time.NewTimer(a.Pace)
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
 					return
 				}
 			}
