@@ -1,0 +1,162 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/sluicehq/sluice/internal/relay/backend"
+	"github.com/sluicehq/sluice/protocol"
+)
+
+const helpText = `Commands:
+/new — start a new conversation
+/stop — stop the agent (what it wrote so far is sent) and drop waiting messages
+/status — backend, session, model, what is running and waiting
+/model [name] — show or change the model
+/compact — fold the conversation into a summary
+/allow, /always, /deny [n] — answer the agent's approval request
+/help — this list
+Anything else goes to the agent.`
+
+// command handles one of the relay's chat commands and reports whether text
+// was one; any other slash command goes to the agent (Claude Code has its
+// own).
+func (r *Relay) command(ctx context.Context, c *chat, text string) bool {
+	name, arg, _ := strings.Cut(text, " ")
+	name, _, _ = strings.Cut(strings.ToLower(name), "@") // /stop@SomeBot in a group
+	arg = strings.TrimSpace(arg)
+	reply := func(s string) { r.say(ctx, c.id, KindCommand, s) }
+	switch name {
+	case "/help", "/start":
+		reply(helpText)
+	case "/stop":
+		c.mu.Lock()
+		dropped, running, conv := len(c.jobs), c.running, c.conv
+		c.jobs = nil
+		c.mu.Unlock()
+		msg := "Nothing is running."
+		if running {
+			conv.Abort("stopped from the chat")
+			msg = "Stopping; what the agent wrote so far follows."
+		}
+		if dropped > 0 {
+			msg += fmt.Sprintf(" %d waiting message(s) dropped.", dropped)
+		}
+		reply(msg)
+	case "/new":
+		c.mu.Lock()
+		c.jobs = nil
+		c.mu.Unlock()
+		conv, err := r.conversation(ctx, c)
+		if err == nil {
+			err = conv.Reset(ctx)
+		}
+		if err != nil {
+			reply("⚠️ " + err.Error())
+			return true
+		}
+		reply("New conversation started.")
+	case "/status":
+		conv, err := r.conversation(ctx, c)
+		if err != nil {
+			reply("⚠️ " + err.Error())
+			return true
+		}
+		c.mu.Lock()
+		running, waiting, perms := c.running, len(c.jobs), len(c.perms)
+		c.mu.Unlock()
+		state := "idle"
+		if running {
+			state = "working"
+		}
+		model := conv.Model()
+		if model == "" {
+			model = "default"
+		}
+		reply(fmt.Sprintf("Backend: %s\nSession: %s\nModel: %s\nAgent: %s\nWaiting messages: %d\nApprovals asked: %d\nUndelivered replies: %d",
+			r.opts.Backend.Name(), conv.Session(), model, state, waiting, perms, r.queue.Pending(c.id)))
+	case "/model":
+		conv, err := r.conversation(ctx, c)
+		if err != nil {
+			reply("⚠️ " + err.Error())
+			return true
+		}
+		if arg == "" {
+			m := conv.Model()
+			if m == "" {
+				m = "the backend's default"
+			}
+			reply("Model: " + m)
+			return true
+		}
+		if err := conv.SetModel(arg); err != nil {
+			reply("⚠️ " + err.Error())
+			return true
+		}
+		reply("Model set to " + arg + ".")
+	case "/compact":
+		c.mu.Lock()
+		busy := c.running
+		if !busy {
+			c.jobs = append(c.jobs, job{compact: true})
+		}
+		c.mu.Unlock()
+		if busy {
+			reply("The agent is working; /compact when it is done, or /stop first.")
+			return true
+		}
+		c.poke()
+	case "/allow", "/always", "/deny":
+		r.answer(ctx, c, name, arg)
+	default:
+		return false
+	}
+	return true
+}
+
+// answer answers the oldest approval request, or the n-th with an
+// argument.
+func (r *Relay) answer(ctx context.Context, c *chat, name, arg string) {
+	decision := map[string]string{"/allow": protocol.DecisionAllow, "/always": protocol.DecisionAllowAlways, "/deny": protocol.DecisionDeny}[name]
+	c.mu.Lock()
+	perms, conv := c.perms, c.conv
+	c.mu.Unlock()
+	i := 0
+	if arg != "" {
+		n, err := strconv.Atoi(arg)
+		if err != nil || n < 1 {
+			r.say(ctx, c.id, KindCommand, "Usage: "+name+" [n], n counting the open requests from 1.")
+			return
+		}
+		i = n - 1
+	}
+	if i >= len(perms) || conv == nil {
+		r.say(ctx, c.id, KindCommand, "No approval is waiting.")
+		return
+	}
+	p := perms[i]
+	err := conv.AnswerPermission(p.RequestID, decision)
+	switch {
+	case errors.Is(err, backend.ErrUnsupported):
+		r.say(ctx, c.id, KindCommand, "This backend cannot ask for approvals in the chat; its --permission-mode decides.")
+		return
+	case err != nil:
+		r.say(ctx, c.id, KindCommand, "⚠️ "+err.Error())
+	}
+	c.mu.Lock()
+	for k, q := range c.perms {
+		if q.RequestID == p.RequestID {
+			c.perms = append(c.perms[:k:k], c.perms[k+1:]...)
+			break
+		}
+	}
+	c.mu.Unlock()
+	if err == nil {
+		r.say(ctx, c.id, KindCommand, map[string]string{
+			protocol.DecisionAllow: "Allowed.", protocol.DecisionAllowAlways: "Allowed for the rest of the session.", protocol.DecisionDeny: "Denied.",
+		}[decision])
+	}
+}

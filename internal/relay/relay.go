@@ -1,0 +1,386 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/relay/backend"
+	"github.com/sluicehq/sluice/internal/relay/channel"
+	"github.com/sluicehq/sluice/internal/relay/deliver"
+	"github.com/sluicehq/sluice/internal/relay/route"
+	"github.com/sluicehq/sluice/internal/relay/store"
+	"github.com/sluicehq/sluice/model"
+	"github.com/sluicehq/sluice/protocol"
+)
+
+// Kinds of the messages the relay itself writes, besides route's.
+const (
+	KindCommand    route.Kind = "command"    // an answer to a chat command
+	KindPermission route.Kind = "permission" // a tool approval request
+	KindNotice     route.Kind = "notice"     // "still working"
+)
+
+// Options configure a relay.
+type Options struct {
+	Channel channel.Channel // required
+	Backend backend.Backend // required
+	Store   *store.Store    // required
+	Pacing  deliver.Pacing
+	Clock   model.Clock  // default model.SystemClock
+	Logger  *slog.Logger // default: discarded
+	// Allow lists the chats that may use the agent; empty allows every
+	// chat (the command line refuses that unless asked explicitly).
+	Allow []string
+	// Silence is how long a run may go without a message before the relay
+	// says it is still working (default 5 minutes; negative: never).
+	Silence time.Duration
+	// TypingEvery refreshes the typing indicator while the agent works
+	// (default 5 s, Telegram's indicator lifetime).
+	TypingEvery time.Duration
+	// Interrupt makes a new message abort the run in progress, as the
+	// seed's bridge does; by default it waits its turn.
+	Interrupt bool
+}
+
+// Relay connects a channel's chats to agent conversations.
+type Relay struct {
+	opts  Options
+	queue *deliver.Queue
+
+	mu    sync.Mutex
+	chats map[string]*chat
+	wg    sync.WaitGroup
+}
+
+// job is a unit of work of a chat's worker: a user message, or a
+// compaction.
+type job struct {
+	text    string
+	compact bool
+}
+
+type chat struct {
+	id   string
+	wake chan struct{}
+
+	mu      sync.Mutex
+	conv    backend.Conversation
+	jobs    []job
+	running bool
+	perms   []protocol.PermissionRequest
+}
+
+// New returns a relay; undelivered messages from before are queued again.
+func New(ctx context.Context, opts Options) (*Relay, error) {
+	if opts.Channel == nil || opts.Backend == nil || opts.Store == nil {
+		return nil, errors.New("relay: Channel, Backend and Store are required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = model.SystemClock
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Silence == 0 {
+		opts.Silence = 5 * time.Minute
+	}
+	if opts.TypingEvery <= 0 {
+		opts.TypingEvery = 5 * time.Second
+	}
+	r := &Relay{opts: opts, chats: map[string]*chat{}}
+	q, err := deliver.New(ctx, opts.Store, opts.Channel.Name(), opts.Channel, opts.Pacing, opts.Clock, deliver.Hooks{}, opts.Logger)
+	if err != nil {
+		return nil, err
+	}
+	r.queue = q
+	return r, nil
+}
+
+// Queue is the relay's outbox (for tests and status).
+func (r *Relay) Queue() *deliver.Queue { return r.queue }
+
+// Run receives, runs and delivers until ctx is done, then waits for the
+// chats' workers (a run in progress is aborted and what it produced is
+// stored for the next start). It returns ctx's error.
+func (r *Relay) Run(ctx context.Context) error {
+	if err := r.opts.Store.Forget(ctx, r.opts.Clock.Now().Add(-7*24*time.Hour)); err != nil {
+		r.opts.Logger.Warn("relay: cannot prune old inbound keys", "err", err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); r.queue.Run(ctx) }()
+	go func() { defer wg.Done(); r.opts.Channel.Receive(ctx, r.handle) }()
+	<-ctx.Done()
+	wg.Wait()
+	r.wg.Wait()
+	return ctx.Err()
+}
+
+// handle takes one inbound message: de-duplicated, checked against the
+// allow list, then a command or a job for the chat's worker.
+func (r *Relay) handle(ctx context.Context, in channel.Inbound) {
+	log := r.opts.Logger
+	if in.Key != "" {
+		fresh, err := r.opts.Store.Claim(ctx, r.opts.Channel.Name(), in.Key, r.opts.Clock.Now())
+		if err != nil {
+			log.Error("relay: cannot record an inbound message", "err", err)
+		} else if !fresh {
+			log.Debug("relay: duplicate inbound message dropped", "chat", in.Chat)
+			return
+		}
+	}
+	if len(r.opts.Allow) > 0 && !slices.Contains(r.opts.Allow, in.Chat) {
+		log.Warn("relay: message from a chat not allowed", "chat", in.Chat)
+		r.say(ctx, in.Chat, KindCommand, fmt.Sprintf("This bot is private. Its owner can allow this chat with --allow %s.", in.Chat))
+		return
+	}
+	r.queue.Wake(in.Chat)
+	text := strings.TrimSpace(in.Text)
+	if text == "" {
+		return
+	}
+	c := r.chat(ctx, in.Chat)
+	if strings.HasPrefix(text, "/") && r.command(ctx, c, text) {
+		return
+	}
+	c.mu.Lock()
+	running := c.running
+	c.jobs = append(c.jobs, job{text: text})
+	conv := c.conv
+	c.mu.Unlock()
+	if running && r.opts.Interrupt && conv != nil {
+		conv.Abort("interrupted by a new message")
+	}
+	c.poke()
+}
+
+// chat returns the chat's state, starting its worker on first use.
+func (r *Relay) chat(ctx context.Context, id string) *chat {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.chats[id]
+	if c == nil {
+		c = &chat{id: id, wake: make(chan struct{}, 1)}
+		r.chats[id] = c
+		r.wg.Add(1)
+		go func() { defer r.wg.Done(); r.work(context.WithoutCancel(ctx), ctx.Done(), c) }()
+	}
+	return c
+}
+
+func (c *chat) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// conversation opens the chat's conversation on first use.
+func (r *Relay) conversation(ctx context.Context, c *chat) (backend.Conversation, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conv == nil {
+		conv, err := r.opts.Backend.Open(ctx, c.id)
+		if err != nil {
+			return nil, err
+		}
+		c.conv = conv
+	}
+	return c.conv, nil
+}
+
+// work runs the chat's jobs one after another until stop closes. ctx is
+// not cancelled by stop, so that what a run produced is stored even while
+// the relay shuts down.
+func (r *Relay) work(ctx context.Context, stop <-chan struct{}, c *chat) {
+	for {
+		c.mu.Lock()
+		var j *job
+		if len(c.jobs) > 0 {
+			j = &c.jobs[0]
+			c.jobs = c.jobs[1:]
+		}
+		c.mu.Unlock()
+		if j == nil {
+			select {
+			case <-stop:
+				return
+			case <-c.wake:
+				continue
+			}
+		}
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		conv, err := r.conversation(ctx, c)
+		if err != nil {
+			r.say(ctx, c.id, route.Error, "⚠️ cannot start the agent: "+err.Error())
+			continue
+		}
+		if j.compact {
+			msg := "Context compacted."
+			if err := conv.Compact(ctx); err != nil {
+				msg = "⚠️ compaction failed: " + err.Error()
+			}
+			r.say(ctx, c.id, KindCommand, msg)
+			continue
+		}
+		r.run(ctx, stop, c, conv, j.text)
+	}
+}
+
+// run drives one user message through the agent and routes what it says.
+func (r *Relay) run(ctx context.Context, stop <-chan struct{}, c *chat, conv backend.Conversation, text string) {
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			// Shutting down: stop the agent; what it produced is kept.
+			conv.Abort("the relay is stopping")
+		case <-runCtx.Done():
+		}
+	}()
+	rn, err := conv.Start(runCtx, text)
+	if err != nil {
+		r.say(ctx, c.id, route.Error, "⚠️ "+err.Error())
+		return
+	}
+	defer rn.Close()
+	c.mu.Lock()
+	c.running = true
+	c.mu.Unlock()
+	w := r.watch(runCtx, c.id)
+	rt := route.New(r.opts.Channel.Limit())
+	send := func(ms []route.Message) {
+		for _, m := range ms {
+			r.say(ctx, c.id, m.Kind, m.Text)
+			w.activity()
+		}
+	}
+	for {
+		ev, err := rn.Next(runCtx)
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				r.opts.Logger.Error("relay: reading the run", "chat", c.id, "err", err)
+			}
+			break
+		}
+		send(rt.Apply(ev))
+		switch e := ev.(type) {
+		case protocol.PermissionRequest:
+			c.mu.Lock()
+			c.perms = append(c.perms, e)
+			c.mu.Unlock()
+			r.say(ctx, c.id, KindPermission, permissionPrompt(e))
+			w.activity()
+		case protocol.PermissionResolved:
+			c.mu.Lock()
+			c.perms = slices.DeleteFunc(c.perms, func(p protocol.PermissionRequest) bool { return p.RequestID == e.RequestID })
+			c.mu.Unlock()
+		}
+	}
+	send(rt.Finish(rn.Result()))
+	w.stop()
+	c.mu.Lock()
+	c.running = false
+	c.perms = nil
+	c.mu.Unlock()
+}
+
+// say queues a message for a chat; a storage failure is logged (the
+// message is then lost, the one case the relay cannot help).
+func (r *Relay) say(ctx context.Context, chatID string, kind route.Kind, text string) {
+	if err := r.queue.Enqueue(ctx, chatID, string(kind), text); err != nil {
+		r.opts.Logger.Error("relay: cannot queue a message", "chat", chatID, "err", err)
+	}
+}
+
+func permissionPrompt(p protocol.PermissionRequest) string {
+	what := p.CompactParams
+	if what == "" {
+		what = p.Parameters
+	}
+	if r := []rune(what); len(r) > 500 {
+		what = string(r[:500]) + "…"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "🔐 %s wants to run:\n%s", p.Name, what)
+	if p.Reason != "" {
+		fmt.Fprintf(&b, "\n(%s)", p.Reason)
+	}
+	b.WriteString("\nReply /allow, /always (this tool for the rest of the session) or /deny.")
+	return b.String()
+}
+
+// watcher keeps the typing indicator on while a run works and says "still
+// working" after a silence.
+type watcher struct {
+	poke chan struct{}
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+func (r *Relay) watch(ctx context.Context, chatID string) *watcher {
+	w := &watcher{poke: make(chan struct{}, 1), done: make(chan struct{})}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		typing := r.opts.Clock.NewTimer(0)
+		defer typing.Stop()
+		var silence model.Timer
+		var silenceC <-chan time.Time
+		if r.opts.Silence > 0 {
+			silence = r.opts.Clock.NewTimer(r.opts.Silence)
+			defer silence.Stop()
+			silenceC = silence.C()
+		}
+		start := r.opts.Clock.Now()
+		for {
+			select {
+			case <-w.done:
+				if err := r.opts.Channel.Typing(context.WithoutCancel(ctx), chatID, false); err != nil {
+					r.opts.Logger.Debug("relay: typing off failed", "err", err)
+				}
+				return
+			case <-ctx.Done():
+				return
+			case <-typing.C():
+				if err := r.opts.Channel.Typing(ctx, chatID, true); err != nil {
+					r.opts.Logger.Debug("relay: typing failed", "err", err)
+				}
+				typing.Reset(r.opts.TypingEvery)
+			case <-w.poke:
+				if silence != nil {
+					silence.Reset(r.opts.Silence)
+				}
+			case <-silenceC:
+				mins := int(r.opts.Clock.Now().Sub(start).Minutes())
+				r.say(ctx, chatID, KindNotice, fmt.Sprintf("⏳ Still working… (%d min so far)", mins))
+				silence.Reset(r.opts.Silence)
+			}
+		}
+	}()
+	return w
+}
+
+func (w *watcher) activity() {
+	select {
+	case w.poke <- struct{}{}:
+	default:
+	}
+}
+
+func (w *watcher) stop() {
+	close(w.done)
+	w.wg.Wait()
+}

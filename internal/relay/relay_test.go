@@ -1,0 +1,264 @@
+package relay
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/sluicehq/sluice/internal/relay/backend"
+	"github.com/sluicehq/sluice/internal/relay/backend/claudecode"
+	"github.com/sluicehq/sluice/internal/relay/backend/claudecode/fakeclaude"
+	"github.com/sluicehq/sluice/internal/relay/channel"
+	"github.com/sluicehq/sluice/internal/relay/channel/telegram"
+	"github.com/sluicehq/sluice/internal/relay/channel/telegram/telegramfake"
+	"github.com/sluicehq/sluice/internal/relay/channel/wechat"
+	"github.com/sluicehq/sluice/internal/relay/channel/wechat/wechatfake"
+	"github.com/sluicehq/sluice/internal/relay/deliver"
+	"github.com/sluicehq/sluice/internal/relay/split"
+	"github.com/sluicehq/sluice/internal/relay/store"
+	"github.com/sluicehq/sluice/model"
+	"github.com/sluicehq/sluice/model/modeltest"
+)
+
+func TestMain(m *testing.M) {
+	fakeclaude.Main()
+	goleak.VerifyTestMain(m)
+}
+
+// fast paces nothing: pacing has its own tests with a fake clock.
+var fast = deliver.Pacing{BackoffBase: time.Millisecond, BackoffMax: 10 * time.Millisecond}
+
+// runs is a fixture directory for the fake claude.
+func runs(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, f := range []string{"trace_a.ndjson", "trace_d.ndjson", "tool_use_bash.ndjson"} {
+		data, err := os.ReadFile("testdata/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+type env struct {
+	t     *testing.T
+	store *store.Store
+	relay *Relay
+	stop  func()
+}
+
+func openStore(t *testing.T, path string) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func startRelay(t *testing.T, st *store.Store, ch channel.Channel, be backend.Backend, clock model.Clock, p deliver.Pacing, allow ...string) *env {
+	t.Helper()
+	r, err := New(context.Background(), Options{Channel: ch, Backend: be, Store: st, Pacing: p, Clock: clock, Allow: allow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	e := &env{t: t, store: st, relay: r, stop: func() { cancel(); <-done }}
+	t.Cleanup(e.stop)
+	return e
+}
+
+func waitCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestWeChatClaudeTraces: the seed's traces through the whole relay —
+// WeChat fake server, Claude Code backend replaying the recorded runs.
+func TestWeChatClaudeTraces(t *testing.T) {
+	t.Parallel()
+	f := wechatfake.New()
+	f.ReplayFirst = true // every update twice: de-duplication must hold
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	st := openStore(t, filepath.Join(t.TempDir(), "relay.db"))
+	defer st.Close()
+	wc := wechat.New(wechat.Config{BaseURL: srv.URL, Token: wechatfake.Token, BotID: "bot", KV: st})
+	dir := runs(t)
+	be := claudecode.New(claudecode.Config{Command: os.Args[0], Env: fakeclaude.Env(dir), KV: st})
+	startRelay(t, st, wc, be, nil, fast, "alice")
+
+	f.UserSays("mallory", "hello", "ctx-m")
+	f.UserSays("alice", "trace_a.ndjson", "ctx-a")
+	f.UserSays("alice", "trace_d.ndjson", "ctx-a2")
+	sent, err := f.WaitSent(waitCtx(t), 1+1+5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent[0].To != "mallory" || !strings.Contains(sent[0].Text, "private") {
+		t.Errorf("the stranger got %+v", sent[0])
+	}
+	var toAlice []wechatfake.Sent
+	for _, s := range sent[1:] {
+		if s.To == "alice" {
+			toAlice = append(toAlice, s)
+		}
+	}
+	if len(toAlice) != 6 {
+		t.Fatalf("alice got %d messages, want 1 (trace A) + 2 + 3 (trace D)", len(toAlice))
+	}
+	if split.Units(toAlice[0].Text) != 1485 {
+		t.Errorf("trace A answer is %d units", split.Units(toAlice[0].Text))
+	}
+	if !strings.HasPrefix(toAlice[1].Text, "我先看一下") || !strings.HasPrefix(toAlice[2].Text, "文件比较长") {
+		t.Errorf("interstitials %q, %q", toAlice[1].Text, toAlice[2].Text)
+	}
+	total := 0
+	for _, s := range toAlice[3:] {
+		total += split.Units(s.Text)
+		if split.Units(s.Text) > split.WeChatLimit {
+			t.Errorf("a message over WeChat's limit")
+		}
+	}
+	if total+4 != 9121 { // two blank-line separators at the cuts
+		t.Errorf("the final answer's parts hold %d units", total)
+	}
+	if toAlice[5].ContextToken != "ctx-a2" {
+		t.Errorf("reply context token %q", toAlice[5].ContextToken)
+	}
+	inv, _ := fakeclaude.Invocations(dir)
+	if len(inv) != 2 {
+		t.Errorf("claude ran %d times, want 2 (duplicates dropped)", len(inv))
+	}
+	if _, err := f.WaitSent(waitCtx(t), 7); err != nil || len(f.Typings()) == 0 {
+		t.Errorf("no typing indicator: %v", f.Typings())
+	}
+}
+
+// TestRestartDeliversUndelivered: the platform refuses everything while
+// the agent answers; after a restart against a working platform, the
+// answer arrives, in order.
+func TestRestartDeliversUndelivered(t *testing.T) {
+	t.Parallel()
+	dbPath := filepath.Join(t.TempDir(), "relay.db")
+	dir := runs(t)
+
+	down := telegramfake.New()
+	for i := 0; i < 1000; i++ {
+		down.FailSends(telegramfake.Failure{Code: 500})
+	}
+	srv1 := httptest.NewServer(down)
+	st := openStore(t, dbPath)
+	tg := telegram.New(telegram.Config{BaseURL: srv1.URL, Token: telegramfake.Token, KV: st, PollTimeout: time.Second})
+	be := claudecode.New(claudecode.Config{Command: os.Args[0], Env: fakeclaude.Env(dir), KV: st})
+	e := startRelay(t, st, tg, be, nil, fast)
+	down.UserSays(7, "tool_use_bash.ndjson")
+	ctx := waitCtx(t)
+	for e.relay.Queue().Pending("7") < 2 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the answer never reached the outbox")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	e.stop()
+	srv1.Close()
+	st.Close()
+
+	up := telegramfake.New()
+	srv2 := httptest.NewServer(up)
+	defer srv2.Close()
+	st = openStore(t, dbPath)
+	defer st.Close()
+	tg = telegram.New(telegram.Config{BaseURL: srv2.URL, Token: telegramfake.Token, KV: st, PollTimeout: time.Second})
+	startRelay(t, st, tg, be, nil, fast)
+	sent, err := up.WaitSent(waitCtx(t), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent[0].Text != "I'll run the command." || sent[1].Text != "The command printed: hello" || sent[0].ChatID != 7 {
+		t.Errorf("after restart: %+v", sent)
+	}
+}
+
+// TestStillWorking: a run that goes quiet gets a notice after the silence
+// setting, on the fake clock, and /stop delivers what was produced.
+func TestStillWorking(t *testing.T) {
+	t.Parallel()
+	f := wechatfake.New()
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	st := openStore(t, filepath.Join(t.TempDir(), "relay.db"))
+	defer st.Close()
+	clock := modeltest.NewClock(time.Date(2026, 6, 20, 10, 0, 0, 0, time.UTC))
+	wc := wechat.New(wechat.Config{BaseURL: srv.URL, Token: wechatfake.Token, KV: st, Clock: clock})
+	be := claudecode.New(claudecode.Config{Command: os.Args[0], Env: fakeclaude.Env(runs(t)), KV: st})
+	e := startRelay(t, st, wc, be, clock, fast)
+	// The first turn's remark, then the process hangs mid-answer.
+	f.UserSays("bob", "hang:tool_use_bash.ndjson:24", "ctx")
+	if _, err := f.WaitSent(waitCtx(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	clock.WaitArmed(2) // the watcher's typing and silence timers
+	clock.Advance(5 * time.Minute)
+	sent, err := f.WaitSent(waitCtx(t), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(sent[1].Text, "⏳ Still working") {
+		t.Errorf("notice %q", sent[1].Text)
+	}
+	f.UserSays("bob", "/stop", "ctx")
+	sent, err = f.WaitSent(waitCtx(t), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, s := range sent[2:] {
+		texts = append(texts, s.Text)
+	}
+	got := strings.Join(texts, "|")
+	if !strings.Contains(got, "Stopping") || !strings.Contains(got, "The command prin") || !strings.Contains(got, "⚠️") {
+		t.Errorf("after /stop: %q", got)
+	}
+	e.stop()
+}
+
+// TestCommands: /help, /model, /status, /new answered by the relay.
+func TestCommands(t *testing.T) {
+	t.Parallel()
+	f := telegramfake.New()
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	st := openStore(t, filepath.Join(t.TempDir(), "relay.db"))
+	defer st.Close()
+	tg := telegram.New(telegram.Config{BaseURL: srv.URL, Token: telegramfake.Token, KV: st, PollTimeout: time.Second})
+	be := claudecode.New(claudecode.Config{Command: os.Args[0], Env: fakeclaude.Env(runs(t)), KV: st})
+	startRelay(t, st, tg, be, nil, fast)
+	for _, c := range []string{"/help", "/model sonnet", "/model", "/status", "/new", "/allow", "/stop"} {
+		f.UserSays(1, c)
+	}
+	sent, err := f.WaitSent(waitCtx(t), 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"Commands:", "Model set to sonnet.", "Model: sonnet", "Backend: claude", "New conversation started.", "No approval is waiting.", "Nothing is running."}
+	for i, w := range want {
+		if !strings.HasPrefix(sent[i].Text, w) {
+			t.Errorf("reply %d = %q, want it to start with %q", i, sent[i].Text, w)
+		}
+	}
+}
