@@ -52,7 +52,7 @@ type stackOptions struct {
 	storeDir string
 }
 
-func newStack(t *testing.T, provider model.Provider, so stackOptions) *stack {
+func newStack(t testing.TB, provider model.Provider, so stackOptions) *stack {
 	t.Helper()
 	if so.workDir == "" {
 		so.workDir = t.TempDir()
