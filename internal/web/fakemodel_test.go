@@ -80,4 +80,10 @@ func TestBrowserFakeModelServer(t *testing.T) {
 	tab3.do(chromedp.Click(chromedp.CSS(`#session-list button[title="` + id + `"]`)))
 	tab3.poll("the restored session", `window.sluice.sessionId() === '`+id+`' && window.sluice.connected()`)
 	tab3.matches("a restored session", snap)
+
+	// A URL naming a session that does not exist gets a new one.
+	tab4 := newTab(t)
+	if got := tab4.open(st.pageURL() + "#session=no-such-session"); got == "no-such-session" || got == "" {
+		t.Errorf("unknown session in the URL: the page holds %q", got)
+	}
 }

@@ -14,7 +14,10 @@
 
 import { List, ResyncError, STALE, EVENT_METHODS } from './reducer.js';
 import { View, textOf } from './view.js';
-import { Rpc } from './rpc.js';
+import { Rpc, RpcError } from './rpc.js';
+
+// CODE_SESSION_NOT_FOUND is the server's answer for an unknown session id.
+const CODE_SESSION_NOT_FOUND = -32001;
 
 const $ = (id) => document.getElementById(id);
 const els = {
@@ -70,8 +73,23 @@ async function connectLoop() {
       await attach();
       delay = 100;
     } catch (e) {
-      console.warn('sluice:', e.message);
-      rpc.close();
+      if (e instanceof RpcError && e.code === CODE_SESSION_NOT_FOUND && state.sessionId) {
+        // The session in the URL is gone (not stored, or deleted): start a
+        // new one rather than asking for it for ever.
+        showNotice(`session ${state.sessionId} not found; this is a new session`);
+        state.sessionId = '';
+        state.haveList = false;
+        try {
+          await attach();
+          delay = 100;
+        } catch (e2) {
+          console.warn('sluice:', e2.message);
+          rpc.close();
+        }
+      } else {
+        console.warn('sluice:', e.message);
+        rpc.close();
+      }
     }
     await rpc.closed;
     state.rpc = null;
