@@ -93,9 +93,9 @@ func TestWeChatClaudeTraces(t *testing.T) {
 	f := wechatfake.New()
 	f.ReplayFirst = true // every update twice: de-duplication must hold
 	srv := httptest.NewServer(f)
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	st := openStore(t, filepath.Join(t.TempDir(), "relay.db"))
-	defer st.Close()
+	t.Cleanup(func() { st.Close() })
 	wc := wechat.New(wechat.Config{BaseURL: srv.URL, Token: wechatfake.Token, BotID: "bot", KV: st})
 	dir := runs(t)
 	be := claudecode.New(claudecode.Config{Command: os.Args[0], Env: fakeclaude.Env(dir), KV: st})
@@ -106,6 +106,9 @@ func TestWeChatClaudeTraces(t *testing.T) {
 	f.UserSays("alice", "trace_d.ndjson", "ctx-a2")
 	sent, err := f.WaitSent(waitCtx(t), 1+1+5)
 	if err != nil {
+		for _, s := range sent {
+			t.Logf("%s %.40q", s.To, s.Text)
+		}
 		t.Fatal(err)
 	}
 	if sent[0].To != "mallory" || !strings.Contains(sent[0].Text, "private") {
@@ -180,9 +183,9 @@ func TestRestartDeliversUndelivered(t *testing.T) {
 
 	up := telegramfake.New()
 	srv2 := httptest.NewServer(up)
-	defer srv2.Close()
+	t.Cleanup(srv2.Close)
 	st = openStore(t, dbPath)
-	defer st.Close()
+	t.Cleanup(func() { st.Close() })
 	tg = telegram.New(telegram.Config{BaseURL: srv2.URL, Token: telegramfake.Token, KV: st, PollTimeout: time.Second})
 	startRelay(t, st, tg, be, nil, fast)
 	sent, err := up.WaitSent(waitCtx(t), 2)
@@ -200,9 +203,9 @@ func TestStillWorking(t *testing.T) {
 	t.Parallel()
 	f := wechatfake.New()
 	srv := httptest.NewServer(f)
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	st := openStore(t, filepath.Join(t.TempDir(), "relay.db"))
-	defer st.Close()
+	t.Cleanup(func() { st.Close() })
 	clock := modeltest.NewClock(time.Date(2026, 6, 20, 10, 0, 0, 0, time.UTC))
 	wc := wechat.New(wechat.Config{BaseURL: srv.URL, Token: wechatfake.Token, KV: st, Clock: clock})
 	be := claudecode.New(claudecode.Config{Command: os.Args[0], Env: fakeclaude.Env(runs(t)), KV: st})
@@ -242,9 +245,9 @@ func TestCommands(t *testing.T) {
 	t.Parallel()
 	f := telegramfake.New()
 	srv := httptest.NewServer(f)
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	st := openStore(t, filepath.Join(t.TempDir(), "relay.db"))
-	defer st.Close()
+	t.Cleanup(func() { st.Close() })
 	tg := telegram.New(telegram.Config{BaseURL: srv.URL, Token: telegramfake.Token, KV: st, PollTimeout: time.Second})
 	be := claudecode.New(claudecode.Config{Command: os.Args[0], Env: fakeclaude.Env(runs(t)), KV: st})
 	startRelay(t, st, tg, be, nil, fast)

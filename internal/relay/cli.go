@@ -1,0 +1,391 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/provider/anthropic"
+	"github.com/sluicehq/sluice/internal/provider/openai"
+	"github.com/sluicehq/sluice/internal/relay/backend"
+	"github.com/sluicehq/sluice/internal/relay/backend/claudecode"
+	"github.com/sluicehq/sluice/internal/relay/backend/sluiceagent"
+	"github.com/sluicehq/sluice/internal/relay/channel"
+	"github.com/sluicehq/sluice/internal/relay/channel/telegram"
+	"github.com/sluicehq/sluice/internal/relay/channel/wechat"
+	"github.com/sluicehq/sluice/internal/relay/deliver"
+	"github.com/sluicehq/sluice/internal/relay/split"
+	"github.com/sluicehq/sluice/internal/relay/store"
+	sessionstore "github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/model"
+)
+
+const usage = `Usage:
+  sluice relay wechat [flags]          relay WeChat chats to the agent
+  sluice relay wechat login [flags]    log the WeChat bot in (QR code)
+  sluice relay telegram [flags]        relay Telegram chats (TELEGRAM_BOT_TOKEN)
+  sluice relay simulate --channel wechat|telegram FILE
+                                       print the messages a recorded run
+                                       (stream-json) would be delivered as
+Run 'sluice relay <command> -h' for the flags.`
+
+// Main is 'sluice relay'. It returns the process exit code.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "simulate":
+		return simulateMain(args[1:], stdout, stderr)
+	case "wechat":
+		if len(args) > 1 && args[1] == "login" {
+			return loginMain(ctx, args[2:], stdout, stderr)
+		}
+		return runMain(ctx, "wechat", args[1:], stdout, stderr)
+	case "telegram":
+		return runMain(ctx, "telegram", args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprintln(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "sluice relay: unknown command %q\n%s\n", args[0], usage)
+	return 2
+}
+
+func simulateMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("sluice relay simulate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	ch := fs.String("channel", "wechat", "channel whose limit applies: wechat (4000) or telegram (4096)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	limits := map[string]int{"wechat": split.WeChatLimit, "telegram": split.TelegramLimit}
+	limit, ok := limits[*ch]
+	if !ok || fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "usage: sluice relay simulate --channel wechat|telegram FILE")
+		return 2
+	}
+	f, err := os.Open(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintln(stderr, "sluice relay simulate:", err)
+		return 1
+	}
+	defer f.Close()
+	ps, err := Simulate(f, limit)
+	if err != nil {
+		fmt.Fprintln(stderr, "sluice relay simulate:", err)
+		return 1
+	}
+	if err := WritePreviews(stdout, ps); err != nil {
+		fmt.Fprintln(stderr, "sluice relay simulate:", err)
+		return 1
+	}
+	return 0
+}
+
+// defaultStateDir is $XDG_DATA_HOME/sluice/relay, else
+// ~/.local/share/sluice/relay, else the user config dir's sluice/relay.
+func defaultStateDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "sluice", "relay")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "share", "sluice", "relay")
+	}
+	if d, err := os.UserConfigDir(); err == nil {
+		return filepath.Join(d, "sluice", "relay")
+	}
+	return "sluice-relay"
+}
+
+func credentialsPath(stateDir string) string {
+	return filepath.Join(stateDir, "wechat-credentials.json")
+}
+
+func loginMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("sluice relay wechat login", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	stateDir := fs.String("state-dir", defaultStateDir(), "where the relay keeps its state and the credentials")
+	baseURL := fs.String("base-url", wechat.DefaultBaseURL, "WeChat bot API base URL")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if _, err := login(ctx, *stateDir, *baseURL, stdout); err != nil {
+		fmt.Fprintln(stderr, "sluice relay wechat login:", err)
+		return 1
+	}
+	return 0
+}
+
+func login(ctx context.Context, stateDir, baseURL string, out io.Writer) (wechat.Credentials, error) {
+	var tokens []string
+	if old, err := wechat.LoadCredentials(credentialsPath(stateDir)); err == nil {
+		tokens = append(tokens, old.Token)
+	}
+	creds, err := wechat.Login(ctx, wechat.LoginConfig{
+		BaseURL: baseURL,
+		Tokens:  tokens,
+		Show: func(content, term string) {
+			fmt.Fprintf(out, "Scan this QR code with WeChat (or open %s):\n%s\n", content, term)
+		},
+		Scanned: func() { fmt.Fprintln(out, "Scanned; confirm in WeChat…") },
+	})
+	if err != nil {
+		return creds, err
+	}
+	if err := wechat.SaveCredentials(credentialsPath(stateDir), creds); err != nil {
+		return creds, err
+	}
+	fmt.Fprintf(out, "Logged in as bot %s; owner %s. Credentials saved in %s.\n", creds.BotID, creds.UserID, credentialsPath(stateDir))
+	return creds, nil
+}
+
+// runFlags are the flags of 'sluice relay wechat|telegram'.
+type runFlags struct {
+	stateDir, baseURL, backend, claudeBin, model, permissionMode, workDir, provider string
+	allow                                                                           string
+	allowAll, interrupt, verbose                                                    bool
+	silence, typingEvery                                                            time.Duration
+	minInterval, chatInterval, cooldown, breakerOpen                                time.Duration
+	breakerFailures, dailyBudget                                                    int
+	webhookURL, webhookListen                                                       string
+}
+
+func runMain(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("sluice relay "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	pacing := deliver.WeChatPacing()
+	defaultBase := wechat.DefaultBaseURL
+	if name == "telegram" {
+		pacing = deliver.TelegramPacing()
+		defaultBase = telegram.DefaultBaseURL
+	}
+	var f runFlags
+	fs.StringVar(&f.stateDir, "state-dir", defaultStateDir(), "where the relay keeps undelivered messages, cursors and sessions")
+	fs.StringVar(&f.baseURL, "base-url", "", "the platform's API base URL (default "+defaultBase+")")
+	fs.StringVar(&f.backend, "backend", "sluice", "agent backend: sluice (the built-in agent) or claude (Claude Code)")
+	fs.StringVar(&f.claudeBin, "claude-bin", "claude", "the Claude Code executable (backend claude)")
+	fs.StringVar(&f.provider, "provider", "anthropic", "model provider of the sluice backend: anthropic or openai")
+	fs.StringVar(&f.model, "model", "", "model (default: the backend's)")
+	fs.StringVar(&f.permissionMode, "permission-mode", "default", "default (approvals asked in the chat), acceptEdits, bypassPermissions or plan")
+	fs.StringVar(&f.workDir, "workdir", "", "the agent's working directory (default: the current one)")
+	fs.StringVar(&f.allow, "allow", "", "comma-separated chat ids allowed to use the agent")
+	fs.BoolVar(&f.allowAll, "allow-all", false, "let every chat use the agent (it runs tools on this machine!)")
+	fs.BoolVar(&f.interrupt, "interrupt", false, "a new message aborts the run in progress instead of waiting")
+	fs.DurationVar(&f.silence, "silence", 5*time.Minute, "say \"still working\" after this long without a message (0: never)")
+	fs.DurationVar(&f.typingEvery, "typing-every", 5*time.Second, "refresh the typing indicator this often")
+	fs.DurationVar(&f.minInterval, "min-interval", pacing.MinInterval, "least time between two messages of the bot")
+	fs.DurationVar(&f.chatInterval, "chat-interval", pacing.ChatInterval, "least time between two messages to one chat")
+	fs.DurationVar(&f.cooldown, "cooldown", pacing.Cooldown, "pause after the platform's throttling error")
+	fs.IntVar(&f.breakerFailures, "breaker-failures", pacing.BreakerFailures, "failures in a row that open the circuit (0: no breaker)")
+	fs.DurationVar(&f.breakerOpen, "breaker-open", pacing.BreakerOpen, "how long an open circuit stops sending")
+	fs.IntVar(&f.dailyBudget, "daily-budget", 0, "most messages sent per day (0: no cap)")
+	fs.BoolVar(&f.verbose, "v", false, "log debugging detail")
+	if name == "telegram" {
+		fs.StringVar(&f.webhookURL, "webhook-url", "", "receive by webhook at this public HTTPS URL instead of long polling (secret: TELEGRAM_WEBHOOK_SECRET)")
+		fs.StringVar(&f.webhookListen, "webhook-listen", "127.0.0.1:8443", "address the webhook server listens on")
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "sluice relay %s: unexpected arguments %q\n", name, fs.Args())
+		return 2
+	}
+	pacing.MinInterval, pacing.ChatInterval, pacing.Cooldown = f.minInterval, f.chatInterval, f.cooldown
+	pacing.BreakerFailures, pacing.BreakerOpen, pacing.DailyBudget = f.breakerFailures, f.breakerOpen, f.dailyBudget
+	level := slog.LevelInfo
+	if f.verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if err := run(ctx, name, f, pacing, log, stdout); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(stderr, "sluice relay %s: %v\n", name, err)
+		return 1
+	}
+	return 0
+}
+
+func run(ctx context.Context, name string, f runFlags, pacing deliver.Pacing, log *slog.Logger, stdout io.Writer) error {
+	if err := os.MkdirAll(f.stateDir, 0o700); err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, filepath.Join(f.stateDir, name+".db"))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	var allow []string
+	for _, a := range strings.Split(f.allow, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			allow = append(allow, a)
+		}
+	}
+	var ch channel.Channel
+	switch name {
+	case "wechat":
+		base := f.baseURL
+		creds, err := wechat.LoadCredentials(credentialsPath(f.stateDir))
+		if errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintln(stdout, "No WeChat login yet.")
+			if base == "" {
+				base = wechat.DefaultBaseURL
+			}
+			creds, err = login(ctx, f.stateDir, base, stdout)
+		}
+		if err != nil {
+			return err
+		}
+		if base == "" {
+			base = creds.BaseURL
+		}
+		if len(allow) == 0 && !f.allowAll && creds.UserID != "" {
+			// The bot's owner: who scanned the login code.
+			allow = []string{creds.UserID}
+		}
+		ch = wechat.New(wechat.Config{BaseURL: base, Token: creds.Token, BotID: creds.BotID, KV: st, Logger: log})
+	case "telegram":
+		token := os.Getenv("TELEGRAM_BOT_TOKEN")
+		if token == "" {
+			return errors.New("set TELEGRAM_BOT_TOKEN (from @BotFather)")
+		}
+		tg := telegram.New(telegram.Config{BaseURL: f.baseURL, Token: token, KV: st, Logger: log})
+		ch = tg
+		if f.webhookURL != "" {
+			secret := os.Getenv("TELEGRAM_WEBHOOK_SECRET")
+			if secret == "" {
+				return errors.New("a webhook needs TELEGRAM_WEBHOOK_SECRET")
+			}
+			if err := tg.SetWebhook(ctx, f.webhookURL, secret); err != nil {
+				return err
+			}
+			ch = &webhookChannel{Client: tg, secret: secret, listen: f.webhookListen, log: log}
+		}
+	}
+	if len(allow) == 0 && !f.allowAll {
+		return errors.New("say which chats may use the agent with --allow ID[,ID] (a stranger's message is answered with its id), or --allow-all")
+	}
+	be, err := newBackend(f, st, log)
+	if err != nil {
+		return err
+	}
+	defer be.Close()
+	silence := f.silence
+	if silence == 0 {
+		silence = -1
+	}
+	r, err := New(ctx, Options{
+		Channel: ch, Backend: be, Store: st, Pacing: pacing, Logger: log,
+		Allow: allow, Silence: silence, TypingEvery: f.typingEvery, Interrupt: f.interrupt,
+	})
+	if err != nil {
+		return err
+	}
+	log.Info("relay: running", "channel", name, "backend", be.Name(), "allowed", allow)
+	return r.Run(ctx)
+}
+
+func newBackend(f runFlags, st *store.Store, log *slog.Logger) (backend.Backend, error) {
+	workDir := f.workDir
+	if workDir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		workDir = wd
+	}
+	switch f.backend {
+	case "claude":
+		return claudecode.New(claudecode.Config{
+			Command: f.claudeBin, WorkDir: workDir, PermissionMode: f.permissionMode, Model: f.model, KV: st, Logger: log,
+		}), nil
+	case "sluice":
+		mode, err := agent.ParsePermissionMode(f.permissionMode)
+		if err != nil {
+			return nil, err
+		}
+		provider, err := newProvider(f.provider, f.model)
+		if err != nil {
+			return nil, err
+		}
+		streamOpts, err := model.StreamOptionsFromEnv(model.StreamOptions{}, os.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		root, err := sessionstore.DefaultRoot()
+		if err != nil {
+			return nil, err
+		}
+		sessions := sessionstore.New(root)
+		return sluiceagent.New(sluiceagent.Config{
+			KV: st, Logger: log,
+			Options: func(string) agent.Options {
+				return agent.Options{
+					Provider: provider, Model: f.model, WorkDir: workDir, PermissionMode: mode,
+					Stream: streamOpts, Store: sessions, Logger: log,
+				}
+			},
+		}), nil
+	}
+	return nil, fmt.Errorf("unknown --backend %q (want sluice or claude)", f.backend)
+}
+
+// newProvider builds the sluice backend's model provider from the
+// environment; keys are read, never logged.
+func newProvider(name, modelName string) (model.Provider, error) {
+	switch name {
+	case "anthropic":
+		key, token := os.Getenv("ANTHROPIC_API_KEY"), os.Getenv("ANTHROPIC_AUTH_TOKEN")
+		if key == "" && token == "" {
+			return nil, errors.New("set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN), or use --backend claude")
+		}
+		return anthropic.New(anthropic.Config{APIKey: key, AuthToken: token, BaseURL: os.Getenv("ANTHROPIC_BASE_URL"), Model: modelName}), nil
+	case "openai":
+		return openai.New(openai.Config{APIKey: os.Getenv("OPENAI_API_KEY"), BaseURL: os.Getenv("OPENAI_BASE_URL"), Model: modelName}), nil
+	}
+	return nil, fmt.Errorf("unknown --provider %q (want anthropic or openai)", name)
+}
+
+// webhookChannel receives Telegram updates on an HTTP server instead of
+// long polling; sending is the client's.
+type webhookChannel struct {
+	*telegram.Client
+	secret, listen string
+	log            *slog.Logger
+}
+
+func (w *webhookChannel) Receive(ctx context.Context, handle func(context.Context, channel.Inbound)) error {
+	ln, err := net.Listen("tcp", w.listen)
+	if err != nil {
+		w.log.Error("relay: webhook listener", "err", err)
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	srv := &http.Server{Handler: telegram.WebhookHandler(w.secret, func(_ context.Context, in channel.Inbound) {
+		// The request ends before the agent does: hand over the relay's
+		// context, not the request's.
+		handle(ctx, in)
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(shutdown)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		w.log.Error("relay: webhook server", "err", err)
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
