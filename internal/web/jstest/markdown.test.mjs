@@ -104,3 +104,12 @@ test('every top-level block carries its source, for DOM reuse while streaming', 
   const src = '# T\n\npara one\nstill one\n\n- a\n- b\n\n```\ncode';
   assert.deepEqual(parse(src).map((b) => b.src), ['# T', 'para one\nstill one', '- a\n- b', '```\ncode']);
 });
+
+test('a re-parse takes unchanged blocks from the previous tree', () => {
+  const first = parse('# T\n\none\n\ntwo');
+  const second = parse('# T\n\none\n\ntwo and more', first);
+  assert.equal(second[0], first[0]);
+  assert.equal(second[1], first[1]);
+  assert.notEqual(second[2], first[2]);
+  assert.deepEqual(strip(second), strip(parse('# T\n\none\n\ntwo and more')));
+});

@@ -41,16 +41,26 @@ export function safeHref(href) {
   return h;
 }
 
-export function parse(text) {
+// parse returns the tree of text. prev, when given, is the tree of an
+// earlier version of the text (a block that is still streaming): top-level
+// blocks whose source is unchanged are taken from it instead of being
+// parsed again, so that each frame of a streaming answer parses only what
+// changed.
+export function parse(text, prev) {
   const lines = String(text).replace(/\r\n?/g, '\n').split('\n');
-  return parseLines(lines, true);
+  const reuse = prev ? new Map(prev.map((n) => [n.src, n])) : null;
+  return parseLines(lines, true, reuse);
 }
 
-function parseLines(lines, keepSrc) {
+// parseLines splits lines into blocks: it first finds where a block ends,
+// then builds it (unless reuse has a block of the same source).
+function parseLines(lines, keepSrc, reuse) {
   const out = [];
   let i = 0;
-  const push = (node, from) => {
-    if (keepSrc) node.src = lines.slice(from, i).join('\n');
+  const push = (build, from) => {
+    const src = keepSrc ? lines.slice(from, i).join('\n') : '';
+    const node = (reuse && reuse.get(src)) || build();
+    if (keepSrc) node.src = src;
     out.push(node);
   };
   while (i < lines.length) {
@@ -60,6 +70,7 @@ function parseLines(lines, keepSrc) {
     let m;
     if ((m = FENCE.exec(line))) {
       const fence = m[1];
+      const lang = m[2] || '';
       const body = [];
       i++;
       while (i < lines.length) {
@@ -68,27 +79,30 @@ function parseLines(lines, keepSrc) {
         body.push(lines[i]);
         i++;
       }
-      push({ t: 'code', lang: m[2] || '', text: body.join('\n') }, from);
+      push(() => ({ t: 'code', lang, text: body.join('\n') }), from);
       continue;
     }
     if ((m = HEADING.exec(line))) {
       i++;
-      push({ t: 'h', level: m[1].length, c: inline(m[2] || '') }, from);
+      const level = m[1].length;
+      const text = m[2] || '';
+      push(() => ({ t: 'h', level, c: inline(text) }), from);
       continue;
     }
     if (HR.test(line)) {
       i++;
-      push({ t: 'hr' }, from);
+      push(() => ({ t: 'hr' }), from);
       continue;
     }
     if (QUOTE.test(line)) {
       const body = [];
       while (i < lines.length && (m = QUOTE.exec(lines[i]))) { body.push(m[1]); i++; }
-      push({ t: 'quote', c: parseLines(body, false) }, from);
+      push(() => ({ t: 'quote', c: parseLines(body, false) }), from);
       continue;
     }
     if ((m = ITEM.exec(line))) {
-      push(parseList(lines, i, (end) => { i = end; }), from);
+      const build = scanList(lines, i, (end) => { i = end; });
+      push(build, from);
       continue;
     }
     if (line.includes('|') && i + 1 < lines.length && TABLE_DELIM.test(lines[i + 1])) {
@@ -98,11 +112,13 @@ function parseLines(lines, keepSrc) {
         i += 2;
         const rows = [];
         while (i < lines.length && !BLANK.test(lines[i]) && lines[i].includes('|')) {
-          const r = cells(lines[i]);
-          rows.push(head.map((_, k) => inline(r[k] || '')));
+          rows.push(cells(lines[i]));
           i++;
         }
-        push({ t: 'table', align, head: head.map((h) => inline(h)), rows }, from);
+        push(() => ({
+          t: 'table', align, head: head.map((h) => inline(h)),
+          rows: rows.map((r) => head.map((_, k) => inline(r[k] || ''))),
+        }), from);
         continue;
       }
     }
@@ -115,18 +131,20 @@ function parseLines(lines, keepSrc) {
       body.push(l.trim());
       i++;
     }
-    push({ t: 'p', c: inline(body.join('\n')) }, from);
+    push(() => ({ t: 'p', c: inline(body.join('\n')) }), from);
   }
   return out;
 }
 
-// parseList reads a list starting at lines[start]; done(end) reports the
-// first line after it.
-function parseList(lines, start, done) {
+// scanList finds the extent of a list starting at lines[start] (done(end)
+// reports the first line after it) and returns the function that builds
+// it.
+function scanList(lines, start, done) {
   const first = ITEM.exec(lines[start]);
   const ordered = /\d/.test(first[2]);
   const marker = ordered ? first[2].slice(-1) : first[2];
-  const list = { t: 'list', ordered, start: ordered ? parseInt(first[2], 10) : 1, items: [] };
+  const startNum = ordered ? parseInt(first[2], 10) : 1;
+  const bodies = [];
   let i = start;
   while (i < lines.length) {
     const m = ITEM.exec(lines[i]);
@@ -156,7 +174,7 @@ function parseList(lines, start, done) {
       }
       break;
     }
-    list.items.push(parseLines(body, false));
+    bodies.push(body);
     // A blank line between items keeps the list going.
     let j = i;
     while (j < lines.length && BLANK.test(lines[j])) j++;
@@ -166,7 +184,7 @@ function parseList(lines, start, done) {
     }
   }
   done(i);
-  return list;
+  return () => ({ t: 'list', ordered, start: startNum, items: bodies.map((b) => parseLines(b, false)) });
 }
 
 function leading(l) {
@@ -201,48 +219,66 @@ function alignOf(c) {
 }
 
 const PUNCT = /[!-/:-@[-`{-~]/;
-const isSpace = (ch) => ch === undefined || /\s/.test(ch);
-const isWord = (ch) => ch !== undefined && /[\p{L}\p{N}]/u.test(ch);
 
-// inline parses the inline content of a block.
+// SPAN bounds how far ahead an opening delimiter looks for its closing one,
+// so that a paragraph full of unmatched '*', '[' or '`' costs linear time,
+// not quadratic: a page re-parses a streaming block on every frame.
+const SPAN = 4096;
+// LABEL bounds a link's label.
+const LABEL = 512;
+const SPACE = /\s/;
+const WORD = /[\p{L}\p{N}]/u;
+const isSpace = (ch) => ch === undefined || SPACE.test(ch);
+const isWord = (ch) => ch !== undefined && WORD.test(ch);
+
+// inline parses the inline content of a block. Plain text is taken by
+// slices of s (s[run:i] is the plain text not yet taken), not char by
+// char: a long answer is re-parsed on every frame while it streams.
 export function inline(s) {
   const out = [];
   let text = '';
-  const flush = () => { if (text) { out.push({ t: 'text', v: text }); text = ''; } };
+  let run = 0;
   let i = 0;
+  let close = -1; // the next ']' at or after i, as far as known (-2: none)
+  const take = () => { text += s.slice(run, i); };
+  const flush = () => {
+    take();
+    if (text) { out.push({ t: 'text', v: text }); text = ''; }
+  };
   while (i < s.length) {
     const ch = s[i];
     if (ch === '\\' && i + 1 < s.length && PUNCT.test(s[i + 1])) {
+      take();
       text += s[i + 1];
       i += 2;
+      run = i;
       continue;
     }
     if (ch === '\n') {
       flush();
       out.push({ t: 'br' });
-      i++;
+      run = ++i;
       continue;
     }
     if (ch === '`') {
       let n = 0;
       while (s[i + n] === '`') n++;
-      const run = '`'.repeat(n);
-      let j = s.indexOf(run, i + n);
+      const fence = '`'.repeat(n);
+      let j = s.indexOf(fence, i + n);
       while (j >= 0 && s[j + n] === '`') {
         let k = j;
         while (s[k] === '`') k++;
-        j = s.indexOf(run, k);
+        j = s.indexOf(fence, k);
       }
-      if (j >= 0) {
+      if (j >= 0 && j - i <= SPAN) {
         let v = s.slice(i + n, j).replace(/\n/g, ' ');
         if (v.length > 1 && v.startsWith(' ') && v.endsWith(' ') && v.trim()) v = v.slice(1, -1);
         flush();
         out.push({ t: 'code', v });
-        i = j + n;
+        run = i = j + n;
         continue;
       }
-      text += run;
-      i += n;
+      i += n; // the backticks stay text
       continue;
     }
     if (ch === '*' || ch === '_' || ch === '~') {
@@ -250,32 +286,37 @@ export function inline(s) {
       if (span) {
         flush();
         out.push(span.node);
-        i = span.end;
+        run = i = span.end;
         continue;
       }
     }
     if (ch === '[' || (ch === '!' && s[i + 1] === '[')) {
-      const link = linkAt(s, ch === '!' ? i + 1 : i);
+      // Without a ']' close enough there is no link: this keeps a run of
+      // '[' linear.
+      if (close !== -2 && close < i) {
+        close = s.indexOf(']', i);
+        if (close < 0) close = -2;
+      }
+      const link = close >= 0 && close - i <= LABEL ? linkAt(s, ch === '!' ? i + 1 : i) : null;
       if (link) {
         flush();
         const label = link.label === '' ? [{ t: 'text', v: link.href }] : inline(link.label);
         const href = safeHref(link.href);
         if (href) out.push({ t: 'link', href, c: label });
         else out.push(...label);
-        i = link.end;
+        run = i = link.end;
         continue;
       }
     }
     if (ch === '<') {
-      const m = /^<((?:https?|mailto):[^\s<>]*)>/i.exec(s.slice(i));
+      const m = /^<((?:https?|mailto):[^\s<>]*)>/i.exec(s.slice(i, i + SPAN));
       if (m && safeHref(m[1])) {
         flush();
         out.push({ t: 'link', href: m[1], c: [{ t: 'text', v: m[1] }] });
-        i += m[0].length;
+        run = i += m[0].length;
         continue;
       }
     }
-    text += ch;
     i++;
   }
   flush();
@@ -295,14 +336,17 @@ function emphasis(s, i) {
   // Underscores inside a word (snake_case) are not emphasis.
   if (ch === '_' && isWord(s[i - 1])) return null;
   let j = i + len;
-  while ((j = s.indexOf(delim, j)) >= 0) {
+  const limit = i + SPAN;
+  // A paragraph's inline text holds no blank line, so a span never
+  // crosses one; few candidates are worth trying.
+  for (let tries = 0; tries < 8 && (j = s.indexOf(delim, j)) >= 0 && j <= limit; tries++) {
     const before = s[j - 1];
     const next = s[j + len];
     const closes = !isSpace(before) && j > i + len &&
       (ch !== '_' || !isWord(next)) &&
       // A single delimiter must not be half of a double one.
       (len === 2 || next !== ch || s[j + 2] === ch);
-    if (closes && s.slice(i + len, j).indexOf('\n\n') < 0) {
+    if (closes) {
       const t = ch === '~' ? 'del' : len === 2 ? 'strong' : 'em';
       return { node: { t, c: inline(s.slice(i + len, j)) }, end: j + len };
     }
@@ -315,12 +359,13 @@ function emphasis(s, i) {
 function linkAt(s, i) {
   let depth = 0;
   let j = i;
-  for (; j < s.length; j++) {
+  const end = Math.min(s.length, i + LABEL);
+  for (; j < end; j++) {
     if (s[j] === '\\') { j++; continue; }
     if (s[j] === '[') depth++;
     else if (s[j] === ']' && --depth === 0) break;
   }
-  if (j >= s.length || s[j + 1] !== '(') return null;
+  if (j >= end || s[j + 1] !== '(') return null;
   const m = /^\(\s*(<[^<>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)(?:\s+("[^"]*"|'[^']*'|\([^)]*\)))?\s*\)/.exec(s.slice(j + 1));
   if (!m) return null;
   let href = m[1];

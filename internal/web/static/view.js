@@ -125,10 +125,11 @@ function inlines(parent, nodes) {
   return parent;
 }
 
-// renderMarkdown makes el show text as markdown, keeping the DOM of the
-// leading top-level blocks whose source is unchanged.
+// renderMarkdown makes el show text as markdown, keeping the parse and the
+// DOM of the top-level blocks whose source is unchanged.
 export function renderMarkdown(el, text) {
-  const nodes = parse(text);
+  const nodes = parse(text, el.__md);
+  el.__md = nodes;
   const kids = el.children;
   let k = 0;
   for (; k < nodes.length; k++) {
