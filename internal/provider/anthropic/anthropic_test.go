@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,11 +20,14 @@ import (
 
 	"go.uber.org/goleak"
 
+	pt "github.com/sluicehq/sluice/internal/provider/providertest"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/model/modeltest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var hi = &model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: []model.Content{{Type: model.ContentText, Text: "hi"}}}}}
 
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
@@ -36,68 +38,12 @@ func fixture(t testing.TB, name string) []byte {
 	return b
 }
 
-// writeMode says how a test server delivers a body.
-type writeMode int
-
-const (
-	whole   writeMode = iota
-	oneByte           // one byte per write, flushed: every boundary is a read boundary
-)
-
-// serveSSE writes body as an event stream.
-func serveSSE(w http.ResponseWriter, body []byte, mode writeMode) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
-	f := w.(http.Flusher)
-	if mode == whole {
-		w.Write(body)
-		return
-	}
-	for i := range body {
-		if _, err := w.Write(body[i : i+1]); err != nil {
-			return
-		}
-		f.Flush()
-	}
-}
-
 // server starts a test server whose handler is h, and a provider for it.
 func server(t *testing.T, h http.HandlerFunc) (*Provider, *httptest.Server) {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return New(Config{APIKey: "sk-test-secret", BaseURL: srv.URL, HTTPClient: srv.Client()}), srv
-}
-
-// streamAll runs model.Stream with recorded, unslept backoff.
-func streamAll(t *testing.T, p model.Provider, opts model.StreamOptions) (parts []model.Part, waits []time.Duration, err error) {
-	t.Helper()
-	opts.Sleep = func(ctx context.Context, d time.Duration) error {
-		waits = append(waits, d)
-		return ctx.Err()
-	}
-	opts.Jitter = func() float64 { return 0 }
-	for p, e := range model.Stream(t.Context(), p, &model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: []model.Content{{Type: model.ContentText, Text: "hi"}}}}}, opts) {
-		if e != nil {
-			err = e
-			continue
-		}
-		parts = append(parts, p)
-	}
-	return parts, waits, err
-}
-
-// providerParts runs one attempt, without model.Stream.
-func providerParts(t *testing.T, p model.Provider) ([]model.Part, error) {
-	t.Helper()
-	var parts []model.Part
-	for part, err := range p.Stream(t.Context(), &model.Request{}) {
-		if err != nil {
-			return parts, err
-		}
-		parts = append(parts, part)
-	}
-	return parts, nil
 }
 
 // blockContent is what the parts of one block add up to.
@@ -209,8 +155,8 @@ func TestFixtures(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			raw := fixture(t, name)
-			p, _ := server(t, func(w http.ResponseWriter, r *http.Request) { serveSSE(w, raw, whole) })
-			parts, waits, err := streamAll(t, p, model.StreamOptions{})
+			p, _ := server(t, func(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, raw, false) })
+			parts, waits, err := pt.StreamAll(t, p, hi, model.StreamOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -252,8 +198,8 @@ func TestFixtureContents(t *testing.T) {
 	t.Parallel()
 	run := func(t *testing.T, name string) *model.Response {
 		raw := fixture(t, name)
-		p, _ := server(t, func(w http.ResponseWriter, r *http.Request) { serveSSE(w, raw, whole) })
-		parts, _, err := streamAll(t, p, model.StreamOptions{})
+		p, _ := server(t, func(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, raw, false) })
+		parts, _, err := pt.StreamAll(t, p, hi, model.StreamOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -360,17 +306,17 @@ func TestDeliveryVariants(t *testing.T) {
 			variants := []struct {
 				name string
 				body []byte
-				mode writeMode
+				oneByte bool
 			}{
-				{"whole", raw, whole},
-				{"one byte", raw, oneByte},
-				{"crlf", bytes.ReplaceAll(raw, []byte("\n"), []byte("\r\n")), oneByte},
-				{"cr", bytes.ReplaceAll(raw, []byte("\n"), []byte("\r")), oneByte},
+				{"whole", raw, false},
+				{"one byte", raw, true},
+				{"crlf", bytes.ReplaceAll(raw, []byte("\n"), []byte("\r\n")), true},
+				{"cr", bytes.ReplaceAll(raw, []byte("\n"), []byte("\r")), true},
 			}
 			var want []model.Part
 			for _, v := range variants {
-				p, _ := server(t, func(w http.ResponseWriter, r *http.Request) { serveSSE(w, v.body, v.mode) })
-				parts, err := providerParts(t, p)
+				p, _ := server(t, func(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, v.body, v.oneByte) })
+				parts, err := pt.Attempt(t, p, &model.Request{})
 				if err != nil {
 					t.Fatalf("%s: %v", v.name, err)
 				}
@@ -399,7 +345,7 @@ func TestSplitMultiByteCharacter(t *testing.T) {
 		w.(http.Flusher).Flush()
 		w.Write([]byte(body[cut:]))
 	})
-	parts, err := providerParts(t, p)
+	parts, err := pt.Attempt(t, p, &model.Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,8 +367,8 @@ func TestIgnoredEvents(t *testing.T) {
 		strings.Replace(miniStream, "event: content_block_stop", ": keep-alive\nevent: brand_new_event\ndata: {\"type\":\"brand_new_event\",\"x\":[1]}\n\nevent: content_block_stop", 1)
 	var want []model.Part
 	for _, body := range []string{miniStream, noisy} {
-		p, _ := server(t, func(w http.ResponseWriter, r *http.Request) { serveSSE(w, []byte(body), whole) })
-		parts, err := providerParts(t, p)
+		p, _ := server(t, func(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, []byte(body), false) })
+		parts, err := pt.Attempt(t, p, &model.Request{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -435,8 +381,8 @@ func TestIgnoredEvents(t *testing.T) {
 	// A repeated text in the start is ignored: the block's text comes only
 	// from deltas.
 	dup := strings.Replace(miniStream, `"content_block":{"type":"text","text":""}`, `"content_block":{"type":"text","text":"Hi"}`, 1)
-	p, _ := server(t, func(w http.ResponseWriter, r *http.Request) { serveSSE(w, []byte(dup), whole) })
-	parts, err := providerParts(t, p)
+	p, _ := server(t, func(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, []byte(dup), false) })
+	parts, err := pt.Attempt(t, p, &model.Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,35 +391,7 @@ func TestIgnoredEvents(t *testing.T) {
 	}
 }
 
-// attempts serves each request with the next handler, counting them.
-func attempts(handlers ...http.HandlerFunc) (http.HandlerFunc, *atomic.Int32) {
-	var n atomic.Int32
-	return func(w http.ResponseWriter, r *http.Request) {
-		i := int(n.Add(1)) - 1
-		if i >= len(handlers) {
-			http.Error(w, "no more attempts", http.StatusTeapot)
-			return
-		}
-		handlers[i](w, r)
-	}, &n
-}
-
-func ok(w http.ResponseWriter, r *http.Request) { serveSSE(w, []byte(miniStream), whole) }
-
-// resetAfter writes the first n bytes of the stream, then resets the
-// connection (TCP RST).
-func resetAfter(n int) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		conn, buf, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			panic(err)
-		}
-		fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(miniStream), miniStream[:n])
-		buf.Flush()
-		conn.(*net.TCPConn).SetLinger(0)
-		conn.Close()
-	}
-}
+func ok(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, []byte(miniStream), false) }
 
 func TestFailuresRetried(t *testing.T) {
 	t.Parallel()
@@ -483,13 +401,13 @@ func TestFailuresRetried(t *testing.T) {
 		wantErr error
 	}{
 		{"error event mid-stream", func(w http.ResponseWriter, r *http.Request) {
-			serveSSE(w, []byte(miniStream[:strings.Index(miniStream, "event: content_block_stop")]+"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"), whole)
+			pt.ServeSSE(w, []byte(miniStream[:strings.Index(miniStream, "event: content_block_stop")]+"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"), false)
 		}, &model.APIError{}},
 		{"no message_stop", func(w http.ResponseWriter, r *http.Request) {
-			serveSSE(w, []byte(miniStream[:strings.Index(miniStream, "event: message_stop")]), whole)
+			pt.ServeSSE(w, []byte(miniStream[:strings.Index(miniStream, "event: message_stop")]), false)
 		}, model.ErrIncomplete},
 		{"cut inside an event", func(w http.ResponseWriter, r *http.Request) {
-			serveSSE(w, []byte(miniStream[:strings.Index(miniStream, `"Hi"`)]), whole)
+			pt.ServeSSE(w, []byte(miniStream[:strings.Index(miniStream, `"Hi"`)]), false)
 		}, model.ErrIncomplete},
 		{"html page", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -502,17 +420,17 @@ func TestFailuresRetried(t *testing.T) {
 		{"empty 200", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/event-stream")
 		}, model.ErrNotEventStream},
-		{"connection reset mid-stream", resetAfter(strings.Index(miniStream, "event: content_block_delta")), nil},
+		{"connection reset mid-stream", pt.ResetAfter(miniStream, strings.Index(miniStream, "event: content_block_delta")), nil},
 		{"malformed event", func(w http.ResponseWriter, r *http.Request) {
-			serveSSE(w, []byte(strings.Replace(miniStream, `"text":"Hi"}}`, `"text":"Hi"`, 1)), whole)
+			pt.ServeSSE(w, []byte(strings.Replace(miniStream, `"text":"Hi"}}`, `"text":"Hi"`, 1)), false)
 		}, model.ErrMalformedEvent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			h, n := attempts(tt.first, ok)
+			h, n := pt.Attempts(tt.first, ok)
 			p, _ := server(t, h)
-			parts, waits, err := streamAll(t, p, model.StreamOptions{})
+			parts, waits, err := pt.StreamAll(t, p, hi, model.StreamOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -580,7 +498,7 @@ func TestStatusCodes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.status, tt.header), func(t *testing.T) {
 			t.Parallel()
-			h, n := attempts(func(w http.ResponseWriter, r *http.Request) {
+			h, n := pt.Attempts(func(w http.ResponseWriter, r *http.Request) {
 				for k, v := range tt.header {
 					w.Header().Set(k, v)
 				}
@@ -589,7 +507,7 @@ func TestStatusCodes(t *testing.T) {
 				io.WriteString(w, tt.body)
 			}, ok)
 			p, _ := server(t, h)
-			_, waits, err := streamAll(t, p, model.StreamOptions{})
+			_, waits, err := pt.StreamAll(t, p, hi, model.StreamOptions{})
 			if !tt.retried {
 				var apiErr *model.APIError
 				if !errors.As(err, &apiErr) || apiErr.Status != tt.status || apiErr.RequestID != "req_123" {
@@ -627,12 +545,12 @@ func TestStatusCodes(t *testing.T) {
 
 func TestContextOverflow(t *testing.T) {
 	t.Parallel()
-	h, n := attempts(func(w http.ResponseWriter, r *http.Request) {
+	h, n := pt.Attempts(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(400)
 		io.WriteString(w, `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208310 tokens > 200000 maximum"}}`)
 	})
 	p, _ := server(t, h)
-	_, _, err := streamAll(t, p, model.StreamOptions{})
+	_, _, err := pt.StreamAll(t, p, hi, model.StreamOptions{})
 	if !errors.Is(err, model.ErrContextOverflow) || n.Load() != 1 {
 		t.Fatalf("err = %v after %d requests", err, n.Load())
 	}
@@ -645,7 +563,7 @@ func TestContextOverflow(t *testing.T) {
 func TestFallbackToComplete(t *testing.T) {
 	t.Parallel()
 	broken := func(w http.ResponseWriter, r *http.Request) {
-		serveSSE(w, []byte(miniStream[:strings.Index(miniStream, "event: content_block_stop")]+"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"), whole)
+		pt.ServeSSE(w, []byte(miniStream[:strings.Index(miniStream, "event: content_block_stop")]+"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"), false)
 	}
 	var streamed, completed atomic.Int32
 	p, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
@@ -660,7 +578,7 @@ func TestFallbackToComplete(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"id":"msg_full","type":"message","role":"assistant","model":"m","content":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"text","text":"Whole answer"},{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}],"stop_reason":"tool_use","usage":{"input_tokens":4,"output_tokens":9}}`)
 	})
-	parts, waits, err := streamAll(t, p, model.StreamOptions{})
+	parts, waits, err := pt.StreamAll(t, p, hi, model.StreamOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -686,14 +604,14 @@ func TestStallAndIdleTimeout(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	silent := func(w http.ResponseWriter, r *http.Request) {
-		serveSSE(w, []byte(miniStream[:strings.Index(miniStream, "event: content_block_start")]), whole)
+		pt.ServeSSE(w, []byte(miniStream[:strings.Index(miniStream, "event: content_block_start")]), false)
 		w.(http.Flusher).Flush()
 		select {
 		case <-release:
 		case <-r.Context().Done():
 		}
 	}
-	h, n := attempts(silent, ok)
+	h, n := pt.Attempts(silent, ok)
 	p, _ := server(t, h)
 	clock := modeltest.NewClock(time.Unix(0, 0))
 	opts := model.StreamOptions{
@@ -747,7 +665,7 @@ func TestEarlyBreakReleasesConnection(t *testing.T) {
 	t.Parallel()
 	gone := make(chan struct{})
 	p, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
-		serveSSE(w, []byte(miniStream[:strings.Index(miniStream, "event: content_block_stop")]), whole)
+		pt.ServeSSE(w, []byte(miniStream[:strings.Index(miniStream, "event: content_block_stop")]), false)
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
 		close(gone)

@@ -70,6 +70,53 @@ func Object(data []byte, fn func(key, value []byte) error) error {
 	}
 }
 
+// Array calls fn for each element of the JSON array data, in order, with
+// the element's raw value. Null is an empty array. It stops at fn's first
+// error and returns it.
+func Array(data []byte, fn func(value []byte) error) error {
+	i := skipSpace(data, 0)
+	if i < len(data) && IsNull(data[i:skipSpaceBack(data)]) {
+		return nil
+	}
+	if i >= len(data) || data[i] != '[' {
+		return ErrSyntax
+	}
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == ']' {
+		return end(data, i+1)
+	}
+	for {
+		valEnd, ok := skipValue(data, i)
+		if !ok {
+			return ErrSyntax
+		}
+		if err := fn(data[i:valEnd]); err != nil {
+			return err
+		}
+		i = skipSpace(data, valEnd)
+		if i >= len(data) {
+			return ErrSyntax
+		}
+		switch data[i] {
+		case ',':
+			i = skipSpace(data, i+1)
+		case ']':
+			return end(data, i+1)
+		default:
+			return ErrSyntax
+		}
+	}
+}
+
+// skipSpaceBack is the index after the last non-space byte of data.
+func skipSpaceBack(data []byte) int {
+	j := len(data)
+	for j > 0 && (data[j-1] == ' ' || data[j-1] == '\t' || data[j-1] == '\n' || data[j-1] == '\r') {
+		j--
+	}
+	return j
+}
+
 // end checks that only white space follows the object.
 func end(data []byte, i int) error {
 	if skipSpace(data, i) != len(data) {
@@ -78,12 +125,13 @@ func end(data []byte, i int) error {
 	return nil
 }
 
-// String decodes the JSON string value v. Null decodes to "".
+// String decodes the JSON string value v. Null, and an absent value (v
+// empty), decode to "".
 func String(v []byte) (string, error) {
 	if raw, ok := plain(v); ok {
 		return string(raw), nil
 	}
-	if IsNull(v) {
+	if len(v) == 0 || IsNull(v) {
 		return "", nil
 	}
 	var s string

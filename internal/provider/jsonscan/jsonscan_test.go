@@ -55,6 +55,23 @@ func TestObject(t *testing.T) {
 	}
 }
 
+func TestArray(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		`[]`: ``, ` null `: ``, `[1, "a" ,{"b":[2]},null]`: `1|"a"|{"b":[2]}|null|`, ` [ true ] `: `true|`,
+	} {
+		var got string
+		if err := Array([]byte(in), func(v []byte) error { got += string(v) + "|"; return nil }); err != nil || got != want {
+			t.Fatalf("%s: got %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{``, `   `, `{}`, `[`, `[1,]`, `[1 2]`, `[1] x`, `nul`} {
+		if err := Array([]byte(bad), func([]byte) error { return nil }); !errors.Is(err, ErrSyntax) {
+			t.Errorf("%q: err = %v", bad, err)
+		}
+	}
+}
+
 func TestString(t *testing.T) {
 	t.Parallel()
 	for _, in := range []string{`""`, `"plain"`, `"日本 👋"`, `"a\nb"`, `"\u00e9\ud83d\udc4b"`, `"\/"`, "\"bad \xff utf8\"", `null`} {
@@ -111,6 +128,13 @@ func FuzzObject(f *testing.F) {
 	f.Add([]byte(`{"a":[1,2,{"b":null}],"c":"\\\""}`))
 	f.Add([]byte(`{"a":1,"a":"x"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		var elems []json.RawMessage
+		if Array(data, func(v []byte) error { elems = append(elems, v); return nil }) == nil && json.Valid(data) {
+			var want []json.RawMessage
+			if json.Unmarshal(data, &want) == nil && len(want) != len(elems) {
+				t.Fatalf("%d elements, want %d", len(elems), len(want))
+			}
+		}
 		got := map[string][]byte{}
 		plainKeys := true
 		err := Object(data, func(k, v []byte) error {
