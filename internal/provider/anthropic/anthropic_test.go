@@ -304,8 +304,8 @@ func TestDeliveryVariants(t *testing.T) {
 			t.Parallel()
 			raw := fixture(t, name)
 			variants := []struct {
-				name string
-				body []byte
+				name    string
+				body    []byte
 				oneByte bool
 			}{
 				{"whole", raw, false},

@@ -76,10 +76,10 @@ type translator struct {
 	next    int             // index of the next block
 	cur     int             // open text or reasoning block, or -1 (when started)
 	curKind model.BlockType // its kind
-	calls   []*call // since the last finish_reason
-	last    *call   // the call the last fragment went to
-	tools   bool    // the message has tool calls
-	closed  bool    // blocks closed at finish_reason
+	calls   []*call         // since the last finish_reason
+	last    *call           // the call the last fragment went to
+	tools   bool            // the message has tool calls
+	closed  bool            // blocks closed at finish_reason
 	finish  string
 	usage   model.Usage
 }
