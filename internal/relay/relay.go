@@ -325,13 +325,16 @@ func permissionPrompt(p protocol.PermissionRequest) string {
 // watcher keeps the typing indicator on while a run works and says "still
 // working" after a silence.
 type watcher struct {
-	poke chan struct{}
-	done chan struct{}
-	wg   sync.WaitGroup
+	clock model.Clock
+	done  chan struct{}
+	wg    sync.WaitGroup
+
+	mu   sync.Mutex
+	last time.Time // when the chat last got a message
 }
 
 func (r *Relay) watch(ctx context.Context, chatID string) *watcher {
-	w := &watcher{poke: make(chan struct{}, 1), done: make(chan struct{})}
+	w := &watcher{clock: r.opts.Clock, done: make(chan struct{}), last: r.opts.Clock.Now()}
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
@@ -359,12 +362,19 @@ func (r *Relay) watch(ctx context.Context, chatID string) *watcher {
 					r.opts.Logger.Debug("relay: typing failed", "err", err)
 				}
 				typing.Reset(r.opts.TypingEvery)
-			case <-w.poke:
-				if silence != nil {
-					silence.Reset(r.opts.Silence)
-				}
 			case <-silenceC:
-				mins := int(r.opts.Clock.Now().Sub(start).Minutes())
+				now := r.opts.Clock.Now()
+				w.mu.Lock()
+				quiet := now.Sub(w.last)
+				if quiet >= r.opts.Silence {
+					w.last = now
+				}
+				w.mu.Unlock()
+				if quiet < r.opts.Silence {
+					silence.Reset(r.opts.Silence - quiet)
+					continue
+				}
+				mins := int(now.Sub(start).Minutes())
 				r.say(ctx, chatID, KindNotice, fmt.Sprintf("⏳ Still working… (%d min so far)", mins))
 				silence.Reset(r.opts.Silence)
 			}
@@ -373,11 +383,12 @@ func (r *Relay) watch(ctx context.Context, chatID string) *watcher {
 	return w
 }
 
+// activity records that the chat got a message now.
 func (w *watcher) activity() {
-	select {
-	case w.poke <- struct{}{}:
-	default:
-	}
+	now := w.clock.Now()
+	w.mu.Lock()
+	w.last = now
+	w.mu.Unlock()
 }
 
 func (w *watcher) stop() {
