@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -19,10 +20,17 @@ import (
 // bytes per op are the answers delivered. (cmd/loadcheck measures a real
 // `sluice serve` process from outside.)
 func BenchmarkStream(b *testing.B) {
+	b.Run("flat-out", func(b *testing.B) { benchStream(b, 0) })
+	// Paced at 2 ms a chunk, deltas arrive one by one and the outbox's
+	// window does the merging.
+	b.Run("paced", func(b *testing.B) { benchStream(b, 2*time.Millisecond) })
+}
+
+func benchStream(b *testing.B, pace time.Duration) {
 	const clients, size = 20, 20_000
 	answer := fakemodel.NumberedAnswer(size)
 	want := strings.Join(answer, "")
-	fm := fakemodel.New(func(fakemodel.Request) fakemodel.Answer { return fakemodel.Answer{Text: answer} })
+	fm := fakemodel.New(func(fakemodel.Request) fakemodel.Answer { return fakemodel.Answer{Text: answer, Pace: pace} })
 	defer fm.Close()
 	st := newStack(b, anthropic.New(anthropic.Config{APIKey: "bench", BaseURL: fm.URL()}), stackOptions{})
 	ctx := context.Background()

@@ -3,7 +3,6 @@ package web
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"sync"
 	"time"
@@ -112,28 +111,38 @@ func (o *outbox) Write(ctx context.Context, msg []byte) error {
 	return nil
 }
 
+// notePrefix and paramsSep frame a notification as protocol.Encode writes
+// it: {"jsonrpc":"2.0","method":"NAME","params":PARAMS}.
+var (
+	notePrefix = []byte(`{"jsonrpc":"2.0","method":"`)
+	paramsSep  = []byte(`","params":`)
+)
+
 // mergeable decodes msg when it is a notification that protocol.Merge can
-// merge (a text, reasoning or tool delta), and returns nil otherwise.
+// merge (a text, reasoning or tool delta), and returns nil otherwise. It
+// reads the envelope by its bytes instead of decoding it: this runs for
+// every delta of every connection. A message in another shape is never
+// merged, only sent as it is.
 func mergeable(msg []byte) protocol.Event {
-	// Cheap test first: most messages of a stream are deltas, but responses
-	// and structural events need no decoding.
-	if !bytes.Contains(msg, []byte("Updated")) {
+	rest, ok := bytes.CutPrefix(msg, notePrefix)
+	if !ok {
 		return nil
 	}
-	var n struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params json.RawMessage `json:"params"`
-	}
-	if json.Unmarshal(msg, &n) != nil || n.ID != nil {
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 {
 		return nil
 	}
-	switch n.Method {
+	method := string(rest[:end])
+	switch method {
 	case protocol.MethodAssistantContentUpdated, protocol.MethodAssistantReasoningUpdated, protocol.MethodToolBlockUpdated:
 	default:
 		return nil
 	}
-	ev, err := protocol.Decode(n.Method, n.Params)
+	params, ok := bytes.CutPrefix(rest[end:], paramsSep)
+	if !ok || len(params) < 2 || params[len(params)-1] != '}' {
+		return nil
+	}
+	ev, err := protocol.Decode(method, params[:len(params)-1])
 	if err != nil {
 		return nil
 	}
