@@ -1,6 +1,8 @@
 package route
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -250,5 +252,67 @@ func TestFinishTwice(t *testing.T) {
 	}
 	if got := r.Finish("again"); got != nil {
 		t.Errorf("second Finish: %v", got)
+	}
+}
+
+// TestNothingLost: whatever the order of turns, stop reasons, discards and
+// aborts, the text of every turn that was not discarded is sent, once, in
+// the order the rules say.
+func TestNothingLost(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 9))
+	reasons := []string{"tool_use", "end_turn", "max_tokens", "pause_turn", "refusal", "weird", ""}
+	for i := 0; i < 120; i++ {
+		var evs []protocol.Event
+		var interstitials, finals, partials []string
+		for k := rng.IntN(8); k >= 0; k-- {
+			id := fmt.Sprintf("m%d", k)
+			body := fmt.Sprintf("turn %d says %s", k, strings.Repeat("字 ", rng.IntN(3000)))
+			evs = append(evs, added(id))
+			evs = append(evs, text(id, 0, body, 1+rng.IntN(40))...)
+			if rng.IntN(6) == 0 {
+				evs = append(evs, protocol.AssistantMessageDiscarded{MessageID: id})
+				continue
+			}
+			reason := reasons[rng.IntN(len(reasons))]
+			want := trim(body)
+			switch reason {
+			case "":
+				partials = append(partials, want) // never ended: an abort
+				continue
+			case "tool_use":
+				interstitials = append(interstitials, want)
+			default:
+				finals = append(finals, want)
+			}
+			evs = append(evs, ended(id, reason))
+		}
+		limit := []int{split.WeChatLimit, split.TelegramLimit, 300}[rng.IntN(3)]
+		got := run(New(limit), evs, "")
+		var order []Kind
+		texts := map[Kind]string{}
+		for _, s := range got {
+			if len(order) == 0 || order[len(order)-1] != s.kind {
+				order = append(order, s.kind)
+			}
+			texts[s.kind] += s.text
+		}
+		squash := func(ss ...string) string { return strings.Join(strings.Fields(strings.Join(ss, "")), "") }
+		for _, c := range []struct {
+			k    Kind
+			want []string
+		}{{Interstitial, interstitials}, {Final, finals}, {Partial, partials}} {
+			if squash(texts[c.k]) != squash(c.want...) {
+				t.Fatalf("case %d: %s text lost or changed", i, c.k)
+			}
+		}
+		// Interstitials come as they happen, then the final answer, then the
+		// turns that never ended.
+		rank := map[Kind]int{Interstitial: 0, Final: 1, Partial: 2}
+		for k := 1; k < len(order); k++ {
+			if rank[order[k]] < rank[order[k-1]] {
+				t.Fatalf("case %d: order %v", i, order)
+			}
+		}
 	}
 }
