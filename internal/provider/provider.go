@@ -1,0 +1,180 @@
+// Package provider picks and configures the model provider sluice talks to,
+// from explicit settings (flags, config) and the environment.
+//
+// An explicit provider name wins. Otherwise the environment decides, in
+// this order: ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) → anthropic,
+// OPENAI_API_KEY → openai, ANTHROPIC_BASE_URL → anthropic and
+// OPENAI_BASE_URL → openai (a local server that needs no key), and with
+// none of them the offline demo, which Open reports so that the CLI can say
+// so in one line.
+package provider
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/sluicehq/sluice/internal/provider/anthropic"
+	"github.com/sluicehq/sluice/internal/provider/demo"
+	"github.com/sluicehq/sluice/internal/provider/openai"
+	"github.com/sluicehq/sluice/model"
+)
+
+// Provider names.
+const (
+	Anthropic = "anthropic"
+	OpenAI    = "openai"
+	Demo      = "demo"
+)
+
+// Names lists the providers Open knows.
+var Names = []string{Anthropic, OpenAI, Demo}
+
+// Config is what the user set explicitly (flags, a config file); empty
+// fields are taken from the environment, then from defaults.
+type Config struct {
+	// Provider is "anthropic", "openai" or "demo"; empty picks one from the
+	// environment (SLUICE_PROVIDER, then the keys).
+	Provider string
+	// APIKey overrides ANTHROPIC_API_KEY / OPENAI_API_KEY.
+	APIKey string
+	// BaseURL overrides ANTHROPIC_BASE_URL / OPENAI_BASE_URL. Anthropic's
+	// is the root (https://api.anthropic.com), OpenAI's includes /v1
+	// (http://localhost:11434/v1 for Ollama).
+	BaseURL string
+	// Model overrides SLUICE_MODEL, ANTHROPIC_MODEL / OPENAI_MODEL and the
+	// provider's default.
+	Model string
+	// HTTPClient sends the requests; nil means http.DefaultClient.
+	HTTPClient *http.Client
+	// Demo configures the demo provider (its pace).
+	Demo demo.Config
+}
+
+// String describes the configuration without its secret.
+func (c Config) String() string {
+	key := "unset"
+	if c.APIKey != "" {
+		key = "set"
+	}
+	return fmt.Sprintf("provider{%q, base URL %q, model %q, key %s}", c.Provider, c.BaseURL, c.Model, key)
+}
+
+// GoString is String, so that %#v does not print the key either.
+func (c Config) GoString() string { return c.String() }
+
+// Selection is the provider Open chose, configured.
+type Selection struct {
+	Provider model.Provider
+	// Name is the provider's name; Model the model requests use when they
+	// name none; BaseURL where requests go ("" for the demo).
+	Name, Model, BaseURL string
+	// Notice is set when the demo was chosen because nothing else was
+	// configured: one line for the CLI to print.
+	Notice string
+	// StreamOptions are model.Stream's options as the environment sets them
+	// (SLUICE_STREAM_IDLE_TIMEOUT, SLUICE_STREAM_STALL_WARNING,
+	// SLUICE_STREAM_MAX_RETRIES); flags may override fields.
+	StreamOptions model.StreamOptions
+}
+
+// DemoNotice is Selection.Notice when the demo was chosen for want of keys.
+const DemoNotice = "No ANTHROPIC_API_KEY or OPENAI_API_KEY set: using the offline demo model."
+
+// Open chooses and builds the provider for cfg, reading the environment
+// through getenv (os.Getenv). Errors say what to set.
+func Open(cfg Config, getenv func(string) string) (*Selection, error) {
+	opts, err := model.StreamOptionsFromEnv(model.StreamOptions{}, getenv)
+	if err != nil {
+		return nil, err
+	}
+	name := strings.ToLower(strings.TrimSpace(cfg.Provider))
+	if name == "" {
+		name = strings.ToLower(strings.TrimSpace(getenv("SLUICE_PROVIDER")))
+	}
+	notice := ""
+	if name == "" {
+		switch {
+		case getenv("ANTHROPIC_API_KEY") != "" || getenv("ANTHROPIC_AUTH_TOKEN") != "":
+			name = Anthropic
+		case getenv("OPENAI_API_KEY") != "":
+			name = OpenAI
+		case getenv("ANTHROPIC_BASE_URL") != "":
+			name = Anthropic
+		case getenv("OPENAI_BASE_URL") != "":
+			name = OpenAI
+		default:
+			name, notice = Demo, DemoNotice
+		}
+	}
+	first := func(vs ...string) string {
+		for _, v := range vs {
+			if v = strings.TrimSpace(v); v != "" {
+				return v
+			}
+		}
+		return ""
+	}
+	modelName := first(cfg.Model, getenv("SLUICE_MODEL"))
+	sel := &Selection{Name: name, Notice: notice, StreamOptions: opts}
+	switch name {
+	case Anthropic:
+		c := anthropic.Config{
+			APIKey:     first(cfg.APIKey, getenv("ANTHROPIC_API_KEY")),
+			BaseURL:    first(cfg.BaseURL, getenv("ANTHROPIC_BASE_URL")),
+			Model:      first(modelName, getenv("ANTHROPIC_MODEL")),
+			HTTPClient: cfg.HTTPClient,
+		}
+		if cfg.APIKey == "" {
+			c.AuthToken = getenv("ANTHROPIC_AUTH_TOKEN")
+		}
+		if c.APIKey == "" && c.AuthToken == "" && c.BaseURL == "" {
+			return nil, fmt.Errorf("provider anthropic: no API key: set ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for a server that needs none)")
+		}
+		if err := checkURL("ANTHROPIC_BASE_URL", c.BaseURL); err != nil {
+			return nil, err
+		}
+		p := anthropic.New(c)
+		sel.Provider, sel.Model = p, p.Model()
+		sel.BaseURL = first(c.BaseURL, anthropic.DefaultBaseURL)
+	case OpenAI:
+		c := openai.Config{
+			APIKey:     first(cfg.APIKey, getenv("OPENAI_API_KEY")),
+			BaseURL:    first(cfg.BaseURL, getenv("OPENAI_BASE_URL")),
+			Model:      first(modelName, getenv("OPENAI_MODEL")),
+			HTTPClient: cfg.HTTPClient,
+		}
+		if c.APIKey == "" && c.BaseURL == "" {
+			return nil, fmt.Errorf("provider openai: no API key: set OPENAI_API_KEY (or OPENAI_BASE_URL for a local server such as Ollama)")
+		}
+		if err := checkURL("OPENAI_BASE_URL", c.BaseURL); err != nil {
+			return nil, err
+		}
+		p := openai.New(c)
+		sel.Provider, sel.Model = p, p.Model()
+		sel.BaseURL = first(c.BaseURL, openai.DefaultBaseURL)
+	case Demo:
+		p := demo.New(cfg.Demo)
+		sel.Provider, sel.Model = p, first(modelName, p.Model())
+	default:
+		return nil, fmt.Errorf("unknown provider %q: want one of %s", name, strings.Join(Names, ", "))
+	}
+	return sel, nil
+}
+
+// checkURL rejects a base URL that could not work, naming where it came
+// from.
+func checkURL(source, raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("base URL from %s or --base-url does not parse: want http:// or https:// and a host", source)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("base URL %q (%s or --base-url): want http:// or https:// and a host", u.Redacted(), source)
+	}
+	return nil
+}
