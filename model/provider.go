@@ -13,7 +13,10 @@ type Provider interface {
 	// yields a non-nil error at most once, as its last value: an *APIError,
 	// ErrIncomplete, ErrNotEventStream, a network error or ctx's error.
 	// A consumer that stops early (break) releases the connection; the
-	// iterator may be ranged over only once.
+	// iterator may be ranged over only once. Once ctx is done, Stream must
+	// return promptly (Stream in this package waits for it). A provider
+	// that reads an HTTP body wraps it with WatchBody so that the
+	// watchdog sees its bytes.
 	Stream(ctx context.Context, req *Request) iter.Seq2[Part, error]
 	// Complete sends req without streaming (the fallback after repeated
 	// streaming failures).

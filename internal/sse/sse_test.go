@@ -12,8 +12,12 @@ import (
 	"testing/iotest"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/sluicehq/sluice/model"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // got is an event as a comparable value, with how the stream went on.
 type got struct {
