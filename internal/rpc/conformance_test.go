@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -155,7 +156,7 @@ func runTranscript(t *testing.T, file, baseURL string) {
 				wantStrict = append(wantStrict, canonical(t, strings.TrimPrefix(e, "<")))
 			}
 		}
-		gotStrict, gotLoose := p.collect(t, n, methods, len(wantStrict), len(wantLoose), *update)
+		gotStrict, gotLoose := p.collect(t, n, methods, len(wantStrict), len(wantLoose), *update, req.ID)
 		if *update {
 			for _, l := range gotStrict {
 				out = append(out, "< "+l)
@@ -230,8 +231,9 @@ func (n *normaliser) str(s string) string {
 func (n *normaliser) value(v any, key string) any {
 	switch x := v.(type) {
 	case map[string]any:
-		for k, e := range x {
-			x[k] = n.value(e, k)
+		// In key order, so that ids are numbered the same on every run.
+		for _, k := range slices.Sorted(mapsKeys(x)) {
+			x[k] = n.value(x[k], k)
 		}
 	case []any:
 		for i, e := range x {
@@ -384,7 +386,7 @@ func (p *proc) stop(t *testing.T) {
 // collect reads the server's lines until it has nStrict strict and nLoose
 // loose ones (normalised and merged), or, when updating, until the server
 // has been quiet for a while.
-func (p *proc) collect(t *testing.T, n *normaliser, methods map[string]string, nStrict, nLoose int, updating bool) (strict, loose []string) {
+func (p *proc) collect(t *testing.T, n *normaliser, methods map[string]string, nStrict, nLoose int, updating bool, id json.RawMessage) (strict, loose []string) {
 	t.Helper()
 	var raw [][]byte
 	deadline := time.After(guard)
@@ -406,8 +408,8 @@ func (p *proc) collect(t *testing.T, n *normaliser, methods map[string]string, n
 			return strict, loose
 		}
 		quiet := time.After(time.Hour)
-		if updating {
-			quiet = time.After(500 * time.Millisecond)
+		if updating && (id == nil || answered(raw, id)) {
+			quiet = time.After(time.Second)
 		}
 		select {
 		case <-p.notify:
@@ -417,6 +419,21 @@ func (p *proc) collect(t *testing.T, n *normaliser, methods map[string]string, n
 			t.Fatalf("waited %v for %d+%d lines, got:\n%s\nstderr:\n%s", guard, nStrict, nLoose, strings.Join(append(strict, loose...), "\n"), p.stderr())
 		}
 	}
+}
+
+// answered reports whether raw holds the answer to id (or an answer to
+// an unreadable request: id null).
+func answered(raw [][]byte, id json.RawMessage) bool {
+	for _, line := range raw {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(line, &m) == nil && m.Method == "" && (bytes.Equal(m.ID, id) || string(m.ID) == "null") {
+			return true
+		}
+	}
+	return false
 }
 
 // classify merges adjacent deltas and normalises, the strict lines
@@ -472,6 +489,16 @@ func classify(t *testing.T, n *normaliser, raw [][]byte, methods map[string]stri
 		loose = append(loose, n.line(line))
 	}
 	return strict, loose
+}
+
+func mapsKeys(m map[string]any) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
 }
 
 func (n *normaliser) clone() *normaliser {
