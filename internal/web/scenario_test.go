@@ -80,8 +80,8 @@ func userMessageID(t *testing.T, snap protocol.Snapshot, text string) string {
 // Chromium, and after every step checks that the page holds exactly what
 // getMessages returns and shows what a fresh rendering of it shows: a
 // reasoning+markdown answer, a connection cut mid-stream and resumed from
-// the missed events, a tool call approved in the page, a bang command, a
-// compaction, a second tab, a rewind by request id, a malicious answer, a
+// the missed events, a tool call approved in the page, a bang command, an
+// abort, a compaction, a second tab, a rewind by request id, a malicious answer, a
 // clear.
 func TestBrowserSession(t *testing.T) {
 	gate := make(chan struct{})
@@ -93,6 +93,7 @@ func TestBrowserSession(t *testing.T) {
 		rpctest.Response(rpctest.Start("m3"), rpctest.Text(0, "Running it."),
 			rpctest.ToolUse(1, "toolu_1", "Bash", map[string]string{"command": "echo tool-output"}), rpctest.Stop(model.StopToolUse)),
 		rpctest.Answer("m4", "The tool said ", "tool-output."),
+		rpctest.Response(rpctest.Start("ma"), gatedText(0, []string{"partial "}, make(chan struct{}), []string{"never"}), rpctest.Stop(model.StopEndTurn)),
 		rpctest.Answer("m5", "Summary: hello, long, tool."),
 		rpctest.Answer("m6", "Hi tab two."),
 		rpctest.Answer("m7", "<script>window.__pwned=1</script>", "<img src=x onerror=\"window.__pwned=2\">",
@@ -154,6 +155,17 @@ func TestBrowserSession(t *testing.T) {
 	// 4. A shell command typed as !command.
 	snap = obs.after(func() { tab1.send("!echo bang-output") }, idleIn)
 	tab1.matches("after a bang command", snap)
+
+	// 4b. Esc aborts a streaming answer; what streamed stays.
+	snap = obs.after(func() {
+		tab1.send("stop me")
+		tab1.poll("the partial answer", `JSON.stringify(window.sluice.state()).includes('partial')`)
+		tab1.do(chromedp.KeyEvent("\x1b"))
+	}, idleIn)
+	tab1.matches("after an abort", snap)
+	if !strings.Contains(snap.Messages[len(snap.Messages)-1].Text(), "partial") {
+		t.Errorf("the aborted answer lost what streamed: %+v", snap.Messages[len(snap.Messages)-1])
+	}
 
 	// 5. A compaction: the summary is appended, no snapshot is pulled.
 	before = tab1.stats()

@@ -391,6 +391,10 @@ els.input.addEventListener('keydown', (e) => {
   }
 });
 els.abort.addEventListener('click', abort);
+// Esc stops the run, as in the terminal UI.
+document.addEventListener('keydown', (e) => {
+  if (e.key === 'Escape' && !els.abort.disabled) abort();
+});
 els.clear.addEventListener('click', clearSession);
 els.compact.addEventListener('click', compact);
 els.newSession.addEventListener('click', newSession);
