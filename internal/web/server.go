@@ -23,6 +23,18 @@
 // A Server is safe for concurrent use. Each WebSocket runs the rpc server's
 // ServeConn on the request's goroutine and a writer goroutine that drains
 // the connection's outbox; Close ends every connection and waits for both.
+//
+// # Tests
+//
+//	go test -race ./internal/web/...   # Go tests, and the page in headless Chromium
+//	node --test internal/web/jstest/    # the JavaScript reducer against protocol/testdata/vectors
+//	go build -o /tmp/sluice ./cmd/sluice && go run ./internal/web/cmd/loadcheck -sluice /tmp/sluice -sessions 200
+//
+// The browser tests look for Chromium on PATH (chromium, chromium-browser,
+// google-chrome) or in $SLUICE_CHROMIUM; without it they skip, unless
+// $SLUICE_REQUIRE_BROWSER is set (CI), where they fail. They save
+// screenshots under $SLUICE_ARTIFACTS (default: the test's temporary
+// directory).
 package web
 
 import (
