@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -44,10 +45,16 @@ func TestObject(t *testing.T) {
 			}
 		}
 	}
-	for _, bad := range []string{``, `[]`, `{`, `{"a"}`, `{"a":}`, `{"a":1,}`, `{"a":1} x`, `{"a":"x}`, `{"a":tru}`, `{"a":{"b":1}`, `{a:1}`, `{"a":1 "b":2}`} {
+	for _, bad := range []string{``, `[]`, `{`, `{"a"}`, `{"a":}`, `{"a":1,}`, `{"a":1} x`, `{"a":"x}`, `{"a":tru}`, `{"a":{"b":1}`, `{a:1}`, `{"a":1 "b":2}`,
+		`{"a":[1}`, `{"a":{"b"]}`, `{"a":01}`, `{"a":1.}`, `{"a":-}`, `{"a":1e}`, `{"a":"\x"}`, `{"a":"\u12g4"}`, "{\"a\":\"\t\"}", `{"a":[1,]}`, `{"a":{,}}`,
+		`{"a":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`} {
 		if _, err := members(t, bad); !errors.Is(err, ErrSyntax) {
 			t.Errorf("%q: err = %v", bad, err)
 		}
+	}
+	deep := `{"a":` + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + `}`
+	if _, err := members(t, deep); err != nil || !json.Valid([]byte(deep)) {
+		t.Fatalf("nesting at the limit: %v", err)
 	}
 	stop := errors.New("stop")
 	if err := Object([]byte(`{"a":1,"b":2}`), func(k, v []byte) error { return stop }); err != stop {
@@ -129,7 +136,12 @@ func FuzzObject(f *testing.F) {
 	f.Add([]byte(`{"a":1,"a":"x"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var elems []json.RawMessage
-		if Array(data, func(v []byte) error { elems = append(elems, v); return nil }) == nil && json.Valid(data) {
+		aerr := Array(data, func(v []byte) error { elems = append(elems, v); return nil })
+		trimmed := bytes.TrimSpace(data)
+		if isArray := json.Valid(data) && (bytes.HasPrefix(trimmed, []byte("[")) || string(trimmed) == "null"); (aerr == nil) != isArray {
+			t.Fatalf("Array: %v; json.Valid and an array: %v", aerr, isArray)
+		}
+		if aerr == nil && json.Valid(data) {
 			var want []json.RawMessage
 			if json.Unmarshal(data, &want) == nil && len(want) != len(elems) {
 				t.Fatalf("%d elements, want %d", len(elems), len(want))
@@ -149,9 +161,13 @@ func FuzzObject(f *testing.F) {
 			}
 			return nil
 		})
+		isObject := json.Valid(data) && bytes.HasPrefix(bytes.TrimLeft(data, " \t\r\n"), []byte("{"))
+		if (err == nil) != isObject {
+			t.Fatalf("Object: %v; json.Valid and an object: %v", err, isObject)
+		}
 		var want map[string]json.RawMessage
-		if json.Unmarshal(data, &want) != nil || !json.Valid(data) {
-			return // invalid JSON: no panic is all that is asked
+		if json.Unmarshal(data, &want) != nil {
+			return
 		}
 		if want == nil { // "null"
 			if err == nil {

@@ -1,0 +1,8 @@
+//go:build !unix
+
+package anthropic
+
+import "time"
+
+// cpuTime is not measured here: the CPU-time metrics are left out.
+func cpuTime() time.Duration { return 0 }
