@@ -1,0 +1,196 @@
+// Package cli holds what every face that runs an agent shares on the
+// command line: the agent flags (provider, model, permissions, limits,
+// stream watchdog), turning them and the environment into agent.Options,
+// and opening a new, continued or resumed session.
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/provider"
+	"github.com/sluicehq/sluice/internal/provider/demo"
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// Version is sluice's version, reported by faces.
+const Version = "0.1.0"
+
+// AgentFlags are the flags of an agent session.
+type AgentFlags struct {
+	Provider        string
+	Model           string
+	BaseURL         string
+	PermissionMode  string
+	SkipPermissions bool
+	MaxTurns        int
+	MaxTokens       int
+	ThinkingBudget  int
+	SystemPrompt    string
+	AddDirs         stringList
+	WorkDir         string
+	StallWarning    time.Duration
+	IdleTimeout     time.Duration
+	DemoDelay       time.Duration
+}
+
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// Register adds the flags to fs.
+func (f *AgentFlags) Register(fs *flag.FlagSet) {
+	fs.StringVar(&f.Provider, "provider", "", "model provider: anthropic, openai or demo (default: picked from the API keys in the environment; demo without any)")
+	fs.StringVar(&f.Model, "model", "", "model name (default: the provider's)")
+	fs.StringVar(&f.BaseURL, "base-url", "", "API base URL (default: ANTHROPIC_BASE_URL / OPENAI_BASE_URL, else the provider's)")
+	fs.StringVar(&f.PermissionMode, "permission-mode", "", "default, acceptEdits, bypassPermissions or plan")
+	fs.BoolVar(&f.SkipPermissions, "dangerously-skip-permissions", false, "run every tool without asking (bypassPermissions)")
+	fs.IntVar(&f.MaxTurns, "max-turns", 0, "most model responses for one message (default 100)")
+	fs.IntVar(&f.MaxTokens, "max-tokens", 0, "output token limit per response (default: the provider's)")
+	fs.IntVar(&f.ThinkingBudget, "thinking-budget", 0, "extended thinking budget in tokens (0: off)")
+	fs.StringVar(&f.SystemPrompt, "append-system-prompt", "", "text added to the system prompt")
+	fs.Var(&f.AddDirs, "add-dir", "another directory the file tools may use (repeatable)")
+	fs.StringVar(&f.WorkDir, "cwd", "", "working directory of the session (default: the current directory)")
+	fs.DurationVar(&f.StallWarning, "stall-warning", 0, "silence from the model before a stalled notice (default 10s; env SLUICE_STREAM_STALL_WARNING)")
+	fs.DurationVar(&f.IdleTimeout, "stream-idle-timeout", 0, "silence from the model before the attempt is retried (default 60s; env SLUICE_STREAM_IDLE_TIMEOUT)")
+	fs.DurationVar(&f.DemoDelay, "demo-delay", 0, "pause between the demo provider's chunks (default: a realistic pace; negative: none)")
+}
+
+// Setup is a configured agent: its options, the provider chosen and the
+// session store.
+type Setup struct {
+	Options   agent.Options
+	Selection *provider.Selection
+	Store     *store.Store
+}
+
+// Setup builds the agent options from the flags and the environment.
+func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Setup, error) {
+	mode := f.PermissionMode
+	if f.SkipPermissions {
+		if mode != "" && mode != string(agent.ModeBypass) {
+			return nil, fmt.Errorf("--dangerously-skip-permissions conflicts with --permission-mode %s", mode)
+		}
+		mode = string(agent.ModeBypass)
+	}
+	pm, err := agent.ParsePermissionMode(mode)
+	if err != nil {
+		return nil, err
+	}
+	if f.MaxTurns < 0 || f.MaxTokens < 0 || f.ThinkingBudget < 0 {
+		return nil, errors.New("--max-turns, --max-tokens and --thinking-budget must not be negative")
+	}
+	sel, err := provider.Open(provider.Config{
+		Provider: f.Provider, Model: f.Model, BaseURL: f.BaseURL,
+		Demo: demoConfig(f.DemoDelay),
+	}, getenv)
+	if err != nil {
+		return nil, err
+	}
+	so := sel.StreamOptions
+	if f.StallWarning != 0 {
+		so.StallWarning = f.StallWarning
+	}
+	if f.IdleTimeout != 0 {
+		so.IdleTimeout = f.IdleTimeout
+	}
+	root, err := store.DefaultRoot()
+	if err != nil {
+		return nil, err
+	}
+	wd := f.WorkDir
+	if wd == "" {
+		if wd, err = os.Getwd(); err != nil {
+			return nil, err
+		}
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	st := store.New(root)
+	return &Setup{
+		Selection: sel,
+		Store:     st,
+		Options: agent.Options{
+			Provider:       sel.Provider,
+			Model:          sel.Model,
+			SystemPrompt:   f.SystemPrompt,
+			WorkDir:        wd,
+			AllowedDirs:    f.AddDirs,
+			PermissionMode: pm,
+			MaxTurns:       f.MaxTurns,
+			MaxTokens:      f.MaxTokens,
+			ThinkingBudget: f.ThinkingBudget,
+			Stream:         so,
+			Store:          st,
+			Logger:         logger,
+		},
+	}, nil
+}
+
+func demoConfig(delay time.Duration) demo.Config { return demo.Config{Delay: delay} }
+
+// OpenSession starts a new session, or continues the most recent one of
+// the working directory (cont), or resumes session resume.
+func (s *Setup) OpenSession(cont bool, resume string) (*agent.Session, error) {
+	switch {
+	case resume != "":
+		return agent.Open(s.Options, resume)
+	case cont:
+		list, err := agent.ListSessions(s.Store, s.Options.WorkDir)
+		if err != nil {
+			return nil, err
+		}
+		if len(list) == 0 {
+			return nil, fmt.Errorf("no session to continue in %s", s.Options.WorkDir)
+		}
+		return agent.Open(s.Options, list[0].ID)
+	}
+	return agent.New(s.Options)
+}
+
+// APIKeySource names where the provider's key came from, never the key.
+func (s *Setup) APIKeySource(getenv func(string) string) string {
+	switch s.Selection.Name {
+	case provider.Anthropic:
+		if getenv("ANTHROPIC_API_KEY") != "" {
+			return "ANTHROPIC_API_KEY"
+		}
+		if getenv("ANTHROPIC_AUTH_TOKEN") != "" {
+			return "ANTHROPIC_AUTH_TOKEN"
+		}
+	case provider.OpenAI:
+		if getenv("OPENAI_API_KEY") != "" {
+			return "OPENAI_API_KEY"
+		}
+	}
+	return "none"
+}
+
+// ParseInterspersed parses fs over args allowing flags after positional
+// arguments (sluice -p "prompt" --output-format json), as people type them.
+// A "--" ends the flags.
+func ParseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if len(args) > 0 && len(rest) < len(args) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
