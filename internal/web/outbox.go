@@ -16,7 +16,7 @@ import (
 //
 // Guarantees:
 //   - Every message is sent, once, in the order it was written. Adjacent
-//     deltas of one block are merged with protocol.Merge: their chunks are
+//     deltas of one block are merged with a protocol.Merger: their chunks are
 //     concatenated in arrival order, never replaced, and the merged event
 //     carries firstSeq (DESIGN.md §2 rule 5).
 //   - A delta waits at most one window (e.g. 16 ms) after the first
@@ -38,8 +38,9 @@ type outbox struct {
 
 	mu      sync.Mutex
 	queue   []frame
-	bytes   int  // approximate size of queue
-	urgent  bool // the queue holds a message that must not wait
+	merger  protocol.Merger // grows the queue's last frame
+	bytes   int             // approximate size of queue
+	urgent  bool            // the queue holds a message that must not wait
 	closed  bool
 	wakeRun chan struct{} // capacity 1: "the queue changed" for run
 	wakeW   chan struct{} // capacity 1: "the queue drained" for Write
@@ -95,13 +96,14 @@ func (o *outbox) Write(ctx context.Context, msg []byte) error {
 	if ev != nil && len(o.queue) > 0 {
 		last := &o.queue[len(o.queue)-1]
 		if last.ev != nil {
-			if m, ok := protocol.Merge(last.ev, ev); ok {
+			if m, ok := o.merger.Merge(last.ev, ev); ok {
 				last.ev, last.raw = m, nil
 				o.bytes += len(msg)
 				return nil
 			}
 		}
 	}
+	o.merger.Reset()
 	o.queue = append(o.queue, frame{raw: msg, ev: ev})
 	o.bytes += len(msg)
 	if ev == nil {
@@ -170,6 +172,7 @@ func (o *outbox) take(ctx context.Context) ([]frame, bool) {
 		if len(o.queue) > 0 && (o.urgent || o.window <= 0 || expired) {
 			q := o.queue
 			o.queue, o.bytes, o.urgent = nil, 0, false
+			o.merger.Reset()
 			o.mu.Unlock()
 			signal(o.wakeW)
 			return q, true
