@@ -257,6 +257,9 @@ func TestPermissionAskedAndAnswered(t *testing.T) {
 			if req.Name != "Bash" || req.CompactParams != "echo hi" {
 				t.Fatalf("request %+v", req)
 			}
+			if pend := s.PendingPermissions(); len(pend) != 1 || pend[0].RequestID != req.RequestID || pend[0].Seq != req.Seq {
+				t.Fatalf("pending %+v", pend)
+			}
 			if err := s.AnswerPermission("nope", protocol.DecisionAllow); !errors.Is(err, agent.ErrUnknownRequest) {
 				t.Fatalf("unknown request id: %v", err)
 			}
@@ -266,6 +269,9 @@ func TestPermissionAskedAndAnswered(t *testing.T) {
 			res, err := h.Wait(bg(t))
 			if err != nil {
 				t.Fatal(err)
+			}
+			if pend := s.PendingPermissions(); len(pend) != 0 {
+				t.Fatalf("still pending after the answer: %+v", pend)
 			}
 			rec.checkMatches(s)
 			tb := s.Messages().Messages[1].Blocks[0]

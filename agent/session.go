@@ -1,11 +1,13 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -86,8 +88,8 @@ type Session struct {
 	marks     map[string]ctxMark
 	queued    []*job
 	current   *job
-	waiters   map[string]chan string // pending permission requests
-	ctxTokens int                    // estimate of the context's size
+	waiters   map[string]*waiter // pending permission requests
+	ctxTokens int                // estimate of the context's size
 	closed    bool
 	titled    bool
 }
@@ -188,7 +190,7 @@ func newSession(opts Options, id string) (*Session, error) {
 		mode:    opts.PermissionMode,
 		always:  map[string]bool{},
 		marks:   map[string]ctxMark{},
-		waiters: map[string]chan string{},
+		waiters: map[string]*waiter{},
 	}
 	return s, nil
 }
@@ -467,14 +469,34 @@ func (s *Session) AnswerPermission(requestID, decision string) error {
 		return fmt.Errorf("agent: unknown decision %q", decision)
 	}
 	s.mu.Lock()
-	ch, ok := s.waiters[requestID]
+	w, ok := s.waiters[requestID]
 	delete(s.waiters, requestID)
 	s.mu.Unlock()
 	if !ok {
 		return ErrUnknownRequest
 	}
-	ch <- decision // buffered
+	w.answer <- decision // buffered
 	return nil
+}
+
+// waiter is a permission request waiting for its answer.
+type waiter struct {
+	req    protocol.PermissionRequest
+	answer chan string // capacity 1
+}
+
+// PendingPermissions returns the permission requests still waiting for an
+// answer, oldest first, for a face that attaches with a snapshot after
+// they were published.
+func (s *Session) PendingPermissions() []protocol.PermissionRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]protocol.PermissionRequest, 0, len(s.waiters))
+	for _, w := range s.waiters {
+		out = append(out, w.req)
+	}
+	slices.SortFunc(out, func(a, b protocol.PermissionRequest) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out
 }
 
 // Close aborts the work in progress, stops the session and closes every

@@ -159,24 +159,26 @@ func (s *Session) permit(ctx context.Context, msgID string, c toolCall, t tool.T
 		RequestID: s.opts.NewID(), MessageID: msgID, BlockIndex: c.display, ToolID: c.id,
 		Name: c.name, Parameters: string(c.input), CompactParams: compact, Reason: d.Reason,
 	}
-	ch := make(chan string, 1)
+	w := &waiter{answer: make(chan string, 1)}
 	s.mu.Lock()
-	s.waiters[req.RequestID] = ch
+	// Publish under s.mu so that PendingPermissions never shows a request
+	// without its seq.
+	w.req = s.publish(req).(protocol.PermissionRequest)
+	s.waiters[req.RequestID] = w
 	s.mu.Unlock()
-	s.publish(req)
 	var decision string
 	if s.opts.Approve != nil {
-		decision = s.opts.Approve(ctx, req)
+		decision = s.opts.Approve(ctx, w.req)
 		s.mu.Lock()
 		_, pending := s.waiters[req.RequestID]
 		delete(s.waiters, req.RequestID)
 		s.mu.Unlock()
 		if !pending { // a face answered first
-			decision = <-ch
+			decision = <-w.answer
 		}
 	} else {
 		select {
-		case decision = <-ch:
+		case decision = <-w.answer:
 		case <-ctx.Done():
 			s.mu.Lock()
 			delete(s.waiters, req.RequestID)
