@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/internal/provider"
 	"github.com/sluicehq/sluice/internal/provider/demo"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/model"
 )
 
 // Version is sluice's version, reported by faces.
@@ -38,6 +39,10 @@ type AgentFlags struct {
 	StallWarning    time.Duration
 	IdleTimeout     time.Duration
 	DemoDelay       time.Duration
+	ContextWindow   int
+	AutoCompact     float64
+
+	fs *flag.FlagSet // to tell the flags given from the defaults
 }
 
 type stringList []string
@@ -47,6 +52,7 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 // Register adds the flags to fs.
 func (f *AgentFlags) Register(fs *flag.FlagSet) {
+	f.fs = fs
 	fs.StringVar(&f.Provider, "provider", "", "model provider: anthropic, openai or demo (default: picked from the API keys in the environment; demo without any)")
 	fs.StringVar(&f.Model, "model", "", "model name (default: the provider's)")
 	fs.StringVar(&f.BaseURL, "base-url", "", "API base URL (default: ANTHROPIC_BASE_URL / OPENAI_BASE_URL, else the provider's)")
@@ -61,6 +67,8 @@ func (f *AgentFlags) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.StallWarning, "stall-warning", 0, "silence from the model before a stalled notice (default 10s; env SLUICE_STREAM_STALL_WARNING)")
 	fs.DurationVar(&f.IdleTimeout, "stream-idle-timeout", 0, "silence from the model before the attempt is retried (default 60s; env SLUICE_STREAM_IDLE_TIMEOUT)")
 	fs.DurationVar(&f.DemoDelay, "demo-delay", 0, "pause between the demo provider's chunks (default: a realistic pace; negative: none)")
+	fs.IntVar(&f.ContextWindow, "context-window", 0, "the model's context window in tokens (default 200000)")
+	fs.Float64Var(&f.AutoCompact, "auto-compact", 0, "compact the session when the context passes this share of the window (default 0.85; negative: never)")
 }
 
 // Setup is a configured agent: its options, the provider chosen and the
@@ -71,8 +79,14 @@ type Setup struct {
 	Store     *store.Store
 }
 
-// Setup builds the agent options from the flags and the environment.
+// Setup builds the agent options from the flags, the settings file
+// (ConfigPath) and the environment.
 func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Setup, error) {
+	conf, err := LoadConfig(ConfigPath(getenv))
+	if err != nil {
+		return nil, err
+	}
+	f.applyConfig(conf, setFlags(f.fs))
 	mode := f.PermissionMode
 	if f.SkipPermissions {
 		if mode != "" && mode != string(agent.ModeBypass) {
@@ -94,7 +108,13 @@ func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Se
 	if err != nil {
 		return nil, err
 	}
-	so := sel.StreamOptions
+	// Settings file < environment < flags.
+	so, err := model.StreamOptionsFromEnv(model.StreamOptions{
+		StallWarning: time.Duration(conf.StallWarning), IdleTimeout: time.Duration(conf.StreamIdleTimeout),
+	}, getenv)
+	if err != nil {
+		return nil, err
+	}
 	if f.StallWarning != 0 {
 		so.StallWarning = f.StallWarning
 	}
@@ -128,6 +148,8 @@ func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Se
 			MaxTurns:       f.MaxTurns,
 			MaxTokens:      f.MaxTokens,
 			ThinkingBudget: f.ThinkingBudget,
+			ContextWindow:  f.ContextWindow,
+			AutoCompact:    f.AutoCompact,
 			Stream:         so,
 			Store:          st,
 			Logger:         logger,
