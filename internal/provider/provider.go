@@ -126,7 +126,9 @@ func Open(cfg Config, getenv func(string) string) (*Selection, error) {
 			Model:      first(modelName, getenv("ANTHROPIC_MODEL")),
 			HTTPClient: cfg.HTTPClient,
 		}
-		if cfg.APIKey == "" {
+		if c.APIKey == "" {
+			// A gateway's bearer token, used only without a key: one
+			// credential per request.
 			c.AuthToken = getenv("ANTHROPIC_AUTH_TOKEN")
 		}
 		if c.APIKey == "" && c.AuthToken == "" && c.BaseURL == "" {
