@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -649,4 +650,39 @@ func collapse(ms []string) []string {
 		}
 	}
 	return out
+}
+
+func TestContextOverflowCompactsAndRetries(t *testing.T) {
+	t.Parallel()
+	overflow := fmt.Errorf("anthropic API error 400: prompt is too long: %w", model.ErrContextOverflow)
+	p := &scripted{responses: [][]step{
+		response(one(start("m1")), text(0, "One."), stop("end_turn")),
+		one(step{err: overflow}),
+		response(one(start("c")), text(0, "Summary of one."), stop("end_turn")),
+		response(one(start("m2")), text(0, "Two."), stop("end_turn")),
+	}}
+	s := newSession(t, p, nil)
+	s.Run(bg(t), "one")
+	res, err := s.Run(bg(t), "two")
+	if err != nil || res.Text != "Two." {
+		t.Fatalf("res %+v err %v", res, err)
+	}
+	if p.count() != 4 {
+		t.Fatalf("%d requests, want the failed one, the summary and the retry", p.count())
+	}
+	msgs := s.Messages().Messages
+	var compacted bool
+	for _, m := range msgs {
+		compacted = compacted || (len(m.Blocks) > 0 && m.Blocks[0].Type == protocol.BlockCompact)
+	}
+	if !compacted {
+		t.Fatalf("no compact block: %+v", msgs)
+	}
+	for _, m := range msgs {
+		for _, b := range m.Blocks {
+			if b.Type == protocol.BlockError {
+				t.Fatalf("a recovered overflow left an error block: %+v", msgs)
+			}
+		}
+	}
 }

@@ -31,8 +31,43 @@ func (s *Session) compact(ctx context.Context) error {
 	if len(msgs) == 0 {
 		return ErrNothingToCompact
 	}
+	// A context too long to summarise loses its oldest rounds until the
+	// summary request fits.
+	var text string
+	var err error
+	for from := 0; ; {
+		text, err = s.summarize(ctx, msgs[from:])
+		if !errors.Is(err, model.ErrContextOverflow) {
+			break
+		}
+		next := dropOldest(msgs, from)
+		if next <= from || next >= len(msgs) {
+			break
+		}
+		from = next
+	}
+	if err != nil {
+		return err
+	}
+
+	keep := keepFrom(msgs, s.opts.ContextWindow)
+	folded := foldContext(text, msgs[keep:])
+	msg := protocol.Message{ID: s.opts.NewID(), Role: protocol.RoleAssistant, CreatedAt: s.now(),
+		Blocks: []protocol.Block{{Type: protocol.BlockCompact, Content: text}}}
+	s.mu.Lock()
+	s.ctxMsgs = folded
+	s.epoch++
+	s.ctxTokens = estimateTokens(folded)
+	s.mu.Unlock()
+	s.publish(protocol.CompactBlockAdded{Message: msg})
+	s.persist(record{Type: recCompact, Time: s.now(), Message: &msg, KeepFrom: keep})
+	return nil
+}
+
+// summarize asks the model for a summary of msgs.
+func (s *Session) summarize(ctx context.Context, msgs []model.Message) (string, error) {
 	req := s.request()
-	req.Messages = append(msgs, model.Message{Role: model.RoleUser, Content: []model.Content{{Type: model.ContentText, Text: compactPrompt}}})
+	req.Messages = append(append([]model.Message(nil), msgs...), model.Message{Role: model.RoleUser, Content: []model.Content{{Type: model.ContentText, Text: compactPrompt}}})
 	req.ThinkingBudget = 0
 
 	var acc model.Accumulator
@@ -54,10 +89,10 @@ func (s *Session) compact(ctx context.Context) error {
 		}
 	}
 	if c := abortCause(ctx); c != nil {
-		return c
+		return "", c
 	}
 	if err != nil {
-		return fmt.Errorf("compact: %w", err)
+		return "", fmt.Errorf("compact: %w", err)
 	}
 	var summary strings.Builder
 	if resp := acc.Response(); resp != nil {
@@ -69,21 +104,22 @@ func (s *Session) compact(ctx context.Context) error {
 	}
 	text := strings.TrimSpace(summary.String())
 	if text == "" {
-		return errors.New("compact: the model returned an empty summary")
+		return "", errors.New("compact: the model returned an empty summary")
 	}
+	return text, nil
+}
 
-	keep := keepFrom(msgs, s.opts.ContextWindow)
-	folded := foldContext(text, msgs[keep:])
-	msg := protocol.Message{ID: s.opts.NewID(), Role: protocol.RoleAssistant, CreatedAt: s.now(),
-		Blocks: []protocol.Block{{Type: protocol.BlockCompact, Content: text}}}
-	s.mu.Lock()
-	s.ctxMsgs = folded
-	s.epoch++
-	s.ctxTokens = estimateTokens(folded)
-	s.mu.Unlock()
-	s.publish(protocol.CompactBlockAdded{Message: msg})
-	s.persist(record{Type: recCompact, Time: s.now(), Message: &msg, KeepFrom: keep})
-	return nil
+// dropOldest returns where msgs[from:] starts once its oldest quarter is
+// dropped, at the start of a round (a user message with text) so that no
+// tool result loses its call.
+func dropOldest(msgs []model.Message, from int) int {
+	target := from + max(1, (len(msgs)-from)/4)
+	for i := target; i < len(msgs); i++ {
+		if msgs[i].Role == model.RoleUser && hasText(msgs[i]) {
+			return i
+		}
+	}
+	return len(msgs)
 }
 
 // foldContext is the summary followed by the kept messages. The summary is

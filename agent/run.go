@@ -42,14 +42,22 @@ func (s *Session) runMessage(j *job) Result {
 			res.Err = abortCause(ctx)
 			return res
 		}
-		out := s.respond(ctx, &res)
+		out := s.respond(ctx, &res, !overflowCompacted)
 		if out.err != nil {
 			if errors.Is(out.err, model.ErrContextOverflow) && !overflowCompacted && !out.aborted {
 				// The request did not fit: fold the context and try again.
 				overflowCompacted = true
-				if err := s.compact(ctx); err == nil {
+				err := s.compact(ctx)
+				if err == nil {
 					continue
 				}
+				if c := abortCause(ctx); c != nil {
+					res.Err = c
+					return res
+				}
+				res.Err = fmt.Errorf("%w; compacting the session failed too: %v", out.err, err)
+				s.noteOn(newAttempt(s), res.Err.Error())
+				return res
 			}
 			res.Err = out.err
 			return res
@@ -103,8 +111,9 @@ type responseOutcome struct {
 }
 
 // respond streams one model response into the session, retrying as the
-// stream options say.
-func (s *Session) respond(ctx context.Context, res *Result) responseOutcome {
+// stream options say. When canCompact, a context overflow leaves no trace
+// in the display: the caller compacts and asks again.
+func (s *Session) respond(ctx context.Context, res *Result, canCompact bool) responseOutcome {
 	req := s.request()
 	att := newAttempt(s)
 	start := time.Now()
@@ -121,6 +130,12 @@ func (s *Session) respond(ctx context.Context, res *Result) responseOutcome {
 	aborted := false
 	if cause := abortCause(ctx); cause != nil {
 		err, aborted = cause, true
+	}
+	if canCompact && !aborted && errors.Is(err, model.ErrContextOverflow) {
+		if att.msgID != "" {
+			s.publish(protocol.AssistantMessageDiscarded{MessageID: att.msgID, Reason: "the context is too long; compacting"})
+		}
+		return responseOutcome{att: att, err: err}
 	}
 	att.finish(err, aborted)
 	u := att.totalUsage()
