@@ -12,6 +12,15 @@ go vet ./...
 echo "== go test -race"
 go test -race -timeout 10m ./...
 
+echo "== node --test (the page's JavaScript reducer against the protocol vectors)"
+node --test internal/web/jstest/
+
+echo "== load check: sessions streaming over WebSocket through a real sluice serve"
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
+go build -o "$bin/sluice" ./cmd/sluice
+go run ./internal/web/cmd/loadcheck -sluice "$bin/sluice" -sessions 20
+
 echo "== fuzz (${fuzztime} each)"
 # Every Fuzz* function of the module, found rather than listed, so that a new
 # target runs without editing this file.
