@@ -26,8 +26,9 @@ type connection struct {
 	writerDone chan struct{}
 	writeErr   error // set by the writer before it closes writerDone
 
-	mu       sync.Mutex // guards attached
+	mu       sync.Mutex // guards attached and closing
 	attached map[string]*attachment
+	closing  bool // serve is tearing down: attach no more
 }
 
 func newConnection(ctx context.Context, s *Server, conn Conn) *connection {
@@ -41,9 +42,21 @@ func newConnection(ctx context.Context, s *Server, conn Conn) *connection {
 
 func (c *connection) serve() error {
 	go c.writer()
-	err := c.readLoop()
+	readDone := make(chan error, 1)
+	go func() { readDone <- c.readLoop() }()
+	var err error
+	select {
+	case err = <-readDone:
+	case <-c.ctx.Done():
+		// A read blocked in the underlying reader (a terminal's or a
+		// pipe's stdin) may not observe ctx: close the connection, which
+		// unblocks it where it can, and do not wait for it.
+		c.conn.Close()
+		err = c.ctx.Err()
+	}
 	c.stopRead()
 	c.mu.Lock()
+	c.closing = true
 	atts := make([]*attachment, 0, len(c.attached))
 	for _, a := range c.attached {
 		atts = append(atts, a)
@@ -54,7 +67,10 @@ func (c *connection) serve() error {
 		a.detach()
 	}
 	c.end()
-	<-c.writerDone
+	select {
+	case <-c.writerDone:
+	case <-c.ctx.Done(): // the writer may be blocked on a peer that reads nothing
+	}
 	c.conn.Close()
 	if err == nil {
 		err = c.writeErr
@@ -69,6 +85,9 @@ func (c *connection) end() { c.stopOnce.Do(func() { close(c.stop) }) }
 func (c *connection) readLoop() error {
 	for {
 		msg, err := c.conn.Read(c.readCtx)
+		if c.readCtx.Err() != nil {
+			return c.readCtx.Err()
+		}
 		switch {
 		case err == nil:
 			c.handle(msg)
@@ -209,6 +228,12 @@ func (c *connection) attach(req *Request, e *entry, lastSeq *int64, epoch string
 	// The answer goes out before the pump starts: the events follow it.
 	c.reply(req, res, nil)
 	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		cancel()
+		sub.Close()
+		return
+	}
 	c.attached[id] = a
 	c.mu.Unlock()
 	go a.pump()

@@ -1,7 +1,9 @@
 package rpc_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -433,5 +435,26 @@ func TestRestoreAfterTheServerStops(t *testing.T) {
 	w2.result("listSessions", map[string]any{}, &list)
 	if len(list.Sessions) != 1 || !list.Sessions[0].Live {
 		t.Fatalf("listSessions after restore %+v", list)
+	}
+}
+
+func TestServeConnReturnsWhenCtxIsDone(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, rpctest.NewScript(), nil, nil)
+	srvSide, hostSide := rpctest.Pipe(0)
+	defer hostSide.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- ts.srv.ServeConn(ctx, srvSide) }()
+	// The server is attached and reading when ctx ends.
+	if err := hostSide.Write(context.Background(), []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hostSide.Read(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-served; !errors.Is(err, context.Canceled) {
+		t.Fatalf("ServeConn after cancel: %v", err)
 	}
 }

@@ -345,8 +345,16 @@ func jsonOf(t *testing.T, v any) string {
 // runToIdle sends a message and reads until the session is idle again.
 func (w *wire) runToIdle(text string) string {
 	w.t.Helper()
+	start := len(w.events)
 	var res rpc.SendMessageResult
 	w.result("sendMessage", map[string]any{"text": text}, &res)
+	// The answer and the run's events race: the run may have ended
+	// before the answer came.
+	for _, ev := range w.events[start:] {
+		if isIdle(ev) {
+			return res.MessageID
+		}
+	}
 	w.until(isIdle)
 	return res.MessageID
 }
