@@ -110,13 +110,13 @@ func (m *Model) expandedKey(s string) tea.Cmd {
 	switch s {
 	case "ctrl+o", "esc", "q":
 		m.expanded = nil
-		return nil
+		return m.hold()
 	case "ctrl+c":
 		m.expanded = nil
 		if m.busy() {
 			m.interrupt()
 		}
-		return nil
+		return m.hold()
 	case "up", "k":
 		e.off--
 	case "down", "j":

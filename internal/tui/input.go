@@ -54,7 +54,11 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	case m.expanded != nil:
 		return m.expandedKey(s)
 	case s == "ctrl+o":
-		m.expand()
+		if m.printing {
+			m.expandAfterPrint = true
+		} else {
+			m.expand()
+		}
 		return nil
 	case len(m.perms) > 0:
 		return m.permissionKey(s)

@@ -53,10 +53,15 @@ func TestExpandedViewIsAStillSnapshot(t *testing.T) {
 		t.Fatal("something was printed on the alternate screen")
 	}
 	h.key("ctrl+o")
-	back := h.current()
-	if back.alt {
+	if h.current().alt {
 		t.Fatal("ctrl+o did not close the expanded view")
 	}
+	// Printing waits until the main screen is back on the terminal.
+	if !h.m.holdPrints || len(h.scroll) != len(strings.Split(snap.scroll, "\n")) {
+		t.Fatal("printed before the main screen was back")
+	}
+	h.send(releaseMsg{hold: h.m.holds})
+	back := h.current()
 	// What finished meanwhile is printed now; the live area resumes from
 	// the current state.
 	for _, w := range first {

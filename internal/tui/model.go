@@ -30,6 +30,9 @@ const (
 	maxBatch = 1024
 	// inputMaxHeight is the input box's tallest height in lines.
 	inputMaxHeight = 8
+	// frameHold is how long printing waits for a frame to reach the
+	// terminal: a few of Bubble Tea's frame periods.
+	frameHold = 100 * time.Millisecond
 )
 
 // Messages of the UI's own commands.
@@ -47,6 +50,8 @@ type (
 	}
 	tickMsg    struct{}
 	printedMsg struct{}
+	// releaseMsg ends a hold on printing (holdPrints).
+	releaseMsg struct{ hold int }
 	// runDoneMsg says that a piece of work the UI started has ended.
 	runDoneMsg struct {
 		gen  int
@@ -112,6 +117,17 @@ type Model struct {
 
 	outbox   []string // lines to print above the UI, in order
 	printing bool     // a print is on its way to the terminal
+	// holdPrints delays printing until a frame is on the terminal: at the
+	// start (before the first frame Bubble Tea places printed lines as if
+	// the frame filled the screen, charmbracelet/bubbletea#1740), and after
+	// the expanded view (until the main screen is back, a print would land
+	// on the alternate screen). holds counts the holds, so that a timer of
+	// an earlier one does not end a later one.
+	holdPrints bool
+	holds      int
+	// expandAfterPrint defers ctrl+o while a print is on its way: it must
+	// reach the main screen before the alternate one replaces it.
+	expandAfterPrint bool
 	printer  func(string) tea.Cmd
 	profile  colorprofile.Profile
 
@@ -162,12 +178,26 @@ func newModel(ctx context.Context, opts Options, b backend) *Model {
 	}
 	m.md = newMarkdown(m.style, m.width-2)
 	m.input = newInput(m.width)
-	m.attach(b, "")
+	m.attach(b, fmt.Sprintf("✻ sluice · %s · /help for commands · ctrl+o expanded view · esc interrupts", b.WorkDir()))
 	return m
 }
 
-// teaPrinter prints s above the program, then reports it printed so that
-// the next print waits for this one (commands run concurrently).
+// printRoom is how many terminal rows one print may take: the live frame
+// is kept that much shorter than the terminal (View).
+//
+// Bubble Tea inserts printed lines above the frame it last flushed, which
+// may still be the frame from before the printed content left the live
+// area (it flushes on a ticker; nothing tells when). When the printed rows
+// and that frame together are taller than the terminal, rows of the old
+// frame are scrolled into the scrollback for good: content shown twice
+// (charmbracelet/bubbletea#1736). With every frame at most height-room
+// rows and every print at most room rows, the two always fit, whichever
+// frame was flushed last.
+func printRoom(height int) int { return max(height/4, 1) }
+
+// teaPrinter prints s above the program in pieces of at most printRoom
+// rows, then reports it printed so that the next print waits for this one
+// (commands run concurrently).
 func (m *Model) teaPrinter(s string) tea.Cmd {
 	if m.profile < colorprofile.TrueColor {
 		var buf strings.Builder
@@ -175,7 +205,34 @@ func (m *Model) teaPrinter(s string) tea.Cmd {
 		_, _ = w.WriteString(s)
 		s = buf.String()
 	}
-	return tea.Sequence(tea.Println(s), func() tea.Msg { return printedMsg{} })
+	var cmds []tea.Cmd
+	for _, piece := range splitRows(s, m.width, printRoom(m.height)) {
+		if piece == "" {
+			piece = " " // Bubble Tea prints nothing for an empty string
+		}
+		cmds = append(cmds, tea.Println(piece))
+	}
+	return tea.Sequence(append(cmds, func() tea.Msg { return printedMsg{} })...)
+}
+
+// splitRows cuts s into pieces of at most room terminal rows, counting the
+// rows a line wider than the terminal wraps onto.
+func splitRows(s string, width, room int) []string {
+	var pieces []string
+	lines := strings.Split(s, "\n")
+	start, rows := 0, 0
+	for i, l := range lines {
+		r := 1
+		if w := ansi.StringWidth(l); width > 0 && w > width {
+			r += (w - 1) / width
+		}
+		if rows > 0 && rows+r > room {
+			pieces = append(pieces, strings.Join(lines[start:i], "\n"))
+			start, rows = i, 0
+		}
+		rows += r
+	}
+	return append(pieces, strings.Join(lines[start:], "\n"))
 }
 
 // attach makes b the session on screen: its state replaces the list, the
@@ -207,6 +264,9 @@ func (m *Model) attach(b backend, banner string) {
 // Init starts reading the session's events and sends the first prompt.
 func (m *Model) Init() tea.Cmd {
 	cmds := []tea.Cmd{m.pump(), tea.RequestBackgroundColor, m.flushPrints()}
+	if m.holdPrints {
+		cmds = append(cmds, m.hold())
+	}
 	if p := strings.TrimSpace(m.opts.Prompt); p != "" {
 		m.submit(p)
 		cmds = append(cmds, m.dequeue())
@@ -269,6 +329,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.tickArmed = false
 	case printedMsg:
 		m.printing = false
+		if m.expandAfterPrint {
+			m.expandAfterPrint = false
+			m.expand()
+		}
+	case releaseMsg:
+		if msg.hold == m.holds {
+			m.holdPrints = false
+		}
 	case runDoneMsg:
 		if msg.gen != m.gen {
 			break
@@ -331,11 +399,29 @@ func (m *Model) emit(lines []string) {
 	m.outbox = append(m.outbox, "")
 }
 
+// hold stops printing for frameHold, so that a frame reaches the
+// terminal first.
+func (m *Model) hold() tea.Cmd {
+	m.holdPrints = true
+	m.holds++
+	n, clock, ctx := m.holds, m.clock, m.ctx
+	return func() tea.Msg {
+		t := clock.NewTimer(frameHold)
+		defer t.Stop()
+		select {
+		case <-t.C():
+			return releaseMsg{hold: n}
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
 // flushPrints sends what waits to be printed, once the previous print is
 // through (prints must keep their order) and unless the expanded view
 // holds the screen (nothing can be printed on the alternate screen).
 func (m *Model) flushPrints() tea.Cmd {
-	if m.printing || len(m.outbox) == 0 || m.expanded != nil {
+	if m.printing || m.holdPrints || len(m.outbox) == 0 || m.expanded != nil {
 		return nil
 	}
 	s := strings.Join(m.outbox, "\n")
@@ -416,7 +502,8 @@ func (m *Model) View() tea.View {
 		}
 	})
 	mid, box, boxCursor, bottom := m.bottom()
-	avail := max(m.height-len(mid)-len(box)-len(bottom)-1, 1)
+	// The frame stays printRoom rows short of the terminal (see printRoom).
+	avail := max(m.height-printRoom(m.height)-len(mid)-len(box)-len(bottom)-1, 1)
 	// Only the last lines of the live area fit: only they are laid out.
 	skip := 0
 	var lines []string
@@ -491,6 +578,15 @@ func (m *Model) renderBlock(msg protocol.Message, bi int, final bool) part {
 		done, rest := m.cache(msg.ID, bi).plain.parts(b.Content, w-2)
 		return reasoningPart(header, done, rest)
 	case protocol.BlockTool:
+		if b.CompactParams == "" && !final {
+			// A call waiting for permission has its parameters complete:
+			// the request carries their compact form before the block does.
+			for _, p := range m.perms {
+				if p.MessageID == msg.ID && p.BlockIndex == bi {
+					b.CompactParams = p.CompactParams
+				}
+			}
+		}
 		return fixed(toolLines(b, w))
 	case protocol.BlockError:
 		return fixed(errorLines(b.Content, w))

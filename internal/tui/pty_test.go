@@ -1,0 +1,160 @@
+package tui
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tmux drives a program in a real pseudo-terminal: tmux runs it in a
+// detached session on a private server, keys are sent with send-keys and
+// the screen (with its scrollback) is read with capture-pane.
+type tmux struct {
+	t    *testing.T
+	sock string
+}
+
+func (x *tmux) run(args ...string) (string, error) {
+	out, err := exec.Command("tmux", append([]string{"-S", x.sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+func (x *tmux) must(args ...string) string {
+	x.t.Helper()
+	out, err := x.run(args...)
+	if err != nil {
+		x.t.Fatalf("tmux %v: %v: %s", args, err, out)
+	}
+	return out
+}
+
+// history is everything the pane shows and has scrolled away, wrapped
+// lines joined.
+func (x *tmux) history() string { return x.must("capture-pane", "-p", "-J", "-S", "-", "-t", "t") }
+
+// screen is what the pane shows now.
+func (x *tmux) screen() string { return x.must("capture-pane", "-p", "-J", "-t", "t") }
+
+func (x *tmux) keys(keys ...string) { x.t.Helper(); x.must(append([]string{"send-keys", "-t", "t"}, keys...)...) }
+
+// waitFor waits until cond holds for the pane's history. The deadline is
+// only a guard against a hang: what is checked is what the screen shows.
+func (x *tmux) waitFor(what string, cond func(history, screen string) bool) {
+	x.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		h, s := x.history(), x.screen()
+		if cond(h, s) {
+			return
+		}
+		if time.Now().After(deadline) {
+			x.t.Fatalf("timed out waiting for %s; screen:\n%s\n--- history:\n%s", what, s, h)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (x *tmux) waitText(s string) {
+	x.t.Helper()
+	x.waitFor(`"`+s+`"`, func(h, _ string) bool { return strings.Contains(h, s) })
+}
+
+// TestPseudoTerminal runs the built program under tmux against the
+// scripted model and checks the terminal's scrollback: a tool call with
+// its permission prompt, a shell command, the expanded view there and
+// back, an answer interrupted with Esc; every finished block is in the
+// scrollback exactly once, and ctrl+d quits cleanly.
+func TestPseudoTerminal(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("SLUICE_REQUIRE_TMUX") != "" {
+			t.Fatal("tmux is required (SLUICE_REQUIRE_TMUX is set) but not installed")
+		}
+		t.Skip("tmux is not installed")
+	}
+	if testing.Short() {
+		t.Skip("builds and runs the program")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "tuidemo")
+	build := exec.Command("go", "build", "-o", bin, "./testdata/tuidemo")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	work := filepath.Join(dir, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	x := &tmux{t: t, sock: filepath.Join(dir, "tmux.sock")}
+	// The shell records the program's exit status; the pane stays for
+	// the test to read.
+	status := filepath.Join(dir, "status")
+	x.must("new-session", "-d", "-x", "100", "-y", "30", "-s", "t", "-c", work,
+		fmt.Sprintf("%s -delay 20ms; echo $? > %s; sleep 600", bin, status))
+	t.Cleanup(func() { _, _ = x.run("kill-server") })
+
+	x.waitText("✻ sluice")
+	x.keys("please use a tool", "Enter")
+	x.waitText("Allow Bash(")
+	x.keys("1")
+	x.waitText("END-OF-ANSWER")
+	x.waitText("↑240 ↓120 tokens")
+
+	x.keys("!echo bang-output", "Enter")
+	x.waitFor("the shell command's output", func(h, _ string) bool { return strings.Contains(h, "⎿  bang-output") })
+
+	const expandedFooter = "ctrl+o/esc back to the live view"
+	x.keys("C-o")
+	x.waitFor("the expanded view", func(_, s string) bool { return strings.Contains(s, expandedFooter) })
+	x.keys("C-o")
+	x.waitFor("the live view", func(_, s string) bool {
+		return !strings.Contains(s, expandedFooter) && strings.Contains(s, "Ask anything")
+	})
+
+	x.keys("tell me again", "Enter")
+	x.waitFor("the answer streaming", func(_, s string) bool { return strings.Contains(s, "The build is") })
+	x.keys("Escape")
+	x.waitText("Request was aborted")
+	x.waitFor("idle", func(_, s string) bool { return !strings.Contains(s, "Working…") })
+
+	h := x.history()
+	for _, tc := range []struct {
+		re   string
+		want int
+	}{
+		{`(?m)^> please use a tool$`, 1},
+		{`(?m)^● Let me run a command\.$`, 1},
+		{`(?m)^● Bash\(printf 'alpha\\nbeta\\ngamma\\n'\)$`, 1},
+		{`(?m)^  ⎿  alpha$`, 1},
+		{`(?m)^     gamma$`, 1},
+		{`(?m)^● Thanks, the command worked\.$`, 1},
+		{`END-OF-ANSWER`, 1},
+		{`(?m)^! echo bang-output$`, 1},
+		{`(?m)^  ⎿  bang-output$`, 1},
+		{`(?m)^> tell me again$`, 1},
+		{`(?m)^✗ Request was aborted$`, 1},
+		{`The build is`, 2},
+		{`Allow Bash`, 0},
+		{expandedFooter, 0},
+	} {
+		if got := len(regexp.MustCompile(tc.re).FindAllStringIndex(h, -1)); got != tc.want {
+			t.Errorf("%s: %d times in the terminal, want %d", tc.re, got, tc.want)
+		}
+	}
+	if t.Failed() {
+		t.Fatalf("terminal history:\n%s", h)
+	}
+
+	x.keys("C-d")
+	x.waitFor("the program to exit", func(_, _ string) bool {
+		b, err := os.ReadFile(status)
+		return err == nil && strings.HasSuffix(string(b), "\n")
+	})
+	if b, _ := os.ReadFile(status); strings.TrimSpace(string(b)) != "0" {
+		t.Fatalf("the program exited with status %s", b)
+	}
+}
