@@ -128,8 +128,8 @@ type Model struct {
 	// expandAfterPrint defers ctrl+o while a print is on its way: it must
 	// reach the main screen before the alternate one replaces it.
 	expandAfterPrint bool
-	printer  func(string) tea.Cmd
-	profile  colorprofile.Profile
+	printer          func(string) tea.Cmd
+	profile          colorprofile.Profile
 
 	width, height int
 	notice        string // the stream's trouble (stalled, retrying)

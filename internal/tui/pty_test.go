@@ -40,7 +40,10 @@ func (x *tmux) history() string { return x.must("capture-pane", "-p", "-J", "-S"
 // screen is what the pane shows now.
 func (x *tmux) screen() string { return x.must("capture-pane", "-p", "-J", "-t", "t") }
 
-func (x *tmux) keys(keys ...string) { x.t.Helper(); x.must(append([]string{"send-keys", "-t", "t"}, keys...)...) }
+func (x *tmux) keys(keys ...string) {
+	x.t.Helper()
+	x.must(append([]string{"send-keys", "-t", "t"}, keys...)...)
+}
 
 // waitFor waits until cond holds for the pane's history. The deadline is
 // only a guard against a hang: what is checked is what the screen shows.
