@@ -15,6 +15,7 @@ package jsonscan
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -224,6 +225,14 @@ var plainByte = func() (t [256]bool) {
 func skipString(data []byte, i int) (int, bool) {
 	i++
 	for i < len(data) {
+		// Eight bytes at a time while none is special: strings are most of
+		// a stream's bytes.
+		for i+8 <= len(data) && !special(binary.LittleEndian.Uint64(data[i:])) {
+			i += 8
+		}
+		if i >= len(data) {
+			break
+		}
 		c := data[i]
 		if plainByte[c] {
 			i++
@@ -252,6 +261,14 @@ func skipString(data []byte, i int) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// special reports whether one of the eight bytes in w may be a quote, a
+// backslash or a control character (it may err towards yes, never no).
+func special(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zero := func(v uint64) uint64 { return (v - ones) &^ v & highs }
+	return (zero(w^(ones*'"'))|zero(w^(ones*'\\'))|(w-ones*0x20)&^w&highs) != 0
 }
 
 func hex4(b []byte) bool {

@@ -2,6 +2,7 @@ package jsonscan
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -102,6 +103,24 @@ func TestString(t *testing.T) {
 		if _, err := String([]byte(bad)); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// special never misses a quote, backslash or control byte in any lane.
+func TestSpecial(t *testing.T) {
+	t.Parallel()
+	for c := range 256 {
+		for lane := range 8 {
+			w := []byte("aaaaaaaa")
+			w[lane] = byte(c)
+			want := c == '"' || c == '\\' || c < 0x20
+			if got := special(binary.LittleEndian.Uint64(w)); want && !got {
+				t.Fatalf("byte %#x in lane %d missed", c, lane)
+			}
+		}
+	}
+	if special(binary.LittleEndian.Uint64([]byte("plain é!"))) {
+		t.Fatal("plain text flagged")
 	}
 }
 
