@@ -268,7 +268,7 @@ func skipString(data []byte, i int) (int, bool) {
 func special(w uint64) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	zero := func(v uint64) uint64 { return (v - ones) &^ v & highs }
-	return (zero(w^(ones*'"'))|zero(w^(ones*'\\'))|(w-ones*0x20)&^w&highs) != 0
+	return (zero(w^(ones*'"')) | zero(w^(ones*'\\')) | (w-ones*0x20)&^w&highs) != 0
 }
 
 func hex4(b []byte) bool {
