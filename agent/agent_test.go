@@ -686,3 +686,22 @@ func TestContextOverflowCompactsAndRetries(t *testing.T) {
 		}
 	}
 }
+
+// TestToolsDoNotSeeKeys: a model that runs `env` must not get the API key
+// into a tool result (and from there into every face and the session file).
+func TestToolsDoNotSeeKeys(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-SECRET-VALUE")
+	t.Setenv("SLUICE_VISIBLE", "yes")
+	p := &scripted{responses: [][]step{
+		response(one(start("m1")), toolUse(0, "t1", "Bash", map[string]any{"command": "env"}), stop("tool_use")),
+		response(one(start("m2")), text(0, "ok"), stop("end_turn")),
+	}}
+	s := newSession(t, p, func(o *agent.Options) { o.PermissionMode = agent.ModeBypass })
+	if _, err := s.Run(bg(t), "show env"); err != nil {
+		t.Fatal(err)
+	}
+	out := s.Messages().Messages[1].Blocks[0].Result
+	if strings.Contains(out, "SECRET-VALUE") || !strings.Contains(out, "SLUICE_VISIBLE=yes") {
+		t.Fatalf("tool environment: %q", out)
+	}
+}

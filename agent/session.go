@@ -182,7 +182,7 @@ func newSession(opts Options, id string) (*Session, error) {
 		opts:    opts,
 		bus:     newBus(id, protocol.Snapshot{Messages: []protocol.Message{}}),
 		tools:   ts,
-		toolEnv: tool.Env{WorkDir: wd, AllowedDirs: opts.AllowedDirs},
+		toolEnv: tool.Env{WorkDir: wd, AllowedDirs: opts.AllowedDirs, Environ: toolEnviron()},
 		wake:    make(chan struct{}, 1),
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
