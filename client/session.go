@@ -1,13 +1,14 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-
+	"slices"
 	"sync"
 
 	"github.com/sluicehq/sluice/internal/rpc"
@@ -36,9 +37,10 @@ type Session struct {
 	info      InitializeResult
 	list      *protocol.List
 	resyncing bool
-	rewindReq string // the rewind in flight
-	running   bool   // the last runStateChanged said running
-	idleSeq   int64  // seq of the last runStateChanged idle
+	rewindReq string                                // the rewind in flight
+	pending   map[string]protocol.PermissionRequest // unanswered permission requests
+	running   bool                                  // the last runStateChanged said running
+	idleSeq   int64                                 // seq of the last runStateChanged idle
 	resyncs   int
 
 	// updates is the queue Next reads; adjacent deltas merge in it and a
@@ -67,9 +69,29 @@ func (s *Session) Info() InitializeResult {
 func (s *Session) setInfo(res InitializeResult) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	res.Snapshot = nil
+	if res.Snapshot != nil {
+		s.pending = map[string]protocol.PermissionRequest{}
+		for _, pr := range res.PendingPermissions {
+			s.pending[pr.RequestID] = pr
+		}
+	}
+	res.Snapshot, res.PendingPermissions = nil, nil
 	s.info = res
 	s.running = res.Busy
+}
+
+// PendingPermissions returns the permission requests no one has answered
+// yet, oldest first: those pending when the host attached and those
+// notified since.
+func (s *Session) PendingPermissions() []protocol.PermissionRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]protocol.PermissionRequest, 0, len(s.pending))
+	for _, pr := range s.pending {
+		out = append(out, pr)
+	}
+	slices.SortFunc(out, func(a, b protocol.PermissionRequest) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out
 }
 
 // Messages returns a copy of the host's list and its seq.
@@ -187,11 +209,19 @@ func (s *Session) apply(ev protocol.Event) {
 		go s.resync()
 		return
 	}
-	if rs, ok := ev.(protocol.RunStateChanged); ok {
-		s.running = rs.State == protocol.RunRunning
+	switch e := ev.(type) {
+	case protocol.RunStateChanged:
+		s.running = e.State == protocol.RunRunning
 		if !s.running {
-			s.idleSeq = rs.Seq
+			s.idleSeq = e.Seq
 		}
+	case protocol.PermissionRequest:
+		if s.pending == nil {
+			s.pending = map[string]protocol.PermissionRequest{}
+		}
+		s.pending[e.RequestID] = e
+	case protocol.PermissionResolved:
+		delete(s.pending, e.RequestID)
 	}
 	s.pushLocked(Update{Event: ev})
 }

@@ -221,6 +221,13 @@ func (c *connection) attach(req *Request, e *entry, lastSeq *int64, epoch string
 	if sub == nil {
 		snap, s := e.sess.SnapshotAndSubscribe(agent.SubscribeOptions{})
 		sub, res.Snapshot, res.Seq = s, &snap, snap.Seq
+		// Taken after the snapshot: a request answered before it is gone,
+		// and one answered after it is followed by its permissionResolved.
+		for _, pr := range e.sess.PendingPermissions() {
+			if pr.Seq <= snap.Seq {
+				res.PendingPermissions = append(res.PendingPermissions, pr)
+			}
+		}
 	}
 
 	ctx, cancel := context.WithCancel(c.readCtx)

@@ -152,8 +152,19 @@ func TestPermissionRoundTrip(t *testing.T) {
 		if pr.Name != "Bash" || pr.RequestID == "" || !strings.Contains(pr.Parameters, "echo") {
 			t.Fatalf("permission request %+v", pr)
 		}
+		answerer := w
+		if i == 0 {
+			// A host that attaches now learns of the pending request from
+			// its snapshot, and may answer it.
+			late := ts.dial(0)
+			r := late.initialize(rpc.InitializeParams{SessionID: w.sessions[0]})
+			if len(r.PendingPermissions) != 1 || r.PendingPermissions[0].RequestID != pr.RequestID {
+				t.Fatalf("pending permissions on attach: %+v", r.PendingPermissions)
+			}
+			answerer = late
+		}
 		var empty rpc.Empty
-		w.result("permissionResponse", map[string]any{"requestId": pr.RequestID, "decision": decision}, &empty)
+		answerer.result("permissionResponse", map[string]any{"requestId": pr.RequestID, "decision": decision}, &empty)
 		res := w.until(isMethod(protocol.MethodPermissionResolved)).(protocol.PermissionResolved)
 		if res.RequestID != pr.RequestID || res.Decision != decision {
 			t.Fatalf("resolved %+v", res)

@@ -96,6 +96,10 @@ type InitializeResult struct {
 	// Snapshot is the session's state: replace the host's list with it.
 	// It is absent when the server resumed from the host's LastSeq.
 	Snapshot *protocol.Snapshot `json:"snapshot,omitempty"`
+	// PendingPermissions are the permissionRequest events up to the
+	// snapshot that no one has answered yet (a tool waits for them); later
+	// ones arrive as notifications. Only with a snapshot.
+	PendingPermissions []protocol.PermissionRequest `json:"pendingPermissions,omitempty"`
 	// Seq is the seq after which the notifications for this session start
 	// (the snapshot's seq, or LastSeq when resumed).
 	Seq int64 `json:"seq"`
