@@ -346,3 +346,48 @@ func startText() model.Part {
 func textDelta(s string) model.Part {
 	return model.Part{Type: model.PartBlockDelta, Index: 0, Delta: model.DeltaText, Text: s}
 }
+
+func TestResumeReceivesExactlyTheMissedEvents(t *testing.T) {
+	t.Parallel()
+	srv := server(t, t.TempDir(), rpctest.NewScript(rpctest.Answer("m1", "one"), rpctest.Answer("m2", "t", "w", "o")), nil)
+	c1 := connect(t, srv, nil)
+	s1, err := c1.Initialize(bg(t), InitializeParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s1.Run(bg(t), "first"); err != nil {
+		t.Fatal(err)
+	}
+	kept, info := s1.Messages(), s1.Info()
+	c1.Close()
+
+	// The session moves on while the host is away.
+	c2 := connect(t, srv, nil)
+	s2, err := c2.Initialize(bg(t), InitializeParams{SessionID: info.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s2.Run(bg(t), "second"); err != nil {
+		t.Fatal(err)
+	}
+
+	c3 := connect(t, srv, nil)
+	s3, err := c3.Resume(bg(t), info.SessionID, info.Epoch, kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s3.Info().Resumed {
+		t.Fatalf("not resumed: %+v", s3.Info())
+	}
+	if err := s3.waitFor(bg(t), func() bool { return s3.list.Seq() == s2.Seq() }); err != nil {
+		t.Fatal(err)
+	}
+	first, err := s3.Next(bg(t))
+	if err != nil || first.Snapshot != nil || first.Event.Head().From() != kept.Seq+1 {
+		t.Fatalf("first update after resume: %+v %v", first, err)
+	}
+	sameAsServer(t, s3)
+	if s3.Resyncs() != 0 {
+		t.Fatalf("%d resyncs", s3.Resyncs())
+	}
+}
