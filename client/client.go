@@ -128,7 +128,8 @@ func New(conn Conn, opts Options) *Client {
 
 // Start starts cmd (for example exec.Command("sluice", "rpc")) with its
 // stdin and stdout as the connection. Its stderr is left as cmd has it (nil
-// discards the server's log). Close ends it cleanly.
+// discards the server's log). Close ends it cleanly; if ctx ends first, the
+// process is killed.
 func Start(ctx context.Context, cmd *exec.Cmd, opts Options) (*Client, error) {
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -147,6 +148,13 @@ func Start(ctx context.Context, cmd *exec.Cmd, opts Options) (*Client, error) {
 	}
 	c := New(rpc.NewLineConn(stdout, stdin, max), opts)
 	c.cmd, c.stdin = cmd, stdin
+	go func() {
+		select {
+		case <-ctx.Done():
+			cmd.Process.Kill()
+		case <-c.done:
+		}
+	}()
 	return c, nil
 }
 
