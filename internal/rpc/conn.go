@@ -74,9 +74,6 @@ func NewLineConn(r io.Reader, w io.Writer, maxMessage int) *LineConn {
 	return c
 }
 
-// MaxMessageBytes is the limit on one incoming line.
-func (c *LineConn) MaxMessageBytes() int { return c.max }
-
 // Read returns the next non-empty line without its line end. The returned
 // slice is the caller's. A last line without a line end counts as a line.
 //

@@ -26,12 +26,11 @@ type Step struct {
 }
 
 // Script is a model.Provider that answers each request with the next of
-// Responses, or, when they are used up, with Respond's answer. It records
-// the requests. It is safe for concurrent use.
+// its responses, or, when they are used up, with Respond's answer. It is
+// safe for concurrent use.
 type Script struct {
 	mu        sync.Mutex
 	responses [][]Step
-	requests  []*model.Request
 	// Respond answers the requests past the scripted responses; nil
 	// answers them with an error.
 	Respond func(req *model.Request) []Step
@@ -40,26 +39,11 @@ type Script struct {
 // NewScript returns a script with the given responses.
 func NewScript(responses ...[]Step) *Script { return &Script{responses: responses} }
 
-// Add appends responses.
-func (p *Script) Add(responses ...[]Step) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.responses = append(p.responses, responses...)
-}
-
-// Requests returns the requests received so far.
-func (p *Script) Requests() []*model.Request {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]*model.Request(nil), p.requests...)
-}
-
 func (p *Script) Name() string { return "scripted" }
 
 func (p *Script) next(req *model.Request) ([]Step, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.requests = append(p.requests, req)
 	if len(p.responses) > 0 {
 		r := p.responses[0]
 		p.responses = p.responses[1:]
