@@ -705,3 +705,31 @@ func TestToolsDoNotSeeKeys(t *testing.T) {
 		t.Fatalf("tool environment: %q", out)
 	}
 }
+
+// TestRefusedRewindDoesNotAbort: a rewind to a message that is not there
+// fails without stopping the run in progress.
+func TestRefusedRewindDoesNotAbort(t *testing.T) {
+	t.Parallel()
+	gate := make(chan struct{})
+	p := &scripted{responses: [][]step{response(one(start("m1")), text(0, "part"), []step{{gate: gate}}, text(1, "rest"), stop("end_turn"))}}
+	s := newSession(t, p, nil)
+	rec := record(t, s)
+	h, _ := s.Submit(bg(t), "go")
+	rec.waitFor("the first text", func(ev protocol.Event) bool {
+		_, ok := ev.(protocol.AssistantContentUpdated)
+		return ok
+	})
+	if !s.Running() {
+		t.Fatal("Running() is false during a run")
+	}
+	if err := s.Rewind(bg(t), "nope"); !errors.Is(err, agent.ErrUnknownMessage) {
+		t.Fatalf("rewind: %v", err)
+	}
+	close(gate)
+	if res, err := h.Wait(bg(t)); err != nil || res.Text != "partrest" {
+		t.Fatalf("the run was disturbed: %+v %v", res, err)
+	}
+	if s.Running() {
+		t.Fatal("Running() is true after the run")
+	}
+}

@@ -172,6 +172,7 @@ type bus struct {
 	// approximates their size.
 	replay      []protocol.Event
 	replayBytes int
+	running     bool // as the last runStateChanged said
 	closed      bool
 }
 
@@ -188,6 +189,9 @@ func (b *bus) publishLocked(ev protocol.Event) (protocol.Event, error) {
 	if err := b.list.Apply(ev); err != nil {
 		// The agent built an event that does not fit its own list: a bug.
 		return nil, err
+	}
+	if rs, ok := ev.(protocol.RunStateChanged); ok {
+		b.running = rs.State == protocol.RunRunning
 	}
 	b.remember(ev)
 	for s := range b.subs {

@@ -395,22 +395,41 @@ func (s *Session) wait(ctx context.Context, j *job) (Result, error) {
 // command plus a Bash tool block with its live output. It waits for the
 // command to end.
 func (s *Session) Bang(ctx context.Context, command string) (Result, error) {
-	j, err := s.enqueue(ctx, jobBang, command)
+	h, err := s.SubmitBang(ctx, command)
 	if err != nil {
 		return Result{}, err
 	}
-	return s.wait(ctx, j)
+	return h.Wait(ctx)
+}
+
+// SubmitBang queues a shell command (see Bang) and returns at once; it runs
+// in order with the messages queued before and after it.
+func (s *Session) SubmitBang(ctx context.Context, command string) (*Handle, error) {
+	j, err := s.enqueue(ctx, jobBang, command)
+	if err != nil {
+		return nil, err
+	}
+	return &Handle{s: s, j: j}, nil
 }
 
 // Compact folds the model's context into a summary (appended to the
 // display list as a compact block) and waits for it.
 func (s *Session) Compact(ctx context.Context) error {
-	j, err := s.enqueue(ctx, jobCompact, "")
+	h, err := s.SubmitCompact(ctx)
 	if err != nil {
 		return err
 	}
-	_, err = s.wait(ctx, j)
+	_, err = h.Wait(ctx)
 	return err
+}
+
+// SubmitCompact queues a compaction (see Compact) and returns at once.
+func (s *Session) SubmitCompact(ctx context.Context) (*Handle, error) {
+	j, err := s.enqueue(ctx, jobCompact, "")
+	if err != nil {
+		return nil, err
+	}
+	return &Handle{s: s, j: j}, nil
 }
 
 // Abort stops the work in progress (keeping what streamed) and drops the
@@ -439,6 +458,10 @@ func (s *Session) Abort(reason string) {
 // the user message messageID and everything after it, from the display
 // list (published as messagesRewound) and from the model's context.
 func (s *Session) Rewind(ctx context.Context, messageID string) error {
+	// A rewind that cannot be done must not stop the work in progress.
+	if err := s.checkAnchor(messageID); err != nil {
+		return err
+	}
 	s.Abort("rewind")
 	j, err := s.enqueue(ctx, jobRewind, messageID)
 	if err != nil {
@@ -446,6 +469,29 @@ func (s *Session) Rewind(ctx context.Context, messageID string) error {
 	}
 	_, err = s.wait(ctx, j)
 	return err
+}
+
+// checkAnchor reports whether messageID is a user message of the list.
+func (s *Session) checkAnchor(messageID string) error {
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	i := s.bus.list.Index(messageID)
+	if i < 0 {
+		return fmt.Errorf("%w: %q", ErrUnknownMessage, messageID)
+	}
+	if s.bus.list.At(i).Role != protocol.RoleUser {
+		return ErrNotUserMessage
+	}
+	return nil
+}
+
+// Running reports whether the last runStateChanged said running. Read it
+// after SnapshotAndSubscribe: a change after the snapshot arrives as an
+// event.
+func (s *Session) Running() bool {
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	return s.bus.running
 }
 
 // Clear aborts the work in progress and empties the session (published as
