@@ -296,3 +296,49 @@ func TestCtrlC(t *testing.T) {
 		t.Fatal("the second ctrl+c did not quit")
 	}
 }
+
+// TestStatusAndNotices: the status line shows the model, tokens and cost;
+// a stall or a retry shows a notice until the stream moves again.
+func TestStatusAndNotices(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 100, 30)
+	h.m.submit("hi")
+	h.send(nopMsg{})
+	h.ev(runState(protocol.RunRunning), userMsg("u1", "hi"), asstMsg("a1"), textDelta("a1", 0, "partial"))
+	h.ev(protocol.StreamNotice{Kind: protocol.NoticeStalled, IdleMs: 31_000})
+	if v := h.current().view; !strings.Contains(v, "stalled: nothing received for 31s") {
+		t.Fatalf("no stall notice:\n%s", v)
+	}
+	h.ev(textDelta("a1", 0, " more"))
+	if v := h.current().view; strings.Contains(v, "stalled") {
+		t.Fatalf("the stall notice outlived the stream's recovery:\n%s", v)
+	}
+	h.ev(textEnd("a1", 0), turnEnd("a1", "end_turn", 12_345, 678), runState(protocol.RunIdle))
+	h.send(runDoneMsg{gen: h.m.gen, kind: jobMessage, res: 0.0421})
+	v := h.current().view
+	for _, want := range []string{"test-model", "↑12.3k ↓678 tokens", "$0.0421"} {
+		if !strings.Contains(v, want) {
+			t.Fatalf("status line lacks %q:\n%s", want, v)
+		}
+	}
+}
+
+// TestExpandWaitsForPrint: ctrl+o pressed while a print is on its way
+// opens the expanded view only once the print is through, so that nothing
+// is printed onto the alternate screen.
+func TestExpandWaitsForPrint(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 80, 30)
+	h.m.Update(eventsMsg{gen: h.m.gen, evs: []protocol.Event{h.publish(userMsg("u1", "question"))}})
+	if !h.m.printing {
+		t.Fatal("the user message is not being printed")
+	}
+	h.m.Update(keyMsg("ctrl+o"))
+	if h.m.expanded != nil {
+		t.Fatal("the expanded view opened while a print was on its way")
+	}
+	h.m.Update(printedMsg{})
+	if h.m.expanded == nil {
+		t.Fatal("the expanded view did not open after the print")
+	}
+}

@@ -44,6 +44,15 @@
 // with Glamour once per paragraph and the growing tail is shown as plain
 // text, so a half-open fence never makes the screen flicker.
 //
+// Bubble Tea prints above the frame it last flushed, which may be older
+// than the model's latest view (charmbracelet/bubbletea#1736); a print
+// taller than the room above that frame welds rows of the old frame into
+// the scrollback. The live frame is therefore kept printRoom rows shorter
+// than the terminal and prints are split into pieces of at most printRoom
+// rows, which fit whichever frame was flushed last. Printing also waits
+// for the first frame and, after the expanded view, for the main screen
+// to be back.
+//
 // Ctrl+O shows an expanded view (whole parameters, results and reasoning)
 // on the alternate screen: a still snapshot taken when it opens. Events go
 // on being applied meanwhile, and what becomes final is printed when the
