@@ -5,14 +5,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 
 	"github.com/sluicehq/sluice/agent"
-	"github.com/sluicehq/sluice/internal/provider/anthropic"
+	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/sluicehq/sluice/internal/rpc"
-	"github.com/sluicehq/sluice/internal/store"
-	"github.com/sluicehq/sluice/model"
 )
 
 func init() {
@@ -25,9 +24,8 @@ func init() {
 func rpcMain(ctx context.Context, args []string, stdio Stdio) int {
 	fs := flag.NewFlagSet("sluice rpc", flag.ContinueOnError)
 	fs.SetOutput(stdio.Err)
-	providerName := fs.String("provider", "anthropic", "model provider: anthropic")
-	modelName := fs.String("model", "", "model (default: the provider's)")
-	mode := fs.String("permission-mode", "default", "default permission mode of new sessions: default, acceptEdits, bypassPermissions or plan")
+	var af cli.AgentFlags
+	af.Register(fs)
 	maxMessage := fs.Int("max-message-bytes", rpc.DefaultMaxMessageBytes, "largest request line read; longer lines are answered with an error and skipped")
 	verbose := fs.Bool("verbose", false, "log debug messages to stderr")
 	if err := fs.Parse(args); err != nil {
@@ -36,42 +34,12 @@ func rpcMain(ctx context.Context, args []string, stdio Stdio) int {
 		}
 		return 2
 	}
-	level := slog.LevelInfo
-	if *verbose {
-		level = slog.LevelDebug
-	}
-	log := slog.New(slog.NewTextHandler(stdio.Err, &slog.HandlerOptions{Level: level}))
-	if _, err := agent.ParsePermissionMode(*mode); err != nil {
-		fmt.Fprintln(stdio.Err, "sluice rpc:", err)
-		return 2
-	}
-	provider, err := rpcProvider(*providerName, *modelName)
+	log := newLogger(stdio.Err, *verbose)
+	srv, err := hostServer(&af, *maxMessage, log)
 	if err != nil {
 		fmt.Fprintln(stdio.Err, "sluice rpc:", err)
 		return 2
 	}
-	streamOpts, err := model.StreamOptionsFromEnv(model.StreamOptions{}, os.Getenv)
-	if err != nil {
-		fmt.Fprintln(stdio.Err, "sluice rpc:", err)
-		return 2
-	}
-	root, err := store.DefaultRoot()
-	if err != nil {
-		fmt.Fprintln(stdio.Err, "sluice rpc:", err)
-		return 2
-	}
-	srv := rpc.NewServer(rpc.Options{
-		NewSession: func(ctx context.Context, cfg rpc.SessionConfig) (agent.Options, error) {
-			return agent.Options{
-				Provider: provider, Model: *modelName, PermissionMode: agent.PermissionMode(*mode),
-				Stream: streamOpts, Logger: log,
-			}, nil
-		},
-		Store:           store.New(root),
-		MaxMessageBytes: *maxMessage,
-		Logger:          log,
-		Version:         "dev",
-	})
 	serveErr := srv.ServeConn(ctx, rpc.NewLineConn(stdio.In, stdio.Out, *maxMessage))
 	closeErr := srv.Close()
 	if serveErr != nil && !errors.Is(serveErr, context.Canceled) {
@@ -85,16 +53,33 @@ func rpcMain(ctx context.Context, args []string, stdio Stdio) int {
 	return 0
 }
 
-// rpcProvider builds the model provider from the flags and the
-// environment (ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL).
-func rpcProvider(name, modelName string) (model.Provider, error) {
-	switch name {
-	case "anthropic":
-		key, token := os.Getenv("ANTHROPIC_API_KEY"), os.Getenv("ANTHROPIC_AUTH_TOKEN")
-		if key == "" && token == "" {
-			return nil, errors.New("set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)")
-		}
-		return anthropic.New(anthropic.Config{APIKey: key, AuthToken: token, BaseURL: os.Getenv("ANTHROPIC_BASE_URL"), Model: modelName}), nil
+// hostServer is the host protocol's server for the agent flags: sluice rpc
+// and sluice serve share it. A host's initialize may still set the working
+// directory, permission mode and model of its session.
+func hostServer(af *cli.AgentFlags, maxMessage int, log *slog.Logger) (*rpc.Server, error) {
+	setup, err := af.Setup(os.Getenv, log)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("unknown provider %q", name)
+	if n := setup.Selection.Notice; n != "" {
+		log.Info(n)
+	}
+	return rpc.NewServer(rpc.Options{
+		NewSession: func(context.Context, rpc.SessionConfig) (agent.Options, error) {
+			return setup.Options, nil
+		},
+		Store:           setup.Store,
+		WorkDir:         setup.Options.WorkDir,
+		MaxMessageBytes: maxMessage,
+		Logger:          log,
+		Version:         cli.Version,
+	}), nil
+}
+
+func newLogger(w io.Writer, verbose bool) *slog.Logger {
+	level := slog.LevelInfo
+	if verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }
