@@ -25,7 +25,8 @@ import (
 var update = flag.Bool("update", false, "rewrite the expected output of the conformance transcripts")
 
 // TestConformance runs the transcripts of testdata/conformance against the
-// real `sluice rpc` binary, on a local fake Anthropic server.
+// real `sluice rpc` binary, on a local fake Anthropic server or (by its
+// args) the built-in demo provider.
 //
 // A transcript is a txtar archive. Its comment holds "args:" (the flags
 // after "sluice rpc"). Its "script" file is a list of steps:
