@@ -38,7 +38,8 @@ type Coalescer struct {
 
 	mu      sync.Mutex
 	pending []Update
-	open    bool        // a window is open
+	merger  protocol.Merger // grows the last pending delta
+	open    bool            // a window is open
 	stop    func() bool // stops the window's timer
 	gen     int         // the current window; a timer of an older one is ignored
 	stopped bool
@@ -79,6 +80,7 @@ func (c *Coalescer) Push(u Update) {
 	case u.Snapshot != nil:
 		clear(c.pending)
 		c.pending = c.pending[:0]
+		c.merger.Reset()
 		c.closeLocked()
 		c.emit([]Update{u})
 	case isDelta(u.Event):
@@ -89,11 +91,12 @@ func (c *Coalescer) Push(u Update) {
 			return
 		}
 		if n := len(c.pending); n > 0 {
-			if m, ok := protocol.Merge(c.pending[n-1].Event, u.Event); ok {
+			if m, ok := c.merger.Merge(c.pending[n-1].Event, u.Event); ok {
 				c.pending[n-1].Event = m
 				return
 			}
 		}
+		c.merger.Reset()
 		c.pending = append(c.pending, u)
 	default:
 		batch := append(c.takeLocked(), u)
@@ -129,6 +132,7 @@ func (c *Coalescer) takeLocked() []Update {
 	}
 	batch := c.pending
 	c.pending = nil
+	c.merger.Reset()
 	return batch
 }
 

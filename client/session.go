@@ -47,6 +47,7 @@ type Session struct {
 	// snapshot supersedes what precedes it, so that a host that reads
 	// slowly holds memory in proportion to the content, not the events.
 	updates     []Update
+	merger      protocol.Merger // grows the last queued delta
 	updatesDone bool
 	wake        chan struct{}
 }
@@ -125,6 +126,9 @@ func (s *Session) Next(ctx context.Context) (Update, error) {
 			u := s.updates[0]
 			s.updates[0] = Update{}
 			s.updates = s.updates[1:]
+			if len(s.updates) == 0 {
+				s.merger.Reset() // the tail it grew is handed out
+			}
 			s.mu.Unlock()
 			return u, nil
 		}
@@ -147,13 +151,16 @@ func (s *Session) pushLocked(u Update) {
 	case u.Snapshot != nil:
 		clear(s.updates)
 		s.updates = append(s.updates[:0], u)
+		s.merger.Reset()
 	case len(s.updates) > 0 && s.updates[len(s.updates)-1].Event != nil:
-		if m, ok := protocol.Merge(s.updates[len(s.updates)-1].Event, u.Event); ok {
+		if m, ok := s.merger.Merge(s.updates[len(s.updates)-1].Event, u.Event); ok {
 			s.updates[len(s.updates)-1].Event = m
 			break
 		}
+		s.merger.Reset()
 		s.updates = append(s.updates, u)
 	default:
+		s.merger.Reset()
 		s.updates = append(s.updates, u)
 	}
 	select {
