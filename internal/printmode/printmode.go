@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/protocol"
 )
 
@@ -41,6 +42,13 @@ type Config struct {
 	// "none"), never the key.
 	APIKeySource string
 	Version      string
+	// AddDirs are the directories besides the working directory that the
+	// tools may use (system/init's additional_directories).
+	AddDirs []string
+	// MaxRetries is the model stream's retry bound, as
+	// model.StreamOptions.MaxRetries says it (0: the default), for the
+	// api_retry lines.
+	MaxRetries int
 
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
@@ -67,6 +75,16 @@ func (c *Config) ValidateFormats() error {
 	return nil
 }
 
+func (c *Config) maxRetries() int {
+	switch {
+	case c.MaxRetries == 0:
+		return model.DefaultMaxRetries
+	case c.MaxRetries < 0:
+		return 0
+	}
+	return c.MaxRetries
+}
+
 // Run answers prompt (or, with stream-json input, every user line of
 // Stdin) on sess and writes the output. It returns the process exit code:
 // 0 on success, 1 when a run failed (the cause is on Stderr).
@@ -78,11 +96,12 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 	sub := sess.Subscribe(agent.SubscribeOptions{ModelParts: cfg.OutputFormat == FormatStreamJSON})
 	defer sub.Close()
 	if cfg.OutputFormat == FormatStreamJSON {
-		w.line(map[string]any{
-			"type": "system", "subtype": "init", "cwd": sess.WorkDir(), "session_id": sess.ID(),
-			"tools": sess.Tools(), "mcp_servers": []any{}, "model": cfg.Model,
-			"permissionMode": cfg.PermissionMode, "apiKeySource": cfg.APIKeySource,
-			"sluice_version": cfg.Version, "uuid": uuid.NewString(),
+		w.line(initLine{
+			Type: "system", Subtype: "init", CWD: sess.WorkDir(), SessionID: sess.ID(),
+			Tools: sess.Tools(), MCPServers: []mcpServer{}, Model: cfg.Model,
+			PermissionMode: cfg.PermissionMode, APIKeySource: cfg.APIKeySource,
+			SluiceVersion: cfg.Version, UUID: uuid.NewString(),
+			AdditionalDirs: append([]string{}, cfg.AddDirs...),
 		})
 		w.flush()
 	}
@@ -138,6 +157,7 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	if err != nil {
 		return err
 	}
+	stream := cfg.OutputFormat == FormatStreamJSON
 	tr := newTranslator(w, cfg)
 	for {
 		// The run always ends with runStateChanged idle, also when it is
@@ -146,66 +166,83 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 		if err != nil {
 			break
 		}
-		tr.item(it)
+		if stream {
+			tr.item(it)
+		}
 		if rs, ok := it.Event.(protocol.RunStateChanged); ok && rs.State == protocol.RunIdle {
 			break
 		}
-		if cfg.OutputFormat == FormatStreamJSON && sub.Pending() == 0 {
+		if stream && sub.Pending() == 0 {
 			w.flush() // caught up: let the reader see it now
 		}
 	}
 	res, err := h.Wait(context.Background())
+	answer := res.Text
+	if err != nil && answer == "" {
+		answer = producedText(sess, res.MessageID)
+	}
 	switch cfg.OutputFormat {
 	case FormatText:
-		if err == nil {
-			text := res.Text
-			if !strings.HasSuffix(text, "\n") {
-				text += "\n"
+		if answer != "" {
+			if !strings.HasSuffix(answer, "\n") {
+				answer += "\n"
 			}
-			w.raw(text)
+			w.raw(answer)
 		}
 	case FormatJSON, FormatStreamJSON:
-		w.line(resultLine(sess.ID(), res, err, time.Since(start)))
+		w.line(newResultLine(sess, res, answer, err, time.Since(start)))
 	}
 	w.flush()
 	return err
 }
 
-// resultLine is the last line of a run, in Claude Code's shape.
-func resultLine(sessionID string, res agent.Result, err error, d time.Duration) map[string]any {
-	subtype, isErr := "success", false
-	text := res.Text
-	switch {
-	case errors.Is(err, agent.ErrMaxTurns):
-		subtype, isErr = "error_max_turns", true
-	case err != nil:
-		subtype, isErr = "error_during_execution", true
-		if text == "" {
-			text = err.Error()
+// producedText is the text of the last assistant message after the user
+// message userID: what a run that failed or was aborted still produced.
+func producedText(sess *agent.Session, userID string) string {
+	msgs := sess.Messages().Messages
+	for i := len(msgs) - 1; i >= 0; i-- {
+		switch m := msgs[i]; {
+		case m.ID == userID:
+			return ""
+		case m.Role == protocol.RoleAssistant && m.Text() != "":
+			return m.Text()
 		}
 	}
-	denials := res.Denials
-	if denials == nil {
-		denials = []agent.Denial{}
-	}
-	line := map[string]any{
-		"type": "result", "subtype": subtype, "is_error": isErr,
-		"duration_ms": d.Milliseconds(), "duration_api_ms": res.APIDuration.Milliseconds(),
-		"num_turns": res.Turns, "result": text, "session_id": sessionID,
-		"total_cost_usd": res.CostUSD, "usage": res.Usage, "stop_reason": nullable(res.StopReason),
-		"permission_denials": denials, "uuid": uuid.NewString(),
-	}
-	if err != nil {
-		line["error"] = err.Error()
-	}
-	return line
+	return ""
 }
 
-func nullable(s string) any {
-	if s == "" {
-		return nil
+// newResultLine is the last line of a run, in Claude Code's shape. The
+// result is the final answer, or what a failed run produced, or else the
+// error; errors lists the cause of a failure.
+func newResultLine(sess *agent.Session, res agent.Result, answer string, err error, d time.Duration) resultLine {
+	line := resultLine{
+		Type: "result", Subtype: "success",
+		DurationMs: d.Milliseconds(), DurationAPIMs: res.APIDuration.Milliseconds(),
+		NumTurns: res.Turns, Result: answer, StopReason: nullable(res.StopReason),
+		SessionID: sess.ID(), TotalCostUSD: res.CostUSD, Usage: sessionUsageOf(res.Usage),
+		ModelUsage: map[string]modelUsage{}, PermissionDenials: denials(res.Denials),
+		UUID: uuid.NewString(),
 	}
-	return s
+	if res.Turns > 0 {
+		line.ModelUsage[sess.Model()] = modelUsage{
+			InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
+			CacheReadInputTokens: res.Usage.CacheReadInputTokens, CacheCreationInputTokens: res.Usage.CacheCreationInputTokens,
+			CostUSD: res.CostUSD,
+		}
+	}
+	if err == nil {
+		return line
+	}
+	line.IsError, line.Subtype = true, "error_during_execution"
+	if errors.Is(err, agent.ErrMaxTurns) {
+		line.Subtype = "error_max_turns"
+	}
+	if line.Result == "" {
+		line.Result = err.Error()
+	}
+	line.Errors = []string{err.Error()}
+	_, line.APIErrorStatus = errorKind(err)
+	return line
 }
 
 // readUserLines reads stream-json input: one JSON object per line, of which

@@ -20,6 +20,7 @@ import (
 type translator struct {
 	w   *writer
 	cfg Config
+	now func() time.Time
 
 	msgID  string
 	model  string
@@ -38,15 +39,10 @@ type blockAcc struct {
 }
 
 func newTranslator(w *writer, cfg Config) *translator {
-	return &translator{w: w, cfg: cfg, blocks: map[int]*blockAcc{}, tools: map[string]bool{}}
+	return &translator{w: w, cfg: cfg, now: time.Now, blocks: map[int]*blockAcc{}, tools: map[string]bool{}}
 }
 
-func (t *translator) stream() bool { return t.cfg.OutputFormat == FormatStreamJSON }
-
 func (t *translator) item(it agent.Item) {
-	if !t.stream() {
-		return
-	}
 	if it.Part != nil {
 		t.part(*it.Part)
 		return
@@ -59,25 +55,25 @@ func (t *translator) item(it agent.Item) {
 		if content == "" && e.Error != "" {
 			content = e.Error
 		}
-		t.w.line(map[string]any{
-			"type": "user",
-			"message": map[string]any{"role": "user", "content": []any{map[string]any{
-				"tool_use_id": e.ToolID, "type": "tool_result", "content": content,
-				"is_error": e.Success == nil || !*e.Success,
+		t.w.line(userLine{
+			Type: "user",
+			Message: userMessage{Role: "user", Content: []toolResult{{
+				ToolUseID: e.ToolID, Type: "tool_result", Content: content,
+				IsError: e.Success == nil || !*e.Success,
 			}}},
-			"parent_tool_use_id": nil, "session_id": t.w.session, "uuid": uuid.NewString(),
-			"timestamp": time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
+			SessionID: t.w.session, UUID: uuid.NewString(), Timestamp: timestamp(t.now()),
 		})
 	}
 }
 
-func (t *translator) event(ev map[string]any) {
+// event writes a stream_event line (with --include-partial-messages).
+func (t *translator) event(ev any) {
 	if !t.cfg.IncludePartial {
 		return
 	}
-	t.w.line(map[string]any{
-		"type": "stream_event", "event": ev, "session_id": t.w.session,
-		"parent_tool_use_id": nil, "uuid": uuid.NewString(),
+	t.w.line(streamEventLine{
+		Type: "stream_event", Event: ev, SessionID: t.w.session,
+		UUID: uuid.NewString(), APIMessageID: t.msgID,
 	})
 }
 
@@ -89,86 +85,86 @@ func (t *translator) part(p model.Part) {
 			t.msgID = "msg_" + strings.ReplaceAll(uuid.NewString(), "-", "")
 		}
 		clear(t.blocks)
-		t.event(map[string]any{"type": "message_start", "message": t.message([]any{})})
+		t.event(messageStartEvent{Type: "message_start", Message: t.message([]any{})})
 	case model.PartBlockStart:
 		b := &blockAcc{kind: p.Block, id: p.ID, name: p.Name, raw: p.Raw}
 		t.blocks[p.Index] = b
 		if p.Block == model.BlockToolUse {
 			t.tools[p.ID] = true
 		}
-		t.event(map[string]any{"type": "content_block_start", "index": p.Index, "content_block": b.startShape()})
+		t.event(blockStartEvent{Type: "content_block_start", Index: p.Index, ContentBlock: b.startShape()})
 	case model.PartBlockDelta:
 		b := t.blocks[p.Index]
 		if b == nil {
 			b = &blockAcc{kind: kindOfDelta(p.Delta)}
 			t.blocks[p.Index] = b
 		}
-		var delta map[string]any
+		var delta any
 		switch p.Delta {
 		case model.DeltaText:
 			b.text.WriteString(p.Text)
-			delta = map[string]any{"type": "text_delta", "text": p.Text}
+			delta = textDelta{Type: "text_delta", Text: p.Text}
 		case model.DeltaReasoning:
 			b.text.WriteString(p.Text)
-			delta = map[string]any{"type": "thinking_delta", "thinking": p.Text}
+			delta = thinkingDelta{Type: "thinking_delta", Thinking: p.Text}
 		case model.DeltaSignature:
-			b.signature = p.Text
-			delta = map[string]any{"type": "signature_delta", "signature": p.Text}
+			b.signature += p.Text
+			delta = signatureDelta{Type: "signature_delta", Signature: p.Text}
 		case model.DeltaInputJSON:
 			b.text.WriteString(p.Text)
-			delta = map[string]any{"type": "input_json_delta", "partial_json": p.Text}
+			delta = inputJSONDelta{Type: "input_json_delta", PartialJSON: p.Text}
 		case model.DeltaCitation:
 			b.citations = append(b.citations, json.RawMessage(p.Text))
-			delta = map[string]any{"type": "citations_delta", "citation": json.RawMessage(p.Text)}
+			delta = citationsDelta{Type: "citations_delta", Citation: json.RawMessage(p.Text)}
 		case model.DeltaRedacted:
+			// Anthropic sends redacted data whole in the block's start;
+			// the finished block carries it.
 			b.text.WriteString(p.Text)
 			return
 		case model.DeltaRaw:
-			if json.Valid([]byte(p.Text)) {
-				t.event(map[string]any{"type": "content_block_delta", "index": p.Index, "delta": json.RawMessage(p.Text)})
+			if !json.Valid([]byte(p.Text)) {
+				return
 			}
-			return
+			delta = json.RawMessage(p.Text)
 		default:
 			return
 		}
-		t.event(map[string]any{"type": "content_block_delta", "index": p.Index, "delta": delta})
+		t.event(blockDeltaEvent{Type: "content_block_delta", Index: p.Index, Delta: delta})
 	case model.PartBlockStop:
 		if b := t.blocks[p.Index]; b != nil {
 			// Claude Code writes the finished block before its stop event.
-			t.w.line(map[string]any{
-				"type": "assistant", "message": t.message([]any{b.finalShape()}),
-				"parent_tool_use_id": nil, "session_id": t.w.session, "uuid": uuid.NewString(),
+			t.w.line(assistantLine{
+				Type: "assistant", Message: assistantMessage{apiMessage: t.message([]any{b.finalShape()})},
+				SessionID: t.w.session, UUID: uuid.NewString(), Timestamp: timestamp(t.now()),
 			})
 		}
-		t.event(map[string]any{"type": "content_block_stop", "index": p.Index})
+		t.event(blockStopEvent{Type: "content_block_stop", Index: p.Index})
 	case model.PartMessageDelta:
-		t.event(map[string]any{
-			"type":  "message_delta",
-			"delta": map[string]any{"stop_reason": nullable(p.StopReason), "stop_sequence": nullable(p.StopSequence)},
-			"usage": p.Usage,
+		t.event(messageDeltaEvent{
+			Type:  "message_delta",
+			Delta: messageDelta{StopReason: nullable(p.StopReason), StopSequence: nullable(p.StopSequence)},
+			Usage: modelUsageOf(p.Usage),
 		})
 	case model.PartMessageStop:
-		t.event(map[string]any{"type": "message_stop"})
+		t.event(messageStopEvent{Type: "message_stop"})
 	case model.PartRetry:
-		line := map[string]any{"type": "system", "subtype": "api_retry", "session_id": t.w.session, "uuid": uuid.NewString()}
+		line := apiRetryLine{
+			Type: "system", Subtype: "api_retry", MaxRetries: t.cfg.maxRetries(),
+			SessionID: t.w.session, UUID: uuid.NewString(),
+		}
 		if r := p.Retry; r != nil {
-			line["attempt"], line["retry_delay_ms"] = r.Attempt, r.Delay.Milliseconds()
-			line["error"] = errText(r.Err)
-			var apiErr *model.APIError
-			if errors.As(r.Err, &apiErr) && apiErr.Status != 0 {
-				line["error_status"] = apiErr.Status
-			} else {
-				line["error_status"] = nil
-			}
+			line.Attempt, line.RetryDelayMs = r.Attempt, r.Delay.Milliseconds()
+			line.Error, line.ErrorStatus = errorKind(r.Err)
+			line.ErrorMessage = errText(r.Err)
 		}
 		t.w.line(line)
 	}
 }
 
-func (t *translator) message(content []any) map[string]any {
-	return map[string]any{
-		"id": t.msgID, "type": "message", "role": "assistant", "model": t.model, "content": content,
-		"stop_reason": nil, "stop_sequence": nil, "usage": t.usage,
+func (t *translator) message(content []any) apiMessage {
+	return apiMessage{
+		ID: t.msgID, Type: "message", Role: "assistant", Model: t.model, Content: content,
+		Usage: modelUsageOf(t.usage),
 	}
 }
 
@@ -185,40 +181,65 @@ func kindOfDelta(d model.DeltaType) model.BlockType {
 func (b *blockAcc) startShape() any {
 	switch b.kind {
 	case model.BlockReasoning:
-		return map[string]any{"type": "thinking", "thinking": "", "signature": ""}
+		return thinkingBlock{Type: "thinking"}
 	case model.BlockRedactedReasoning:
-		return map[string]any{"type": "redacted_thinking", "data": ""}
+		return redactedBlock{Type: "redacted_thinking"}
 	case model.BlockToolUse:
-		return map[string]any{"type": "tool_use", "id": b.id, "name": b.name, "input": map[string]any{}}
+		return toolUseBlock{Type: "tool_use", ID: b.id, Name: b.name, Input: json.RawMessage("{}")}
 	case model.BlockRaw:
 		if len(b.raw) > 0 {
 			return b.raw
 		}
-		return map[string]any{"type": b.name}
+		return typeOnly{Type: b.name}
 	}
-	return map[string]any{"type": "text", "text": ""}
+	return textBlock{Type: "text"}
 }
 
 func (b *blockAcc) finalShape() any {
 	switch b.kind {
 	case model.BlockReasoning:
-		return map[string]any{"type": "thinking", "thinking": b.text.String(), "signature": b.signature}
+		return thinkingBlock{Type: "thinking", Thinking: b.text.String(), Signature: b.signature}
 	case model.BlockRedactedReasoning:
-		return map[string]any{"type": "redacted_thinking", "data": b.text.String()}
+		return redactedBlock{Type: "redacted_thinking", Data: b.text.String()}
 	case model.BlockToolUse:
 		input := json.RawMessage(b.text.String())
-		if !json.Valid(input) {
+		if len(input) == 0 || !json.Valid(input) {
 			input = json.RawMessage("{}")
 		}
-		return map[string]any{"type": "tool_use", "id": b.id, "name": b.name, "input": input}
+		return toolUseBlock{Type: "tool_use", ID: b.id, Name: b.name, Input: input}
 	case model.BlockRaw:
 		return b.startShape()
 	}
-	out := map[string]any{"type": "text", "text": b.text.String()}
-	if len(b.citations) > 0 {
-		out["citations"] = b.citations
+	return textBlock{Type: "text", Text: b.text.String(), Citations: b.citations}
+}
+
+// errorKind names a model API failure as Claude Code's api_retry lines
+// do, with its HTTP status when there was one.
+func errorKind(err error) (string, *int) {
+	var apiErr *model.APIError
+	if !errors.As(err, &apiErr) {
+		return "unknown", nil
 	}
-	return out
+	var status *int
+	if apiErr.Status != 0 {
+		s := apiErr.Status
+		status = &s
+	}
+	switch {
+	case apiErr.Status == 529 || apiErr.Type == "overloaded_error":
+		return "overloaded", status
+	case apiErr.Status == 429 || apiErr.Type == "rate_limit_error":
+		return "rate_limit", status
+	case apiErr.Status == 401 || apiErr.Status == 403 || apiErr.Type == "authentication_error" || apiErr.Type == "permission_error":
+		return "authentication_failed", status
+	case apiErr.Status == 402 || apiErr.Type == "billing_error":
+		return "billing_error", status
+	case apiErr.Status >= 500 || apiErr.Status == 408 || apiErr.Status == 409 || apiErr.Type == "api_error":
+		return "server_error", status
+	case apiErr.Status >= 400 || apiErr.Type == "invalid_request_error":
+		return "invalid_request", status
+	}
+	return "unknown", status
 }
 
 func errText(err error) string {

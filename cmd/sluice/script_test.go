@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/sluicehq/sluice/internal/printmode/printmodetest"
+)
+
+// The scripts in testdata/script run the real sluice binary (this test
+// binary, re-executed as "sluice") against fake model servers that live in
+// the test process, so that a script can also ask what the model was sent.
+//
+// Commands added to testscript's own:
+//
+//	fakemodel anthropic|openai ANSWER...
+//	    start a fake model server answering the requests with ANSWERs in
+//	    order (see printmodetest.ParseAnswers) and point sluice at it
+//	    (ANTHROPIC_BASE_URL, or OPENAI_BASE_URL with /v1)
+//	fakemodel requests
+//	    print what each request carried (printmodetest.Summary)
+//	linetypes FILE
+//	    check that every line of FILE is a JSON object whose first field is
+//	    "type", and print each line's kind: type, then /subtype or the
+//	    stream event's /type
+//	ccshape [-openai] FILE RECORDING
+//	    compare sluice's stream-json in FILE with Claude Code's RECORDING of
+//	    the same model answers (printmodetest.CompareWithClaudeCode)
+//	sessionid FILE
+//	    set $SESSION_ID to the session_id of FILE's first line that has one
+//
+// Each script runs with SLUICE_HOME=$WORK (sessions under $WORK/projects),
+// $FIXTURES naming testdata/fixtures, and no API key unless it sets one.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){"sluice": main})
+}
+
+func TestScript(t *testing.T) {
+	t.Parallel()
+	fixtures, err := filepath.Abs("testdata/fixtures")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("SLUICE_HOME", env.WorkDir)
+			env.Setenv("FIXTURES", fixtures)
+			env.Values[fakeKey{}] = &fakeModels{}
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"fakemodel": cmdFakeModel,
+			"linetypes": cmdLineTypes,
+			"ccshape":   cmdCCShape,
+			"sessionid": cmdSessionID,
+		},
+	})
+}
+
+type fakeKey struct{}
+
+// fakeModels is the script's fake model server, if it started one.
+type fakeModels struct {
+	srv    *printmodetest.Server
+	format string
+}
+
+func cmdFakeModel(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! fakemodel")
+	}
+	fm := ts.Value(fakeKey{}).(*fakeModels)
+	if len(args) == 0 {
+		ts.Fatalf("usage: fakemodel anthropic|openai ANSWER... | fakemodel requests")
+	}
+	if args[0] == "requests" {
+		if fm.srv == nil {
+			ts.Fatalf("fakemodel requests: no fake model started")
+		}
+		s, err := printmodetest.Summary(fm.format, fm.srv.Requests())
+		ts.Check(err)
+		fmt.Fprint(ts.Stdout(), s)
+		return
+	}
+	if fm.srv != nil {
+		ts.Fatalf("fakemodel: a fake model is already running; one per script")
+	}
+	specs := make([]string, len(args)-1)
+	for i, a := range args[1:] {
+		specs[i] = a
+		if strings.HasSuffix(a, ".ndjson") || strings.HasSuffix(a, ".sse") {
+			specs[i] = ts.MkAbs(a)
+		}
+	}
+	answers, err := printmodetest.ParseAnswers(specs)
+	ts.Check(err)
+	srv, err := printmodetest.NewServer(args[0], answers)
+	ts.Check(err)
+	ts.Defer(srv.Close)
+	fm.srv, fm.format = srv, args[0]
+	if args[0] == printmodetest.OpenAI {
+		ts.Setenv("OPENAI_BASE_URL", srv.URL)
+	} else {
+		ts.Setenv("ANTHROPIC_BASE_URL", srv.URL)
+	}
+}
+
+func cmdLineTypes(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: linetypes FILE")
+	}
+	kinds, err := printmodetest.LineKinds([]byte(ts.ReadFile(args[0])))
+	ts.Check(err)
+	for _, k := range kinds {
+		fmt.Fprintln(ts.Stdout(), k)
+	}
+}
+
+func cmdCCShape(ts *testscript.TestScript, neg bool, args []string) {
+	opts := printmodetest.CompareOptions{}
+	if len(args) > 0 && args[0] == "-openai" {
+		opts.OpenAI = true
+		args = args[1:]
+	}
+	if len(args) != 2 {
+		ts.Fatalf("usage: ccshape [-openai] FILE RECORDING")
+	}
+	diffs := printmodetest.CompareWithClaudeCode([]byte(ts.ReadFile(args[0])), []byte(ts.ReadFile(args[1])), opts)
+	switch {
+	case neg && len(diffs) == 0:
+		ts.Fatalf("%s has Claude Code's shape; want differences", args[0])
+	case !neg && len(diffs) > 0:
+		ts.Fatalf("%s differs from Claude Code's %s:\n%s", args[0], args[1], strings.Join(diffs, "\n"))
+	}
+}
+
+func cmdSessionID(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: sessionid FILE")
+	}
+	sc := bufio.NewScanner(bytes.NewReader([]byte(ts.ReadFile(args[0]))))
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var line struct {
+			SessionID string `json:"session_id"`
+		}
+		if json.Unmarshal(sc.Bytes(), &line) == nil && line.SessionID != "" {
+			ts.Setenv("SESSION_ID", line.SessionID)
+			return
+		}
+	}
+	ts.Fatalf("sessionid: no session_id in %s", args[0])
+}

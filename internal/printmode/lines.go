@@ -1,0 +1,282 @@
+package printmode
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/model"
+	"github.com/sluicehq/sluice/protocol"
+)
+
+// The stream-json lines, as structs so that every line starts with its
+// "type" and keeps its fields in one order (Claude Code's where it has the
+// field), whatever reads it: a program that looks at the start of a line,
+// a diff of two runs.
+
+// initLine is system/init, the first line.
+type initLine struct {
+	Type           string      `json:"type"`
+	Subtype        string      `json:"subtype"`
+	CWD            string      `json:"cwd"`
+	SessionID      string      `json:"session_id"`
+	Tools          []string    `json:"tools"`
+	MCPServers     []mcpServer `json:"mcp_servers"`
+	Model          string      `json:"model"`
+	PermissionMode string      `json:"permissionMode"`
+	APIKeySource   string      `json:"apiKeySource"`
+	SluiceVersion  string      `json:"sluice_version"`
+	UUID           string      `json:"uuid"`
+	AdditionalDirs []string    `json:"additional_directories"`
+}
+
+type mcpServer struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+}
+
+// streamEventLine wraps one model stream event in Anthropic's shape.
+type streamEventLine struct {
+	Type            string  `json:"type"`
+	Event           any     `json:"event"`
+	SessionID       string  `json:"session_id"`
+	ParentToolUseID *string `json:"parent_tool_use_id"`
+	UUID            string  `json:"uuid"`
+	APIMessageID    string  `json:"api_message_id"`
+}
+
+// assistantLine carries one finished content block of a model response.
+type assistantLine struct {
+	Type            string           `json:"type"`
+	Message         assistantMessage `json:"message"`
+	ParentToolUseID *string          `json:"parent_tool_use_id"`
+	SessionID       string           `json:"session_id"`
+	UUID            string           `json:"uuid"`
+	Timestamp       string           `json:"timestamp"`
+}
+
+// userLine carries one tool result.
+type userLine struct {
+	Type            string      `json:"type"`
+	Message         userMessage `json:"message"`
+	ParentToolUseID *string     `json:"parent_tool_use_id"`
+	SessionID       string      `json:"session_id"`
+	UUID            string      `json:"uuid"`
+	Timestamp       string      `json:"timestamp"`
+}
+
+type userMessage struct {
+	Role    string       `json:"role"`
+	Content []toolResult `json:"content"`
+}
+
+type toolResult struct {
+	ToolUseID string `json:"tool_use_id"`
+	Type      string `json:"type"`
+	Content   string `json:"content"`
+	IsError   bool   `json:"is_error"`
+}
+
+// apiRetryLine comes before a retried attempt.
+type apiRetryLine struct {
+	Type         string `json:"type"`
+	Subtype      string `json:"subtype"`
+	Attempt      int    `json:"attempt"`
+	MaxRetries   int    `json:"max_retries"`
+	RetryDelayMs int64  `json:"retry_delay_ms"`
+	ErrorStatus  *int   `json:"error_status"`
+	// Error is the kind of failure as Claude Code names it
+	// ("overloaded", "rate_limit", "server_error", ...), ErrorMessage the
+	// whole cause.
+	Error        string `json:"error"`
+	ErrorMessage string `json:"error_message"`
+	SessionID    string `json:"session_id"`
+	UUID         string `json:"uuid"`
+}
+
+// resultLine is the last line of a run (the whole output with --output-format
+// json).
+type resultLine struct {
+	Type              string                `json:"type"`
+	Subtype           string                `json:"subtype"`
+	IsError           bool                  `json:"is_error"`
+	DurationMs        int64                 `json:"duration_ms"`
+	DurationAPIMs     int64                 `json:"duration_api_ms"`
+	NumTurns          int                   `json:"num_turns"`
+	Result            string                `json:"result"`
+	StopReason        *string               `json:"stop_reason"`
+	SessionID         string                `json:"session_id"`
+	TotalCostUSD      float64               `json:"total_cost_usd"`
+	Usage             usage                 `json:"usage"`
+	ModelUsage        map[string]modelUsage `json:"modelUsage"`
+	PermissionDenials []denial              `json:"permission_denials"`
+	APIErrorStatus    *int                  `json:"api_error_status"`
+	Errors            []string              `json:"errors,omitempty"`
+	UUID              string                `json:"uuid"`
+}
+
+type modelUsage struct {
+	InputTokens              int     `json:"inputTokens"`
+	OutputTokens             int     `json:"outputTokens"`
+	CacheReadInputTokens     int     `json:"cacheReadInputTokens"`
+	CacheCreationInputTokens int     `json:"cacheCreationInputTokens"`
+	CostUSD                  float64 `json:"costUSD"`
+}
+
+// denial is a tool call refused by permissions; its input is the tool's
+// JSON input, as an object.
+type denial struct {
+	ToolName  string          `json:"tool_name"`
+	ToolUseID string          `json:"tool_use_id"`
+	ToolInput json.RawMessage `json:"tool_input"`
+}
+
+func denials(ds []agent.Denial) []denial {
+	out := make([]denial, len(ds))
+	for i, d := range ds {
+		in := json.RawMessage(d.Input)
+		if !json.Valid(in) {
+			in = json.RawMessage("{}")
+		}
+		out[i] = denial{ToolName: d.Name, ToolUseID: d.ToolID, ToolInput: in}
+	}
+	return out
+}
+
+// usage is Anthropic's usage object with every field present.
+type usage struct {
+	InputTokens              int `json:"input_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+}
+
+func modelUsageOf(u model.Usage) usage {
+	return usage{u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens}
+}
+
+func sessionUsageOf(u protocol.Usage) usage {
+	return usage{u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens}
+}
+
+// apiMessage is a model response as Anthropic's message_start carries it.
+type apiMessage struct {
+	ID           string  `json:"id"`
+	Type         string  `json:"type"`
+	Role         string  `json:"role"`
+	Model        string  `json:"model"`
+	Content      []any   `json:"content"`
+	StopReason   *string `json:"stop_reason"`
+	StopSequence *string `json:"stop_sequence"`
+	Usage        usage   `json:"usage"`
+}
+
+// assistantMessage is apiMessage as Claude Code's assistant lines carry it.
+type assistantMessage struct {
+	apiMessage
+	ContextManagement *struct{} `json:"context_management"`
+}
+
+// Anthropic's stream events.
+
+type messageStartEvent struct {
+	Type    string     `json:"type"`
+	Message apiMessage `json:"message"`
+}
+
+type blockStartEvent struct {
+	Type         string `json:"type"`
+	Index        int    `json:"index"`
+	ContentBlock any    `json:"content_block"`
+}
+
+type blockDeltaEvent struct {
+	Type  string `json:"type"`
+	Index int    `json:"index"`
+	Delta any    `json:"delta"`
+}
+
+type blockStopEvent struct {
+	Type  string `json:"type"`
+	Index int    `json:"index"`
+}
+
+type messageDeltaEvent struct {
+	Type  string       `json:"type"`
+	Delta messageDelta `json:"delta"`
+	Usage usage        `json:"usage"`
+}
+
+type messageDelta struct {
+	StopReason   *string `json:"stop_reason"`
+	StopSequence *string `json:"stop_sequence"`
+}
+
+type messageStopEvent struct {
+	Type string `json:"type"`
+}
+
+// Content blocks and deltas.
+
+type textBlock struct {
+	Type      string            `json:"type"`
+	Text      string            `json:"text"`
+	Citations []json.RawMessage `json:"citations,omitempty"`
+}
+
+type thinkingBlock struct {
+	Type      string `json:"type"`
+	Thinking  string `json:"thinking"`
+	Signature string `json:"signature"`
+}
+
+type redactedBlock struct {
+	Type string `json:"type"`
+	Data string `json:"data"`
+}
+
+type toolUseBlock struct {
+	Type  string          `json:"type"`
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+type typeOnly struct {
+	Type string `json:"type"`
+}
+
+type textDelta struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type thinkingDelta struct {
+	Type     string `json:"type"`
+	Thinking string `json:"thinking"`
+}
+
+type signatureDelta struct {
+	Type      string `json:"type"`
+	Signature string `json:"signature"`
+}
+
+type inputJSONDelta struct {
+	Type        string `json:"type"`
+	PartialJSON string `json:"partial_json"`
+}
+
+type citationsDelta struct {
+	Type     string          `json:"type"`
+	Citation json.RawMessage `json:"citation"`
+}
+
+// timestamp formats t as Claude Code's lines do.
+func timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
