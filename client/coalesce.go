@@ -40,8 +40,8 @@ type Coalescer struct {
 	pending []Update
 	merger  protocol.Merger // grows the last pending delta
 	open    bool            // a window is open
-	stop    func() bool // stops the window's timer
-	gen     int         // the current window; a timer of an older one is ignored
+	stop    func() bool     // stops the window's timer
+	gen     int             // the current window; a timer of an older one is ignored
 	stopped bool
 }
 
