@@ -1,0 +1,302 @@
+// Package mcp connects sluice's agent to MCP (Model Context Protocol)
+// servers: it reads a Claude Code–compatible config file, starts or connects
+// to every server in it, and exposes each server's tools as tool.Tool values
+// named mcp__<server>__<tool>, as Claude Code names them.
+//
+// The protocol itself is the official Go SDK's
+// (github.com/modelcontextprotocol/go-sdk); this package adds the config
+// format, process management (process groups, stderr kept for error
+// reports, a graceful then forceful stop) and the translation between MCP
+// tool calls and sluice's tool.Tool.
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+)
+
+// ErrConfig is wrapped by every error about the content of a config.
+var ErrConfig = errors.New("invalid MCP config")
+
+// Server transport types, as Claude Code spells them in "type".
+const (
+	TypeStdio = "stdio" // a local process spoken to over stdin/stdout
+	TypeHTTP  = "http"  // a streamable HTTP endpoint
+	TypeSSE   = "sse"   // an HTTP+SSE endpoint (the 2024-11-05 transport)
+)
+
+// Config is a parsed MCP config: the servers to connect to, by name.
+type Config struct {
+	Servers map[string]ServerConfig `json:"mcpServers"`
+}
+
+// ServerConfig is one server's entry. Type is always set after parsing:
+// TypeStdio servers have Command (and Args, Env), the others URL (and
+// Headers). Values may hold secrets (tokens in Env or Headers): they are
+// never put into errors.
+type ServerConfig struct {
+	Type    string            `json:"type,omitempty"`
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// LoadConfig reads a config from a file or, like Claude Code's
+// --mcp-config, from a JSON string given in place of the file name (an
+// argument that starts with "{"). ${VAR} and ${VAR:-default} in commands,
+// arguments, env and header values and URLs are expanded from the process's
+// environment.
+func LoadConfig(fileOrJSON string) (*Config, error) {
+	if strings.HasPrefix(strings.TrimSpace(fileOrJSON), "{") {
+		cfg, err := parseConfig([]byte(fileOrJSON), os.LookupEnv)
+		if err != nil {
+			return nil, fmt.Errorf("MCP config (inline JSON): %w", err)
+		}
+		return cfg, nil
+	}
+	data, err := os.ReadFile(fileOrJSON)
+	if err != nil {
+		return nil, fmt.Errorf("MCP config: %w", err)
+	}
+	cfg, err := parseConfig(data, os.LookupEnv)
+	if err != nil {
+		return nil, fmt.Errorf("MCP config %s: %w", fileOrJSON, err)
+	}
+	return cfg, nil
+}
+
+// ParseConfig parses a config's JSON, expanding ${VAR} references from the
+// process's environment (see LoadConfig).
+func ParseConfig(data []byte) (*Config, error) {
+	return parseConfig(data, os.LookupEnv)
+}
+
+// parseConfig is ParseConfig with the environment given, for tests.
+func parseConfig(data []byte, lookup func(string) (string, bool)) (*Config, error) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // editors on Windows write a BOM
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrConfig, describeJSONError(data, err, "the config"))
+	}
+	rawServers, ok := top["mcpServers"]
+	if !ok {
+		return nil, fmt.Errorf(`%w: no "mcpServers" object (want {"mcpServers": {"name": {"command": ...}}})`, ErrConfig)
+	}
+	var servers map[string]json.RawMessage
+	if err := json.Unmarshal(rawServers, &servers); err != nil || servers == nil {
+		if err == nil { // null
+			err = &json.UnmarshalTypeError{Value: "null", Type: reflect.TypeFor[map[string]ServerConfig]()}
+		}
+		return nil, fmt.Errorf("%w: %s", ErrConfig, describeJSONError(rawServers, err, `"mcpServers"`))
+	}
+
+	cfg := &Config{Servers: make(map[string]ServerConfig, len(servers))}
+	toolPrefixes := map[string]string{} // sanitized name → server name
+	names := make([]string, 0, len(servers))
+	for name := range servers {
+		names = append(names, name)
+	}
+	slices.Sort(names) // the first error reported does not depend on map order
+	for _, name := range names {
+		sc, err := parseServer(servers[name], lookup)
+		if err != nil {
+			return nil, fmt.Errorf("%w: server %q: %w", ErrConfig, name, err)
+		}
+		if strings.TrimSpace(name) == "" {
+			return nil, fmt.Errorf("%w: a server has an empty name", ErrConfig)
+		}
+		prefix := sanitizeName(name)
+		if other, ok := toolPrefixes[prefix]; ok {
+			return nil, fmt.Errorf("%w: servers %q and %q would give their tools the same names (mcp__%s__...)", ErrConfig, other, name, prefix)
+		}
+		toolPrefixes[prefix] = name
+		cfg.Servers[name] = sc
+	}
+	return cfg, nil
+}
+
+// parseServer decodes, expands and checks one server's entry.
+func parseServer(raw json.RawMessage, lookup func(string) (string, bool)) (ServerConfig, error) {
+	var sc ServerConfig
+	if err := json.Unmarshal(raw, &sc); err != nil {
+		return sc, errors.New(describeJSONError(raw, err, "the entry"))
+	}
+	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return sc, errors.New("the entry must be an object, not null")
+	}
+
+	ex := expander{lookup: lookup}
+	sc.Command = ex.expand(sc.Command)
+	for i := range sc.Args {
+		sc.Args[i] = ex.expand(sc.Args[i])
+	}
+	for k, v := range sc.Env {
+		sc.Env[k] = ex.expand(v)
+	}
+	sc.URL = ex.expand(sc.URL)
+	for k, v := range sc.Headers {
+		sc.Headers[k] = ex.expand(v)
+	}
+	if len(ex.missing) > 0 {
+		slices.Sort(ex.missing)
+		return sc, fmt.Errorf("environment variables not set (and no ${VAR:-default}): %s", strings.Join(slices.Compact(ex.missing), ", "))
+	}
+
+	if sc.Type == "" {
+		// Claude Code lets stdio servers omit the type; a bare URL means
+		// the current HTTP transport.
+		switch {
+		case sc.Command != "" && sc.URL != "":
+			return sc, errors.New(`has both "command" and "url": set "type" to say which`)
+		case sc.URL != "":
+			sc.Type = TypeHTTP
+		default:
+			sc.Type = TypeStdio
+		}
+	}
+	switch sc.Type {
+	case TypeStdio:
+		if strings.TrimSpace(sc.Command) == "" {
+			return sc, errors.New(`"command" is missing or empty`)
+		}
+		if sc.URL != "" || len(sc.Headers) > 0 {
+			return sc, errors.New(`a stdio server takes "command", "args" and "env", not "url" or "headers"`)
+		}
+	case TypeHTTP, TypeSSE:
+		if sc.Command != "" || len(sc.Args) > 0 || len(sc.Env) > 0 {
+			return sc, fmt.Errorf(`an %s server takes "url" and "headers", not "command", "args" or "env"`, sc.Type)
+		}
+		if sc.URL == "" {
+			return sc, errors.New(`"url" is missing or empty`)
+		}
+		u, err := url.Parse(sc.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			// The URL is left out: it may carry a token.
+			return sc, errors.New(`"url" must be an absolute http:// or https:// URL`)
+		}
+		for k := range sc.Headers {
+			if !validHeaderName(k) {
+				return sc, fmt.Errorf("header name %q is not a valid HTTP header name", k)
+			}
+		}
+	default:
+		return sc, fmt.Errorf(`unknown "type" %q (want "stdio", "http" or "sse")`, sc.Type)
+	}
+	return sc, nil
+}
+
+// validHeaderName reports whether k is an HTTP token (RFC 9110 field-name).
+func validHeaderName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for _, c := range []byte(k) {
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// expander expands ${VAR} and ${VAR:-default} as Claude Code does in
+// .mcp.json, collecting the names of unset variables that have no default.
+// "$VAR" without braces, and an unclosed "${", are left as they are.
+type expander struct {
+	lookup  func(string) (string, bool)
+	missing []string
+}
+
+func (e *expander) expand(s string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			break
+		}
+		j := strings.IndexByte(s[i+2:], '}')
+		if j < 0 {
+			break
+		}
+		b.WriteString(s[:i])
+		ref := s[i+2 : i+2+j]
+		s = s[i+2+j+1:]
+		name, def, hasDef := strings.Cut(ref, ":-")
+		if v, ok := e.lookup(name); ok {
+			b.WriteString(v)
+		} else if hasDef {
+			b.WriteString(def)
+		} else {
+			e.missing = append(e.missing, name)
+		}
+	}
+	b.WriteString(s)
+	return b.String()
+}
+
+// describeJSONError turns a decoding error into a message that says where
+// and what, in JSON's words rather than Go's. what names the document.
+func describeJSONError(data []byte, err error, what string) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		line, col := position(data, syn.Offset)
+		return fmt.Sprintf("%s is not valid JSON: line %d, column %d: %v", what, line, col, syn)
+	case errors.As(err, &typ):
+		where := what
+		if typ.Field != "" {
+			where = fmt.Sprintf("%q", typ.Field)
+		}
+		return fmt.Sprintf("%s must be %s, not %s", where, jsonKind(typ.Type), typ.Value)
+	default:
+		return fmt.Sprintf("%s: %v", what, err)
+	}
+}
+
+// position converts a byte offset into a 1-based line and column.
+func position(data []byte, offset int64) (line, col int) {
+	if offset > int64(len(data)) {
+		offset = int64(len(data))
+	}
+	before := data[:offset]
+	line = bytes.Count(before, []byte("\n")) + 1
+	col = int(offset) - (bytes.LastIndexByte(before, '\n') + 1)
+	if col < 1 {
+		col = 1
+	}
+	return line, col
+}
+
+// jsonKind names what a Go type is in JSON.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "a value"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.String {
+			return "an array of strings"
+		}
+		return "an array"
+	case reflect.Map:
+		if t.Elem().Kind() == reflect.String {
+			return "an object whose values are strings"
+		}
+		return "an object"
+	case reflect.Struct:
+		return "an object"
+	default:
+		return "a " + t.Kind().String()
+	}
+}

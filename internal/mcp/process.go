@@ -1,0 +1,167 @@
+package mcp
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// stderrKeep is how much of a server's stderr is kept for error reports.
+const stderrKeep = 4 << 10
+
+// process is a stdio server's process. It runs in its own process group, so
+// that stopping it also stops what it started (npx starts node, uvx starts
+// python): those would otherwise outlive sluice.
+//
+// stdin and stdout carry the protocol; stderr is not shown but its tail is
+// kept, because a server that fails to start usually says why there.
+type process struct {
+	cmd    *exec.Cmd
+	stdin  *os.File // our write end
+	stdout *os.File // our read end
+	stderr *tail
+
+	done      chan struct{} // closed once Wait has returned
+	signalled atomic.Bool   // stop had to signal it
+}
+
+// startProcess starts sc's command in dir with the process's environment
+// plus sc.Env. waitDelay bounds how long Wait keeps reading stderr after the
+// process has exited, for descendants that left the group holding it.
+func startProcess(sc ServerConfig, dir string, waitDelay time.Duration) (*process, error) {
+	cmd := exec.Command(sc.Command, sc.Args...)
+	cmd.Dir = dir
+	cmd.Env = os.Environ()
+	for k, v := range sc.Env {
+		cmd.Env = append(cmd.Env, k+"="+v) // later entries win in exec.Cmd
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	p := &process{cmd: cmd, stderr: &tail{max: stderrKeep}, done: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	cmd.WaitDelay = waitDelay
+
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	cmd.Stdin, cmd.Stdout = inR, outW
+	err = cmd.Start()
+	// The child has its own copies; ours would keep the pipes open after
+	// it exits, and reading stdout would never see EOF.
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, err
+	}
+	p.stdin, p.stdout = inW, outR
+	go func() {
+		_ = cmd.Wait() // how it ended is in cmd.ProcessState
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// stop ends the process as the MCP spec asks of a client: close its stdin,
+// wait for it to exit, then SIGTERM, then SIGKILL, grace apart; the signals
+// go to the whole group. Whatever is left in the group is killed at the
+// end, even when the server itself exited on its own. stop returns once the
+// process has been reaped. It may be called more than once, but not
+// concurrently.
+func (p *process) stop(grace time.Duration) {
+	p.stdin.Close() // a second close only returns os.ErrClosed
+	pid := p.cmd.Process.Pid
+	if !p.waitFor(grace) {
+		p.signalled.Store(true)
+		_ = syscall.Kill(-pid, syscall.SIGTERM)
+		p.waitFor(grace)
+	}
+	// The group ID cannot have been reused while a member lived; when the
+	// group is empty this is a no-op (ESRCH).
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	<-p.done
+	p.stdout.Close()
+}
+
+// waitFor reports whether the process exits within d.
+func (p *process) waitFor(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// exited reports whether the process has ended and, when it ended on its
+// own rather than by stop's signals, how ("exit status 3").
+func (p *process) exited() (bool, string) {
+	select {
+	case <-p.done:
+	default:
+		return false, ""
+	}
+	if p.signalled.Load() || p.cmd.ProcessState == nil {
+		return true, ""
+	}
+	return true, p.cmd.ProcessState.String()
+}
+
+// tail is an io.Writer that keeps the last max bytes written to it. It is
+// safe for concurrent use.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := len(p)
+	if len(p) >= t.max {
+		p = p[len(p)-t.max:]
+		t.buf = t.buf[:0]
+	}
+	if over := len(t.buf) + len(p) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	t.buf = append(t.buf, p...)
+	return n, nil
+}
+
+// lastLines returns up to n of the last non-empty lines, valid UTF-8, at
+// most max bytes.
+func (t *tail) lastLines(n, max int) string {
+	t.mu.Lock()
+	s := string(t.buf)
+	t.mu.Unlock()
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimRight(l, "\r \t"); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	out := strings.Join(lines, "\n")
+	if len(out) > max {
+		out = strings.ToValidUTF8(out[len(out)-max:], "")
+	}
+	return out
+}
