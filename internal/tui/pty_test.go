@@ -67,11 +67,11 @@ func (x *tmux) waitText(s string) {
 	x.waitFor(`"`+s+`"`, func(h, _ string) bool { return strings.Contains(h, s) })
 }
 
-// TestPseudoTerminal runs the built program under tmux against the
-// scripted model and checks the terminal's scrollback: a tool call with
-// its permission prompt, a shell command, the expanded view there and
-// back, an answer interrupted with Esc; every finished block is in the
-// scrollback exactly once, and ctrl+d quits cleanly.
+// TestPseudoTerminal runs the built sluice binary under tmux against the
+// demo model and checks the terminal's scrollback: a tool call with its
+// permission prompt and streaming output, a shell command, the expanded
+// view there and back, an answer interrupted with Esc; every finished
+// block is in the scrollback exactly once, and ctrl+d quits cleanly.
 func TestPseudoTerminal(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		if os.Getenv("SLUICE_REQUIRE_TMUX") != "" {
@@ -83,8 +83,8 @@ func TestPseudoTerminal(t *testing.T) {
 		t.Skip("builds and runs the program")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "tuidemo")
-	build := exec.Command("go", "build", "-o", bin, "./testdata/tuidemo")
+	bin := filepath.Join(dir, "sluice")
+	build := exec.Command("go", "build", "-o", bin, "github.com/sluicehq/sluice/cmd/sluice")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -94,18 +94,20 @@ func TestPseudoTerminal(t *testing.T) {
 	}
 	x := &tmux{t: t, sock: filepath.Join(dir, "tmux.sock")}
 	// The shell records the program's exit status; the pane stays for
-	// the test to read.
+	// the test to read. Sessions are stored in the test's directory.
 	status := filepath.Join(dir, "status")
 	x.must("new-session", "-d", "-x", "100", "-y", "30", "-s", "t", "-c", work,
-		fmt.Sprintf("%s -delay 20ms; echo $? > %s; sleep 600", bin, status))
+		"-e", "SLUICE_HOME="+filepath.Join(dir, "home"),
+		fmt.Sprintf("%s --provider demo --demo-delay 30ms; echo $? > %s; sleep 600", bin, status))
 	t.Cleanup(func() { _, _ = x.run("kill-server") })
 
 	x.waitText("✻ sluice")
-	x.keys("please use a tool", "Enter")
+	x.keys("show me a tool", "Enter")
 	x.waitText("Allow Bash(")
 	x.keys("1")
-	x.waitText("END-OF-ANSWER")
-	x.waitText("↑240 ↓120 tokens")
+	x.waitFor("the tool's output streaming", func(_, s string) bool { return strings.Contains(s, "step 2") })
+	x.waitText("to talk to a real model.")
+	x.waitFor("idle", func(_, s string) bool { return !strings.Contains(s, "Working…") })
 
 	x.keys("!echo bang-output", "Enter")
 	x.waitFor("the shell command's output", func(h, _ string) bool { return strings.Contains(h, "⎿  bang-output") })
@@ -119,7 +121,10 @@ func TestPseudoTerminal(t *testing.T) {
 	})
 
 	x.keys("tell me again", "Enter")
-	x.waitFor("the answer streaming", func(_, s string) bool { return strings.Contains(s, "The build is") })
+	x.waitFor("the answer streaming", func(_, s string) bool {
+		_, after, ok := strings.Cut(s, "> tell me again")
+		return ok && regexp.MustCompile(`(?m)^(∴|●) `).MatchString(after)
+	})
 	x.keys("Escape")
 	x.waitText("Request was aborted")
 	x.waitFor("idle", func(_, s string) bool { return !strings.Contains(s, "Working…") })
@@ -129,18 +134,18 @@ func TestPseudoTerminal(t *testing.T) {
 		re   string
 		want int
 	}{
-		{`(?m)^> please use a tool$`, 1},
-		{`(?m)^● Let me run a command\.$`, 1},
-		{`(?m)^● Bash\(printf 'alpha\\nbeta\\ngamma\\n'\)$`, 1},
-		{`(?m)^  ⎿  alpha$`, 1},
-		{`(?m)^     gamma$`, 1},
-		{`(?m)^● Thanks, the command worked\.$`, 1},
-		{`END-OF-ANSWER`, 1},
+		{`(?m)^> show me a tool$`, 1},
+		{`(?m)^∴ Thought for (\d+s|<1s)$`, 2}, // the first turn's, and the aborted one's
+		{`(?m)^● Let me show you how a tool call streams`, 1},
+		{`(?m)^● Bash\(`, 2}, // the loop, and the shell command
+		{`(?m)^     step 5$`, 1},
+		{`(?m)^  ## What ran$`, 1},
+		{`多语言也没问题`, 1},
+		{`to talk to a real model\.`, 1},
 		{`(?m)^! echo bang-output$`, 1},
 		{`(?m)^  ⎿  bang-output$`, 1},
 		{`(?m)^> tell me again$`, 1},
 		{`(?m)^✗ Request was aborted$`, 1},
-		{`The build is`, 2},
 		{`Allow Bash`, 0},
 		{expandedFooter, 0},
 	} {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/store"
-	"github.com/sluicehq/sluice/internal/tui/internal/scripted"
+	"github.com/sluicehq/sluice/internal/provider/demo"
 	"github.com/sluicehq/sluice/model/modeltest"
 )
 
@@ -21,7 +21,8 @@ import (
 // session it leaves.
 func TestResume(t *testing.T) {
 	st, wd := store.New(t.TempDir()), t.TempDir()
-	opts := agent.Options{Provider: &scripted.Provider{}, Store: st, WorkDir: wd, Model: "scripted-model"}
+	opts := agent.Options{Provider: demo.New(demo.Config{Delay: -1}), Store: st, WorkDir: wd, Model: "demo",
+		PermissionMode: agent.ModeBypass}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
@@ -62,7 +63,7 @@ func TestResume(t *testing.T) {
 	m.Update(printedMsg{})
 	m.Update(nopMsg{})
 	out := strings.Join(printed, "\n")
-	for _, want := range []string{"resumed session", "> the stored question", "∴ Thought for", "END-OF-ANSWER"} {
+	for _, want := range []string{"resumed session", "> the stored question", "∴ Thought for", "## What ran"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the resumed session's print lacks %q:\n%s", want, out)
 		}

@@ -13,7 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluicehq/sluice/agent"
-	"github.com/sluicehq/sluice/internal/tui/internal/scripted"
+	"github.com/sluicehq/sluice/internal/provider/demo"
 )
 
 func TestMain(m *testing.M) {
@@ -54,11 +54,11 @@ func waitFor(t *testing.T, out *syncBuffer, want string) {
 }
 
 // TestRunWithAgent runs the real program against a real session with the
-// scripted model: the first prompt streams reasoning and a tool call, the
+// demo model: the first prompt streams reasoning and a tool call, the
 // permission prompt is answered, the tool's output and the markdown answer
 // arrive, and ctrl+d quits. Every goroutine ends (TestMain checks).
 func TestRunWithAgent(t *testing.T) {
-	sess, err := agent.New(agent.Options{Provider: &scripted.Provider{}, WorkDir: t.TempDir(), Model: "scripted-model"})
+	sess, err := agent.New(agent.Options{Provider: demo.New(demo.Config{Delay: -1}), WorkDir: t.TempDir(), Model: "demo"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestRunWithAgent(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(context.Background(), Options{
-			Session: sess, Prompt: "please use a tool",
+			Session: sess, Prompt: "show me a tool",
 			Input: in, Output: out, Width: 100, Height: 40, Style: "dark",
 			Environ: []string{"TERM=xterm-256color"},
 		})
@@ -76,8 +76,7 @@ func TestRunWithAgent(t *testing.T) {
 	if _, err := keys.Write([]byte("1")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, out, "END-OF-ANSWER")
-	waitFor(t, out, "↑240 ↓120 tokens")
+	waitFor(t, out, "to talk to a real model.")
 	if _, err := keys.Write([]byte{4}); err != nil { // ctrl+d
 		t.Fatal(err)
 	}
@@ -86,7 +85,7 @@ func TestRunWithAgent(t *testing.T) {
 	}
 	keys.Close()
 	s := ansi.Strip(out.String())
-	for _, want := range []string{"please use a tool", "Thought for", "Bash(" + scripted.Command, "gamma", "fmt.Println(\"hello\")"} {
+	for _, want := range []string{"show me a tool", "Thought for", "Bash(" + demo.BashCommand, "step 5", "## What ran"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q", want)
 		}
