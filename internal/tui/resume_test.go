@@ -11,8 +11,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/sluicehq/sluice/agent"
-	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/internal/provider/demo"
+	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/model/modeltest"
 )
 
