@@ -20,7 +20,9 @@ type backend interface {
 	Model() string
 	SetModel(name string)
 	PermissionMode() agent.PermissionMode
-	Busy() bool
+	// Running reports the run state of the last runStateChanged; read after
+	// subscribe, later changes arrive as events.
+	Running() bool
 	Run(ctx context.Context, text string) (agent.Result, error)
 	Bang(ctx context.Context, command string) (agent.Result, error)
 	Compact(ctx context.Context) error

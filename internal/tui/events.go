@@ -117,7 +117,7 @@ func (m *Model) resync() {
 	} else {
 		m.pm, m.pb = min(m.pm, m.list.Len()), 0
 	}
-	m.running = m.sess.Busy()
+	m.running = m.sess.Running()
 }
 
 // advance prints everything that became final, in order.

@@ -52,7 +52,7 @@ func (f *fakeBackend) SetModel(n string) {
 	f.mu.Unlock()
 }
 func (f *fakeBackend) PermissionMode() agent.PermissionMode { return agent.ModeDefault }
-func (f *fakeBackend) Busy() bool                           { f.mu.Lock(); defer f.mu.Unlock(); return f.busy }
+func (f *fakeBackend) Running() bool                        { f.mu.Lock(); defer f.mu.Unlock(); return f.busy }
 func (f *fakeBackend) Run(ctx context.Context, text string) (agent.Result, error) {
 	f.record("Run %s", text)
 	return agent.Result{}, nil

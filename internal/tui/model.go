@@ -247,7 +247,7 @@ func (m *Model) attach(b backend, banner string) {
 	m.sub = sub
 	m.list.Reset(snap)
 	clear(m.caches)
-	m.running = b.Busy()
+	m.running = b.Running()
 	m.inflight = 0
 	m.perms, m.permSel, m.notice, m.queue = nil, 0, "", nil
 	m.pm, m.pb = 0, 0
