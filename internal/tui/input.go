@@ -47,8 +47,8 @@ var helpText = []string{
 // key handles a key press.
 func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	s := k.String()
-	if s != "ctrl+c" {
-		m.armedQuit = false
+	if s != "ctrl+c" && m.armedQuit {
+		m.armedQuit, m.status = false, ""
 	}
 	switch {
 	case m.expanded != nil:

@@ -40,6 +40,7 @@ func newMarkdown(style string, width int) *markdown {
 // render returns src rendered as lines, without leading or trailing blank
 // lines and without the padding Glamour adds to fill every line.
 func (md *markdown) render(src string) []string {
+	src = sanitize(src)
 	if md.r == nil {
 		return wrapPlain(src, md.width)
 	}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/charmbracelet/x/ansi"
 
@@ -133,5 +134,66 @@ func TestPlainStreamRewrapsOnlyTheLastLine(t *testing.T) {
 	}
 	if p.done != strings.LastIndexByte(text, '\n')+1 {
 		t.Fatalf("complete lines are not cached: done = %d", p.done)
+	}
+}
+
+// TestSanitize: escape sequences and control characters from a model or a
+// tool never reach the terminal; text, newlines and tabs (as spaces) do.
+func TestSanitize(t *testing.T) {
+	t.Parallel()
+	in := "red \x1b[31mtext\x1b[0m\x1b[2J\x1b]0;title\x07 bell\a tab\there\nnext\r line"
+	got := sanitize(in)
+	if want := "red text bell tab here\nnext line"; got != want {
+		t.Fatalf("sanitize = %q, want %q", got, want)
+	}
+	for _, l := range wrapPlain(in, 80) {
+		if strings.ContainsAny(l, "\x1b\a\r\t") {
+			t.Fatalf("a control character survived wrapping: %q", l)
+		}
+	}
+}
+
+func TestWrapLine(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		line  string
+		width int
+		want  []string
+	}{
+		{"", 10, []string{""}},
+		{"alpha beta gamma", 10, []string{"alpha beta", "gamma"}},
+		{"  indented code line", 12, []string{"  indented", "code line"}},
+		{"abcdefghijklmnop", 5, []string{"abcde", "fghij", "klmno", "p"}},
+		{"a  b", 3, []string{"a", "b"}}, // spaces where a row breaks are dropped
+		{"中文字符测试", 5, []string{"中文", "字符", "测试"}},
+		{"word   ", 10, []string{"word"}},
+	} {
+		got, _ := wrapLine(tc.line, tc.width)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("wrapLine(%q, %d) = %q, want %q", tc.line, tc.width, got, tc.want)
+		}
+	}
+}
+
+// TestWrapLineIsPrefixStable: appending to a line never changes its rows
+// but the last, and the last row starts where wrapLine says — what lets
+// plainStream wrap a streaming line in pieces.
+func TestWrapLineIsPrefixStable(t *testing.T) {
+	t.Parallel()
+	line := "Streaming text grows a word at a time, with a verylongwordthatmustbecutacrossrows and 中文 too."
+	var prev []string
+	for n := 1; n <= len(line); n++ {
+		if !utf8.RuneStart(line[n%len(line)]) && n < len(line) {
+			continue
+		}
+		rows, last := wrapLine(line[:n], 12)
+		if len(prev) > 1 && !slices.Equal(rows[:len(prev)-1], prev[:len(prev)-1]) {
+			t.Fatalf("at %d bytes earlier rows changed: %q then %q", n, prev, rows)
+		}
+		tail, _ := wrapLine(line[last:n], 12)
+		if !slices.Equal(tail, rows[len(rows)-1:]) {
+			t.Fatalf("at %d bytes the last row does not start at %d: %q vs %q", n, last, tail, rows[len(rows)-1:])
+		}
+		prev = rows
 	}
 }

@@ -129,8 +129,8 @@ func toolHeader(b protocol.Block, width int) string {
 	if name == "" {
 		name = "tool"
 	}
-	head := stBold.Render(name)
-	if d := toolDetail(b); d != "" {
+	head := stBold.Render(sanitize(name))
+	if d := sanitize(toolDetail(b)); d != "" {
 		head += "(" + d + ")"
 	}
 	return toolGlyph(b) + " " + ansi.Truncate(head, max(width-2, 10), "…")
