@@ -219,19 +219,8 @@ type plainStream struct {
 	// were committed.
 }
 
-func (p *plainStream) view(src string, width int) []string {
-	done, rest := p.parts(src, width)
-	if len(rest) == 0 {
-		return done
-	}
-	out := make([]string, 0, len(done)+len(rest))
-	out = append(out, done...)
-	return append(out, rest...)
-}
-
-// parts is view without the copy: the wrapped rows that are final (they
-// belong to the cache; callers must not modify them) and those that are
-// not.
+// parts returns src wrapped: the rows that are final (they belong to the
+// cache; callers must not modify them), then those that are not.
 func (p *plainStream) parts(src string, width int) (done, rest []string) {
 	if p.width != width || len(src) < p.done {
 		*p = plainStream{width: width}

@@ -126,7 +126,7 @@ func TestPlainStreamRewrapsOnlyTheLastLine(t *testing.T) {
 	var p plainStream
 	text := "alpha beta gamma\ndelta epsilon\nzeta"
 	for n := 1; n <= len(text); n++ {
-		got := p.view(text[:n], 8)
+		got := slices.Concat(p.parts(text[:n], 8))
 		want := wrapPlain(strings.TrimSuffix(text[:n], "\n"), 8)
 		if !slices.Equal(got, want) {
 			t.Fatalf("at %d: got %q want %q", n, got, want)
