@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -33,6 +36,8 @@ import (
 //	ccshape [-openai] FILE RECORDING
 //	    compare sluice's stream-json in FILE with Claude Code's RECORDING of
 //	    the same model answers (printmodetest.CompareWithClaudeCode)
+//	exitcode N PROGRAM [ARGS...]
+//	    run PROGRAM as exec does and check that it exits with status N
 //	sessionid FILE
 //	    set $SESSION_ID to the session_id of FILE's first line that has one
 //
@@ -63,6 +68,7 @@ func TestScript(t *testing.T) {
 			"linetypes": cmdLineTypes,
 			"ccshape":   cmdCCShape,
 			"sessionid": cmdSessionID,
+			"exitcode":  cmdExitCode,
 		},
 	})
 }
@@ -141,6 +147,25 @@ func cmdCCShape(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("%s has Claude Code's shape; want differences", args[0])
 	case !neg && len(diffs) > 0:
 		ts.Fatalf("%s differs from Claude Code's %s:\n%s", args[0], args[1], strings.Join(diffs, "\n"))
+	}
+}
+
+func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exitcode N PROGRAM [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	got := 0
+	var exit *exec.ExitError
+	switch err := ts.Exec(args[1], args[2:]...); {
+	case errors.As(err, &exit):
+		got = exit.ExitCode()
+	case err != nil:
+		ts.Fatalf("%s: %v", args[1], err)
+	}
+	if got != want {
+		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
 	}
 }
 

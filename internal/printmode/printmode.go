@@ -311,20 +311,25 @@ func userText(line []byte) (string, error) {
 type writer struct {
 	mu      sync.Mutex
 	out     *bufio.Writer
+	enc     *json.Encoder
 	session string
 	err     error
 }
 
+// line writes v as one JSON line. Like Claude Code's output (and
+// Anthropic's API), it leaves <, > and & as they are.
 func (w *writer) line(v any) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	data, err := json.Marshal(v)
-	if err != nil {
-		w.err = errors.Join(w.err, err)
-		return
+	if w.enc == nil {
+		w.enc = json.NewEncoder(w.out)
+		w.enc.SetEscapeHTML(false)
 	}
-	w.out.Write(data)
-	w.out.WriteByte('\n')
+	// The encoder marshals the whole value before it writes, so a value
+	// that fails writes nothing.
+	if err := w.enc.Encode(v); err != nil {
+		w.err = errors.Join(w.err, err)
+	}
 }
 
 func (w *writer) raw(s string) {

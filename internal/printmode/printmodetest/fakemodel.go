@@ -410,7 +410,12 @@ func textAnswer(id, text, stop string) []json.RawMessage {
 // bashAnswer calls the Bash tool with command, its JSON input streamed in
 // fragments as Anthropic does.
 func bashAnswer(id, command string) []json.RawMessage {
-	input, _ := json.Marshal(map[string]string{"command": command})
+	// As Anthropic's API does, leave <, > and & unescaped.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(map[string]string{"command": command})
+	input := bytes.TrimSpace(buf.Bytes())
 	evs := []json.RawMessage{
 		messageStart(id),
 		event(map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{

@@ -1,6 +1,7 @@
 package printmodetest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -67,7 +68,7 @@ func summariseAnthropic(sb *strings.Builder, n int, body []byte) error {
 			case "thinking":
 				fmt.Fprintf(sb, "%s: thinking %q\n", m.Role, b.Thinking)
 			case "tool_use":
-				fmt.Fprintf(sb, "%s: tool_use %s %s %s\n", m.Role, b.ID, b.Name, b.Input)
+				fmt.Fprintf(sb, "%s: tool_use %s %s %s\n", m.Role, b.ID, b.Name, plainJSON(b.Input))
 			case "tool_result":
 				var content string
 				if json.Unmarshal(b.Content, &content) != nil {
@@ -113,11 +114,26 @@ func summariseOpenAI(sb *strings.Builder, n int, body []byte) error {
 				fmt.Fprintf(sb, "%s: text %q\n", m.Role, *m.Content)
 			}
 			for _, c := range m.ToolCalls {
-				fmt.Fprintf(sb, "%s: tool_use %s %s %s\n", m.Role, c.ID, c.Function.Name, c.Function.Arguments)
+				fmt.Fprintf(sb, "%s: tool_use %s %s %s\n", m.Role, c.ID, c.Function.Name, plainJSON([]byte(c.Function.Arguments)))
 			}
 		}
 	}
 	return nil
+}
+
+// plainJSON re-encodes a tool input without escaping <, > and &, which
+// encoding/json escapes and other encoders do not, so that the summary
+// shows what the input means.
+func plainJSON(raw []byte) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+	return strings.TrimSpace(buf.String())
 }
 
 func errMark(isErr bool) string {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -349,5 +348,3 @@ func compact(v any) string {
 	}
 	return string(data)
 }
-
-var _ = errors.New
