@@ -32,7 +32,7 @@ func longSession(n int) protocol.Snapshot {
 
 // streamingModel is a model showing a session of n messages, all printed,
 // with an answer streaming.
-func streamingModel(tb testing.TB, n int) (*Model, *int64) {
+func streamingModel(tb testing.TB, n int) (*ui, *int64) {
 	truth := protocol.NewList(longSession(n))
 	fb := &fakeBackend{model: "m", truth: truth}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -11,7 +11,7 @@ import (
 // apply applies one event the moment it arrives: to the list with the one
 // reducer, then to what the UI shows. Anything that became final is
 // printed to the scrollback at once (advance).
-func (m *Model) apply(ev protocol.Event) {
+func (m *ui) apply(ev protocol.Event) {
 	// Where a removal starts must be known before the reducer removes it.
 	removedAt := -1
 	var removedText string
@@ -80,7 +80,7 @@ func (m *Model) apply(ev protocol.Event) {
 // removed moves the print cursor after messages from index i on left the
 // list. When printed content went with them, a divider says so in the
 // scrollback (which cannot be unprinted).
-func (m *Model) removed(i int, divider string) {
+func (m *ui) removed(i int, divider string) {
 	if i < 0 {
 		return
 	}
@@ -101,7 +101,7 @@ func (m *Model) removed(i int, divider string) {
 // resync replaces the list with a snapshot after an event that did not fit
 // (a gap in seq or an unknown message). The print cursor stays on the
 // message it was on when that message is still there.
-func (m *Model) resync() {
+func (m *ui) resync() {
 	var cur string
 	if m.pm < m.list.Len() {
 		cur = m.list.At(m.pm).ID
@@ -129,7 +129,7 @@ func (m *Model) resync() {
 // settled message a block prints when it has ended; the blocks before it
 // must have printed first. A message is left (the cursor moves past it)
 // when it is closed: a later message exists or the session is idle.
-func (m *Model) advance() {
+func (m *ui) advance() {
 	if !m.ready {
 		return
 	}

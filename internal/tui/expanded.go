@@ -25,7 +25,7 @@ type expandedView struct {
 	off     int // first line shown
 }
 
-func (m *Model) expand() {
+func (m *ui) expand() {
 	snap := m.list.Snapshot()
 	e := &expandedView{msgs: snap.Messages, at: m.clock.Now()}
 	if n := len(e.msgs); n > expandedTail {
@@ -38,11 +38,11 @@ func (m *Model) expand() {
 }
 
 // rows is how many transcript lines fit above the footer.
-func (e *expandedView) rows(m *Model) int { return max(m.height-1, 1) }
+func (e *expandedView) rows(m *ui) int { return max(m.height-1, 1) }
 
 // layout renders the snapshot for the terminal's width. Only a resize
 // renders it again, from the same snapshot and time.
-func (e *expandedView) layout(m *Model) {
+func (e *expandedView) layout(m *ui) {
 	if e.lines != nil && e.width == m.width {
 		return
 	}
@@ -65,7 +65,7 @@ func (e *expandedView) layout(m *Model) {
 	e.off = min(e.off, max(len(e.lines)-e.rows(m), 0))
 }
 
-func (m *Model) expandedBlock(msg protocol.Message, bi int, at time.Time) []string {
+func (m *ui) expandedBlock(msg protocol.Message, bi int, at time.Time) []string {
 	b := msg.Blocks[bi]
 	w := m.width
 	switch b.Type {
@@ -90,7 +90,7 @@ func (m *Model) expandedBlock(msg protocol.Message, bi int, at time.Time) []stri
 	return nil
 }
 
-func (e *expandedView) view(m *Model) tea.View {
+func (e *expandedView) view(m *ui) tea.View {
 	rows := e.rows(m)
 	end := min(e.off+rows, len(e.lines))
 	shown := append([]string(nil), e.lines[e.off:end]...)
@@ -103,7 +103,7 @@ func (e *expandedView) view(m *Model) tea.View {
 	return v
 }
 
-func (m *Model) expandedKey(s string) tea.Cmd {
+func (m *ui) expandedKey(s string) tea.Cmd {
 	e := m.expanded
 	rows := e.rows(m)
 	last := max(len(e.lines)-rows, 0)

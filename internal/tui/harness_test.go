@@ -91,12 +91,12 @@ func (idleEvents) Next(ctx context.Context) (protocol.Event, error) {
 func (idleEvents) Pending() int { return 0 }
 func (idleEvents) Close()       {}
 
-// harness drives a Model frame by frame and checks every frame. A frame
+// harness drives the UI model frame by frame and checks every frame. A frame
 // is what the terminal shows after one message: the scrollback printed so
 // far and the view (or, on the alternate screen, the view alone).
 type harness struct {
 	t      *testing.T
-	m      *Model
+	m      *ui
 	b      *fakeBackend
 	clock  *modeltest.Clock
 	truth  protocol.List // the agent's list: the events, all applied

@@ -45,7 +45,7 @@ var helpText = []string{
 }
 
 // key handles a key press.
-func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
+func (m *ui) key(k tea.KeyPressMsg) tea.Cmd {
 	s := k.String()
 	if s != "ctrl+c" && m.armedQuit {
 		m.armedQuit, m.status = false, ""
@@ -125,7 +125,7 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 
 // interrupt aborts the work in progress. What streamed stays (the agent
 // ends the open blocks); messages queued here go back to the prompt.
-func (m *Model) interrupt() {
+func (m *ui) interrupt() {
 	m.sess.Abort("interrupted by the user")
 	if len(m.queue) > 0 {
 		var texts []string
@@ -146,7 +146,7 @@ func (m *Model) interrupt() {
 
 // submit handles what was typed: a command, a shell command or a message.
 // Work typed while the agent is busy waits in the queue.
-func (m *Model) submit(text string) tea.Cmd {
+func (m *ui) submit(text string) tea.Cmd {
 	t := strings.TrimSpace(text)
 	if t == "" {
 		return nil
@@ -170,7 +170,7 @@ func (m *Model) submit(text string) tea.Cmd {
 }
 
 // dequeue starts the next queued work when nothing is running.
-func (m *Model) dequeue() tea.Cmd {
+func (m *ui) dequeue() tea.Cmd {
 	if m.busy() || len(m.queue) == 0 {
 		return nil
 	}
@@ -191,11 +191,11 @@ func (m *Model) dequeue() tea.Cmd {
 		case jobCompact:
 			err = b.Compact(ctx)
 		}
-		return runDoneMsg{gen: gen, kind: q.kind, res: res.CostUSD, err: err}
+		return runDoneMsg{gen: gen, kind: q.kind, cost: res.CostUSD, err: err}
 	}
 }
 
-func (m *Model) command(line string) tea.Cmd {
+func (m *ui) command(line string) tea.Cmd {
 	name, arg, _ := strings.Cut(strings.TrimPrefix(line, "/"), " ")
 	arg = strings.TrimSpace(arg)
 	b, ctx, gen := m.sess, m.ctx, m.gen
@@ -239,7 +239,7 @@ func (m *Model) command(line string) tea.Cmd {
 	return nil
 }
 
-func (m *Model) rewindPicker() {
+func (m *ui) rewindPicker() {
 	var items []pickItem
 	for i := m.list.Len() - 1; i >= 0; i-- {
 		msg := m.list.At(i)
@@ -255,7 +255,7 @@ func (m *Model) rewindPicker() {
 	m.picker = &picker{
 		title: "Rewind: the conversation goes back to before the message you pick",
 		items: items,
-		pick: func(m *Model, it pickItem) tea.Cmd {
+		pick: func(m *ui, it pickItem) tea.Cmd {
 			b, ctx, gen := m.sess, m.ctx, m.gen
 			text := ""
 			if i := m.list.Index(it.value); i >= 0 {
@@ -269,7 +269,7 @@ func (m *Model) rewindPicker() {
 }
 
 // rewound puts the text of the message rewound to back into the prompt.
-func (m *Model) rewound(msg rewoundMsg) {
+func (m *ui) rewound(msg rewoundMsg) {
 	if msg.gen != m.gen {
 		return
 	}
@@ -282,7 +282,7 @@ func (m *Model) rewound(msg rewoundMsg) {
 	}
 }
 
-func (m *Model) modelPicker() {
+func (m *ui) modelPicker() {
 	cur := m.sess.Model()
 	var items []pickItem
 	for _, name := range m.opts.Models {
@@ -299,7 +299,7 @@ func (m *Model) modelPicker() {
 	m.picker = &picker{
 		title: "Model",
 		items: items,
-		pick: func(m *Model, it pickItem) tea.Cmd {
+		pick: func(m *ui, it pickItem) tea.Cmd {
 			m.sess.SetModel(it.value)
 			m.status = "model: " + it.value
 			return nil
@@ -307,7 +307,7 @@ func (m *Model) modelPicker() {
 	}
 }
 
-func (m *Model) resumePicker(msg sessionsMsg) tea.Cmd {
+func (m *ui) resumePicker(msg sessionsMsg) tea.Cmd {
 	if msg.gen != m.gen {
 		return nil
 	}
@@ -334,7 +334,7 @@ func (m *Model) resumePicker(msg sessionsMsg) tea.Cmd {
 	m.picker = &picker{
 		title: "Resume a session",
 		items: items,
-		pick: func(m *Model, it pickItem) tea.Cmd {
+		pick: func(m *ui, it pickItem) tea.Cmd {
 			m.status = "opening the session…"
 			return func() tea.Msg {
 				s, err := open(it.value)
@@ -346,7 +346,7 @@ func (m *Model) resumePicker(msg sessionsMsg) tea.Cmd {
 }
 
 // opened switches to a session opened by /resume; the one left is closed.
-func (m *Model) opened(msg openedMsg) tea.Cmd {
+func (m *ui) opened(msg openedMsg) tea.Cmd {
 	if msg.err != nil {
 		m.status = "resume: " + msg.err.Error()
 		return nil
@@ -372,7 +372,7 @@ var permChoices = []struct{ label, decision string }{
 	{"No (esc)", protocol.DecisionDeny},
 }
 
-func (m *Model) permissionBox() []string {
+func (m *ui) permissionBox() []string {
 	p := m.perms[0]
 	detail := p.CompactParams
 	if detail == "" {
@@ -393,7 +393,7 @@ func (m *Model) permissionBox() []string {
 	return append(lines, rule)
 }
 
-func (m *Model) permissionKey(s string) tea.Cmd {
+func (m *ui) permissionKey(s string) tea.Cmd {
 	choice := -1
 	switch s {
 	case "up", "k":
@@ -430,7 +430,7 @@ type picker struct {
 	title string
 	items []pickItem
 	sel   int
-	pick  func(m *Model, it pickItem) tea.Cmd
+	pick  func(m *ui, it pickItem) tea.Cmd
 }
 
 const pickerRows = 10
@@ -452,7 +452,7 @@ func (p *picker) view(width int) []string {
 	return append(lines, rule)
 }
 
-func (p *picker) key(m *Model, s string) tea.Cmd {
+func (p *picker) key(m *ui, s string) tea.Cmd {
 	switch s {
 	case "up", "k", "ctrl+p":
 		p.sel = max(p.sel-1, 0)

@@ -314,7 +314,7 @@ func TestStatusAndNotices(t *testing.T) {
 		t.Fatalf("the stall notice outlived the stream's recovery:\n%s", v)
 	}
 	h.ev(textEnd("a1", 0), turnEnd("a1", "end_turn", 12_345, 678), runState(protocol.RunIdle))
-	h.send(runDoneMsg{gen: h.m.gen, kind: jobMessage, res: 0.0421})
+	h.send(runDoneMsg{gen: h.m.gen, kind: jobMessage, cost: 0.0421})
 	v := h.current().view
 	for _, want := range []string{"test-model", "↑12.3k ↓678 tokens", "$0.0421"} {
 		if !strings.Contains(v, want) {

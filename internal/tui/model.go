@@ -56,7 +56,7 @@ type (
 	runDoneMsg struct {
 		gen  int
 		kind jobKind
-		res  float64 // cost in USD
+		cost float64 // USD
 		err  error
 	}
 	// noteMsg puts a line in the status bar.
@@ -91,9 +91,9 @@ type blockCache struct {
 	final []string // the finished rendering of an ended block
 }
 
-// Model is the Bubble Tea model of the UI. It is used only by the Bubble
+// ui is the Bubble Tea model of the UI. It is used only by the Bubble
 // Tea event loop; the commands it returns touch none of its fields.
-type Model struct {
+type ui struct {
 	ctx   context.Context
 	opts  Options
 	clock model.Clock
@@ -155,8 +155,8 @@ type Model struct {
 	statusCache struct{ raw, line string }
 }
 
-func newModel(ctx context.Context, opts Options, b backend) *Model {
-	m := &Model{
+func newModel(ctx context.Context, opts Options, b backend) *ui {
+	m := &ui{
 		ctx:     ctx,
 		opts:    opts,
 		clock:   opts.Clock,
@@ -198,7 +198,7 @@ func printRoom(height int) int { return max(height/4, 1) }
 // teaPrinter prints s above the program in pieces of at most printRoom
 // rows, then reports it printed so that the next print waits for this one
 // (commands run concurrently).
-func (m *Model) teaPrinter(s string) tea.Cmd {
+func (m *ui) teaPrinter(s string) tea.Cmd {
 	if m.profile < colorprofile.TrueColor {
 		var buf strings.Builder
 		w := colorprofile.Writer{Forward: &buf, Profile: m.profile}
@@ -237,7 +237,7 @@ func splitRows(s string, width, room int) []string {
 
 // attach makes b the session on screen: its state replaces the list, the
 // last messages are printed, and its events are read from now on.
-func (m *Model) attach(b backend, banner string) {
+func (m *ui) attach(b backend, banner string) {
 	if m.sub != nil {
 		m.sub.Close()
 	}
@@ -262,7 +262,7 @@ func (m *Model) attach(b backend, banner string) {
 }
 
 // Init starts reading the session's events and sends the first prompt.
-func (m *Model) Init() tea.Cmd {
+func (m *ui) Init() tea.Cmd {
 	cmds := []tea.Cmd{m.pump(), tea.RequestBackgroundColor, m.flushPrints()}
 	if m.holdPrints {
 		cmds = append(cmds, m.hold())
@@ -277,7 +277,7 @@ func (m *Model) Init() tea.Cmd {
 // pump reads the next events of the current subscription: it waits for
 // one, then takes every event already queued behind it, so that a burst
 // is applied whole before the next frame. Nothing is dropped or delayed.
-func (m *Model) pump() tea.Cmd {
+func (m *ui) pump() tea.Cmd {
 	sub, gen, ctx := m.sub, m.gen, m.ctx
 	return func() tea.Msg {
 		ev, err := sub.Next(ctx)
@@ -297,7 +297,7 @@ func (m *Model) pump() tea.Cmd {
 }
 
 // Update handles one message.
-func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (m *ui) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	var cmds []tea.Cmd
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
@@ -342,7 +342,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			break
 		}
 		m.inflight--
-		m.cost += msg.res
+		m.cost += msg.cost
 		if msg.kind == jobCompact && msg.err != nil {
 			m.status = "compact: " + msg.err.Error()
 		}
@@ -368,7 +368,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, tea.Batch(cmds...)
 }
 
-func (m *Model) resize(w, h int) {
+func (m *ui) resize(w, h int) {
 	if w <= 0 || h <= 0 {
 		return
 	}
@@ -388,10 +388,10 @@ func (m *Model) resize(w, h int) {
 }
 
 // busy reports whether work is running or started by this UI.
-func (m *Model) busy() bool { return m.running || m.inflight > 0 }
+func (m *ui) busy() bool { return m.running || m.inflight > 0 }
 
 // emit queues lines to print above the UI, followed by a blank line.
-func (m *Model) emit(lines []string) {
+func (m *ui) emit(lines []string) {
 	if len(lines) == 0 {
 		return
 	}
@@ -401,7 +401,7 @@ func (m *Model) emit(lines []string) {
 
 // hold stops printing for frameHold, so that a frame reaches the
 // terminal first.
-func (m *Model) hold() tea.Cmd {
+func (m *ui) hold() tea.Cmd {
 	m.holdPrints = true
 	m.holds++
 	n, clock, ctx := m.holds, m.clock, m.ctx
@@ -420,7 +420,7 @@ func (m *Model) hold() tea.Cmd {
 // flushPrints sends what waits to be printed, once the previous print is
 // through (prints must keep their order) and unless the expanded view
 // holds the screen (nothing can be printed on the alternate screen).
-func (m *Model) flushPrints() tea.Cmd {
+func (m *ui) flushPrints() tea.Cmd {
 	if m.printing || m.holdPrints || len(m.outbox) == 0 || m.expanded != nil {
 		return nil
 	}
@@ -433,7 +433,7 @@ func (m *Model) flushPrints() tea.Cmd {
 // armTick schedules the next second of a streaming reasoning block's
 // timer: the header shows whole seconds since the block's start, so the
 // tick comes when the next second begins.
-func (m *Model) armTick() tea.Cmd {
+func (m *ui) armTick() tea.Cmd {
 	if m.tickArmed || m.expanded != nil {
 		return nil
 	}
@@ -470,7 +470,7 @@ func (m *Model) armTick() tea.Cmd {
 }
 
 // liveBlocks calls f for each block of the live area, in order.
-func (m *Model) liveBlocks(f func(msg protocol.Message, i int, b protocol.Block)) {
+func (m *ui) liveBlocks(f func(msg protocol.Message, i int, b protocol.Block)) {
 	for i := m.pm; i < m.list.Len(); i++ {
 		msg := m.list.At(i)
 		start := 0
@@ -485,7 +485,7 @@ func (m *Model) liveBlocks(f func(msg protocol.Message, i int, b protocol.Block)
 
 // View renders the live area: what is still changing, the prompt and the
 // status line. Everything finished is in the scrollback.
-func (m *Model) View() tea.View {
+func (m *ui) View() tea.View {
 	if m.expanded != nil {
 		return m.expanded.view(m)
 	}
@@ -548,7 +548,7 @@ func (m *Model) View() tea.View {
 // renderBlock lays out block bi of msg. A final rendering is for the
 // scrollback; otherwise the block is live and its rendering is cached, so
 // that a delta costs what is new, not the whole block.
-func (m *Model) renderBlock(msg protocol.Message, bi int, final bool) part {
+func (m *ui) renderBlock(msg protocol.Message, bi int, final bool) part {
 	b := msg.Blocks[bi]
 	w := m.width
 	switch b.Type {
@@ -596,7 +596,7 @@ func (m *Model) renderBlock(msg protocol.Message, bi int, final bool) part {
 	return part{}
 }
 
-func (m *Model) cache(msgID string, bi int) *blockCache {
+func (m *ui) cache(msgID string, bi int) *blockCache {
 	k := blockKey{msgID, bi}
 	c := m.caches[k]
 	if c == nil {
@@ -609,7 +609,7 @@ func (m *Model) cache(msgID string, bi int) *blockCache {
 // bottom renders what is under the live transcript: queued messages and
 // notices (mid), the input box or the prompt that replaces it, with the
 // cursor relative to it, and the status line.
-func (m *Model) bottom() (mid, box []string, cursor *tea.Cursor, status []string) {
+func (m *ui) bottom() (mid, box []string, cursor *tea.Cursor, status []string) {
 	for _, q := range m.queue {
 		t := q.text
 		if q.kind == jobBang {
@@ -646,7 +646,7 @@ type inputKey struct {
 // inputBox renders the prompt between two rules. Rendering a text area
 // costs more than a delta does, so the rendering is kept until the text,
 // the cursor or the width changes.
-func (m *Model) inputBox() ([]string, *tea.Cursor) {
+func (m *ui) inputBox() ([]string, *tea.Cursor) {
 	k := inputKey{value: m.input.Value(), line: m.input.Line(), col: m.input.Column(), width: m.width,
 		focused: m.input.Focused()}
 	if m.inputCache.key != k {
@@ -669,7 +669,7 @@ func (m *Model) inputBox() ([]string, *tea.Cursor) {
 	return m.inputCache.box, c
 }
 
-func (m *Model) statusLine() string {
+func (m *ui) statusLine() string {
 	left := m.sess.Model()
 	if left == "" {
 		left = "default model"
