@@ -110,13 +110,13 @@ func (m *ui) expandedKey(s string) tea.Cmd {
 	switch s {
 	case "ctrl+o", "esc", "q":
 		m.expanded = nil
-		return m.hold()
+		return m.hold(frameHold)
 	case "ctrl+c":
 		m.expanded = nil
 		if m.busy() {
 			m.interrupt()
 		}
-		return m.hold()
+		return m.hold(frameHold)
 	case "up", "k":
 		e.off--
 	case "down", "j":

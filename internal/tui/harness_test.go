@@ -104,6 +104,8 @@ type harness struct {
 	scroll []string // printed lines
 	acks   int      // prints waiting for their acknowledgement
 	frames int
+	// autoRelease ends holds on printing at once (their timers fire).
+	autoRelease bool
 	// checks run on every frame (the duplicate check is always on).
 	checks []func(f frame)
 }
@@ -120,7 +122,7 @@ var t0 = time.UnixMilli(1_700_000_000_000)
 
 func newHarness(t *testing.T, w, h int) *harness {
 	t.Helper()
-	hs := &harness{t: t, clock: modeltest.NewClock(t0)}
+	hs := &harness{t: t, clock: modeltest.NewClock(t0), autoRelease: true}
 	hs.b = &fakeBackend{model: "test-model", truth: &hs.truth}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -136,7 +138,8 @@ func newHarness(t *testing.T, w, h int) *harness {
 	return hs
 }
 
-// send delivers one message, then the acknowledgement of a print it made,
+// send delivers one message, then, as Bubble Tea and the timers would,
+// the end of a hold on printing and the acknowledgement of a print,
 // checking the frame after each.
 func (h *harness) send(msg tea.Msg) {
 	h.t.Helper()
@@ -147,9 +150,13 @@ func (h *harness) send(msg tea.Msg) {
 
 func (h *harness) ack() {
 	h.t.Helper()
-	for h.acks > 0 {
-		h.acks--
-		h.m.Update(printedMsg{})
+	for h.acks > 0 || (h.m.holdPrints && h.autoRelease) {
+		if h.acks > 0 {
+			h.acks--
+			h.m.Update(printedMsg{})
+		} else {
+			h.m.Update(releaseMsg{hold: h.m.holds})
+		}
 		h.check()
 	}
 }

@@ -52,6 +52,7 @@ func TestExpandedViewIsAStillSnapshot(t *testing.T) {
 	if len(h.scroll) != len(strings.Split(snap.scroll, "\n")) {
 		t.Fatal("something was printed on the alternate screen")
 	}
+	h.autoRelease = false
 	h.key("ctrl+o")
 	if h.current().alt {
 		t.Fatal("ctrl+o did not close the expanded view")
@@ -60,6 +61,7 @@ func TestExpandedViewIsAStillSnapshot(t *testing.T) {
 	if !h.m.holdPrints || len(h.scroll) != len(strings.Split(snap.scroll, "\n")) {
 		t.Fatal("printed before the main screen was back")
 	}
+	h.autoRelease = true
 	h.send(releaseMsg{hold: h.m.holds})
 	back := h.current()
 	// What finished meanwhile is printed now; the live area resumes from
@@ -330,6 +332,7 @@ func TestExpandWaitsForPrint(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, 80, 30)
 	h.m.Update(eventsMsg{gen: h.m.gen, evs: []protocol.Event{h.publish(userMsg("u1", "question"))}})
+	h.m.Update(releaseMsg{hold: h.m.holds})
 	if !h.m.printing {
 		t.Fatal("the user message is not being printed")
 	}

@@ -33,6 +33,12 @@ const (
 	// frameHold is how long printing waits for a frame to reach the
 	// terminal: a few of Bubble Tea's frame periods.
 	frameHold = 100 * time.Millisecond
+	// printHold is how long a print waits after its content left the live
+	// area: two of Bubble Tea's frame periods (60 per second), so that the
+	// frame without the content is on the terminal before the content is
+	// printed above it. Printed earlier, the content would show twice for
+	// a frame: above, and in the old frame still below it.
+	printHold = 35 * time.Millisecond
 )
 
 // Messages of the UI's own commands.
@@ -125,6 +131,10 @@ type ui struct {
 	// an earlier one does not end a later one.
 	holdPrints bool
 	holds      int
+	// emitted counts the emits; waited is the count a printHold last
+	// started at: a print goes out once a printHold has passed since the
+	// last emit.
+	emitted, waited int
 	// expandAfterPrint defers ctrl+o while a print is on its way: it must
 	// reach the main screen before the alternate one replaces it.
 	expandAfterPrint bool
@@ -265,7 +275,7 @@ func (m *ui) attach(b backend, banner string) {
 func (m *ui) Init() tea.Cmd {
 	cmds := []tea.Cmd{m.pump(), tea.RequestBackgroundColor, m.flushPrints()}
 	if m.holdPrints {
-		cmds = append(cmds, m.hold())
+		cmds = append(cmds, m.hold(frameHold))
 	}
 	if p := strings.TrimSpace(m.opts.Prompt); p != "" {
 		m.submit(p)
@@ -395,18 +405,18 @@ func (m *ui) emit(lines []string) {
 	if len(lines) == 0 {
 		return
 	}
+	m.emitted++
 	m.outbox = append(m.outbox, lines...)
 	m.outbox = append(m.outbox, "")
 }
 
-// hold stops printing for frameHold, so that a frame reaches the
-// terminal first.
-func (m *ui) hold() tea.Cmd {
+// hold stops printing for d, so that a frame reaches the terminal first.
+func (m *ui) hold(d time.Duration) tea.Cmd {
 	m.holdPrints = true
 	m.holds++
 	n, clock, ctx := m.holds, m.clock, m.ctx
 	return func() tea.Msg {
-		t := clock.NewTimer(frameHold)
+		t := clock.NewTimer(d)
 		defer t.Stop()
 		select {
 		case <-t.C():
@@ -423,6 +433,10 @@ func (m *ui) hold() tea.Cmd {
 func (m *ui) flushPrints() tea.Cmd {
 	if m.printing || m.holdPrints || len(m.outbox) == 0 || m.expanded != nil {
 		return nil
+	}
+	if m.waited != m.emitted {
+		m.waited = m.emitted
+		return m.hold(printHold)
 	}
 	s := strings.Join(m.outbox, "\n")
 	m.outbox = m.outbox[:0:0]

@@ -60,8 +60,10 @@ func TestResume(t *testing.T) {
 	if m.sess.ID() == cur.ID() {
 		t.Fatal("the UI did not switch sessions")
 	}
-	m.Update(printedMsg{})
-	m.Update(nopMsg{})
+	for range 2 { // the hold after the switch, then the print's
+		m.Update(releaseMsg{hold: m.holds})
+		m.Update(printedMsg{})
+	}
 	out := strings.Join(printed, "\n")
 	for _, want := range []string{"resumed session", "> the stored question", "∴ Thought for", "## What ran"} {
 		if !strings.Contains(out, want) {

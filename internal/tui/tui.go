@@ -44,14 +44,18 @@
 // with Glamour once per paragraph and the growing tail is shown as plain
 // text, so a half-open fence never makes the screen flicker.
 //
-// Bubble Tea prints above the frame it last flushed, which may be older
-// than the model's latest view (charmbracelet/bubbletea#1736); a print
-// taller than the room above that frame welds rows of the old frame into
-// the scrollback. The live frame is therefore kept printRoom rows shorter
-// than the terminal and prints are split into pieces of at most printRoom
-// rows, which fit whichever frame was flushed last. Printing also waits
-// for the first frame and, after the expanded view, for the main screen
-// to be back.
+// Bubble Tea prints above the frame it last flushed, and flushes on its
+// own ticker, which the model cannot observe (charmbracelet/bubbletea#1736).
+// Two measures keep a print from showing content twice. A print taller
+// than the room above the flushed frame would weld rows of that frame into
+// the scrollback for good, so the live frame is kept a quarter of the
+// terminal shorter than the terminal and prints are split into pieces of
+// at most that quarter, which fit whichever frame was flushed last. And a
+// print waits two frame periods after its content left the live area, so
+// that the frame without it is on the terminal first (otherwise the old
+// frame would show the content again below it for one frame). Printing
+// also waits for the first frame and, after the expanded view, for the
+// main screen to be back.
 //
 // Ctrl+O shows an expanded view (whole parameters, results and reasoning)
 // on the alternate screen: a still snapshot taken when it opens. Events go
