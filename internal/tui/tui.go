@@ -113,7 +113,9 @@ type Options struct {
 	Clock model.Clock
 }
 
-// Run runs the interactive agent until the user quits or ctx is done.
+// Run runs the interactive agent until the user quits or ctx is done, then
+// closes the session on screen. It returns nil then, and an error only when
+// the terminal failed or the session did not close cleanly.
 func Run(ctx context.Context, opts Options) error {
 	if opts.Session == nil {
 		return errors.New("tui: Options.Session is required")
@@ -142,8 +144,12 @@ func Run(ctx context.Context, opts Options) error {
 	if cerr := m.sess.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("tui: closing the session: %w", cerr)
 	}
-	if errors.Is(err, tea.ErrProgramKilled) && parent.Err() != nil {
+	switch {
+	case errors.Is(err, tea.ErrProgramKilled) && parent.Err() != nil:
 		// ctx ended the program: that is how the caller stops it.
+		return nil
+	case errors.Is(err, tea.ErrInterrupted):
+		// SIGINT from outside the terminal: the user quits.
 		return nil
 	}
 	return err
