@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/sluicehq/sluice/internal/printmode"
+	"github.com/sluicehq/sluice/internal/provider"
 	"github.com/sluicehq/sluice/internal/tui"
 	"github.com/sluicehq/sluice/protocol"
 )
@@ -136,6 +137,7 @@ func runTUI(ctx context.Context, setup *cli.Setup, prompt string, cont bool, res
 		Session: sess,
 		Open:    func(id string) (*agent.Session, error) { return agent.Open(opts, id) },
 		List:    func() ([]agent.SessionInfo, error) { return agent.ListSessions(setup.Store, opts.WorkDir) },
+		Models:  provider.Models(setup.Selection.Name),
 		Prompt:  prompt,
 		Input:   stdio.In,
 		Output:  stdio.Out,

@@ -79,6 +79,20 @@ type Selection struct {
 	StreamOptions model.StreamOptions
 }
 
+// Models lists well-known model names of a provider, for a face to offer
+// (/model); any other name the provider accepts works too.
+func Models(name string) []string {
+	switch name {
+	case Anthropic:
+		return []string{"claude-sonnet-4-6", "claude-opus-4-5", "claude-haiku-4-5"}
+	case OpenAI:
+		return []string{"gpt-4.1", "gpt-4.1-mini", "gpt-4o", "o4-mini"}
+	case Demo:
+		return []string{"demo"}
+	}
+	return nil
+}
+
 // DemoNotice is Selection.Notice when the demo was chosen for want of keys.
 const DemoNotice = "No ANTHROPIC_API_KEY or OPENAI_API_KEY set: using the offline demo model."
 
