@@ -20,9 +20,11 @@ const stderrKeep = 4 << 10
 // stdin and stdout carry the protocol; stderr is not shown but its tail is
 // kept, because a server that fails to start usually says why there.
 type process struct {
-	cmd    *exec.Cmd
-	stdin  *os.File // our write end
-	stdout *os.File // our read end
+	cmd *exec.Cmd
+	// Our ends of the pipes. Both the session and stop close them,
+	// possibly at the same time: the first close counts.
+	stdin  *closeOnce
+	stdout *closeOnce
 	stderr *tail
 
 	done      chan struct{} // closed once Wait has returned
@@ -65,7 +67,7 @@ func startProcess(sc ServerConfig, dir string, waitDelay time.Duration) (*proces
 		outR.Close()
 		return nil, err
 	}
-	p.stdin, p.stdout = inW, outR
+	p.stdin, p.stdout = &closeOnce{File: inW}, &closeOnce{File: outR}
 	go func() {
 		_ = cmd.Wait() // how it ended is in cmd.ProcessState
 		close(p.done)
@@ -80,7 +82,7 @@ func startProcess(sc ServerConfig, dir string, waitDelay time.Duration) (*proces
 // process has been reaped. It may be called more than once, but not
 // concurrently.
 func (p *process) stop(grace time.Duration) {
-	p.stdin.Close() // a second close only returns os.ErrClosed
+	p.stdin.Close()
 	pid := p.cmd.Process.Pid
 	if !p.waitFor(grace) {
 		p.signalled.Store(true)
@@ -164,4 +166,17 @@ func (t *tail) lastLines(n, max int) string {
 		out = strings.ToValidUTF8(out[len(out)-max:], "")
 	}
 	return out
+}
+
+// closeOnce is a file whose Close closes it the first time and does
+// nothing after, so that two owners may close it without an error.
+type closeOnce struct {
+	*os.File
+	once sync.Once
+	err  error
+}
+
+func (c *closeOnce) Close() error {
+	c.once.Do(func() { c.err = c.File.Close() })
+	return c.err
 }

@@ -109,13 +109,19 @@ type server struct {
 	grace     time.Duration
 	maxOutput int
 
-	// mu guards closed and progress. A progress notification is written
-	// to its call's Output under mu, and a call removes its entry under mu
+	// mu guards closed and calls. A progress notification is written to
+	// its call's Output under mu, and a call removes its entry under mu
 	// before it returns: so no output reaches a call that has ended.
 	mu       sync.Mutex
 	closed   bool
-	progress map[string]tool.Output // by progress token
+	calls    map[string]*inflight // by progress token
 	nextCall uint64
+}
+
+// inflight is a call in progress.
+type inflight struct {
+	out    tool.Output
+	cancel context.CancelCauseFunc // stop ends the call with ErrClosed
 }
 
 // Connect starts or connects to every server in cfg, concurrently, and
@@ -194,7 +200,7 @@ func connectServer(ctx context.Context, name string, sc ServerConfig, o *Options
 	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stopLink := context.AfterFunc(startCtx, cancel)
 
-	s := &server{name: name, cancel: cancel, grace: o.StopGrace, maxOutput: o.MaxOutput, progress: map[string]tool.Output{}}
+	s := &server{name: name, cancel: cancel, grace: o.StopGrace, maxOutput: o.MaxOutput, calls: map[string]*inflight{}}
 	fail := func(err error) (*server, []tool.Tool, []error) {
 		_ = s.stop()
 		// After stop, so that stderr is complete.
@@ -304,8 +310,8 @@ func (s *server) onProgress(_ context.Context, req *sdk.ProgressNotificationClie
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if out := s.progress[token]; out != nil {
-		_, _ = out.Write([]byte(formatProgress(p)))
+	if c := s.calls[token]; c != nil {
+		_, _ = c.out.Write([]byte(formatProgress(p)))
 	}
 }
 
@@ -327,6 +333,8 @@ func formatProgress(p *sdk.ProgressNotificationParams) string {
 
 // call runs one tool call, streaming its progress to out.
 func (s *server) call(ctx context.Context, name string, args any, out tool.Output) (*sdk.CallToolResult, error) {
+	callCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -334,31 +342,28 @@ func (s *server) call(ctx context.Context, name string, args any, out tool.Outpu
 	}
 	s.nextCall++
 	token := fmt.Sprintf("sluice-%d", s.nextCall)
-	s.progress[token] = out
+	s.calls[token] = &inflight{out: out, cancel: cancel}
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		delete(s.progress, token)
+		delete(s.calls, token)
 		s.mu.Unlock()
 	}()
 
 	params := &sdk.CallToolParams{Name: name, Arguments: args}
 	params.SetProgressToken(token)
-	res, err := s.session.CallTool(ctx, params)
-	if err != nil {
-		if ctx.Err() != nil {
-			// The user aborted: the SDK has told the server to cancel.
-			return nil, context.Cause(ctx)
-		}
-		s.mu.Lock()
-		closed := s.closed
-		s.mu.Unlock()
-		if closed {
-			return nil, ErrClosed
-		}
+	res, err := s.session.CallTool(callCtx, params)
+	switch {
+	case err == nil:
+		return res, nil
+	case ctx.Err() != nil:
+		// The user aborted: the SDK has told the server to cancel.
+		return nil, context.Cause(ctx)
+	case errors.Is(context.Cause(callCtx), ErrClosed):
+		return nil, ErrClosed
+	default:
 		return nil, s.describe(err)
 	}
-	return res, nil
 }
 
 // describe wraps err with the server's name and, for a process that has
@@ -374,20 +379,33 @@ func (s *server) describe(err error) *ServerError {
 	return e
 }
 
-// stop ends the server's connection and process. It returns the session's
-// close error.
+// stop ends the server's calls, connection and process. It returns the
+// session's close error.
 func (s *server) stop() error {
 	s.mu.Lock()
 	s.closed = true
+	// The session's Close waits for calls in flight to end; a server need
+	// not answer them.
+	for _, c := range s.calls {
+		c.cancel(ErrClosed)
+	}
 	s.mu.Unlock()
 	var err error
-	if s.session != nil {
-		err = s.session.Close()
-	}
-	s.cancel()
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		if s.session != nil {
+			err = s.session.Close()
+		}
+	}()
 	if s.proc != nil {
+		// Concurrently with the session's Close: a server that is gone
+		// ends whatever the session still waits for (the read side's EOF
+		// retires every request).
 		s.proc.stop(s.grace)
 	}
+	<-closed
+	s.cancel()
 	if s.http != nil {
 		s.http.CloseIdleConnections()
 	}
