@@ -300,3 +300,44 @@ func jsonKind(t reflect.Type) string {
 		return "a " + t.Kind().String()
 	}
 }
+
+// minSecretLen is the shortest value treated as a secret: shorter ones
+// ("1", "true") would blot out ordinary words.
+const minSecretLen = 6
+
+// secrets returns the values that must not appear in messages about the
+// server, longest first: env and header values (and a header's value
+// after "Bearer "), the URL's query and password.
+func (sc ServerConfig) secrets() []string {
+	var out []string
+	add := func(v string) {
+		if len(v) >= minSecretLen {
+			out = append(out, v)
+		}
+	}
+	for _, v := range sc.Env {
+		add(v)
+	}
+	for _, v := range sc.Headers {
+		add(v)
+		if _, token, ok := strings.Cut(v, " "); ok {
+			add(token)
+		}
+	}
+	if u, err := url.Parse(sc.URL); err == nil && sc.URL != "" {
+		add(u.RawQuery)
+		if p, ok := u.User.Password(); ok {
+			add(p)
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
+}
+
+// redact replaces every secret in s by "***".
+func redact(s string, secrets []string) string {
+	for _, v := range secrets {
+		s = strings.ReplaceAll(s, v, "***")
+	}
+	return s
+}

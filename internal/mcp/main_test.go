@@ -26,7 +26,7 @@ const serverModeEnv = "SLUICE_MCP_TEST_SERVER"
 const (
 	modeTools    = "tools"    // serves the test tools on stdio, exits at EOF
 	modeStubborn = "stubborn" // as modeTools, but outlives EOF and ignores SIGTERM
-	modeExit     = "exit"     // complains on stderr and exits 3 at once
+	modeExit     = "exit"     // complains on stderr (quoting TEST_API_KEY) and exits 3 at once
 	modeSleeper  = "sleeper"  // sleeps forever (a server's child)
 )
 
@@ -49,7 +49,7 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case modeExit:
 		fmt.Fprintln(os.Stderr, "starting up")
-		fmt.Fprintln(os.Stderr, "fatal: TEST_API_KEY is not set")
+		fmt.Fprintf(os.Stderr, "fatal: API key %q rejected\n", os.Getenv("TEST_API_KEY"))
 		os.Exit(3)
 	case modeSleeper:
 		for {

@@ -49,14 +49,20 @@ type Options struct {
 	MaxOutput int
 }
 
-// ServerError reports a server that could not be started or used.
+// ServerError reports a server that could not be started or used. Its
+// message has the server's secrets (see ServerConfig.secrets) replaced by
+// "***": transports quote URLs, and servers echo their tokens.
 type ServerError struct {
 	Server string // its name in the config
 	Err    error
-	// Exit is how its process ended ("exit status 1"), if it has.
+	// Exit is how its process ended ("exit status 1") when it ended on
+	// its own.
 	Exit string
-	// Stderr is the end of what the process wrote to stderr.
+	// Stderr is the end of what the process wrote to stderr, secrets
+	// replaced.
 	Stderr string
+
+	secrets []string
 }
 
 func (e *ServerError) Error() string {
@@ -68,7 +74,7 @@ func (e *ServerError) Error() string {
 	if e.Stderr != "" {
 		b.WriteString("\n  stderr: " + strings.ReplaceAll(e.Stderr, "\n", "\n  stderr: "))
 	}
-	return b.String()
+	return redact(b.String(), e.secrets)
 }
 
 func (e *ServerError) Unwrap() error { return e.Err }
@@ -102,6 +108,7 @@ type Servers struct {
 // server is one connected server.
 type server struct {
 	name      string
+	secrets   []string // kept out of messages
 	session   *sdk.ClientSession
 	proc      *process        // stdio servers
 	http      *http.Transport // HTTP servers: its idle connections go at Close
@@ -200,8 +207,14 @@ func connectServer(ctx context.Context, name string, sc ServerConfig, o *Options
 	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stopLink := context.AfterFunc(startCtx, cancel)
 
-	s := &server{name: name, cancel: cancel, grace: o.StopGrace, maxOutput: o.MaxOutput, calls: map[string]*inflight{}}
+	s := &server{
+		name: name, secrets: sc.secrets(), cancel: cancel,
+		grace: o.StopGrace, maxOutput: o.MaxOutput, calls: map[string]*inflight{},
+	}
 	fail := func(err error) (*server, []tool.Tool, []error) {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			err = fmt.Errorf("no answer within %v: %w", o.StartTimeout, err)
+		}
 		_ = s.stop()
 		// After stop, so that stderr is complete.
 		return nil, nil, []error{s.describe(err)}
@@ -213,7 +226,7 @@ func connectServer(ctx context.Context, name string, sc ServerConfig, o *Options
 		p, err := startProcess(sc, o.Dir, o.StopGrace)
 		if err != nil {
 			cancel()
-			return nil, nil, []error{&ServerError{Server: name, Err: err}}
+			return nil, nil, []error{s.describe(err)}
 		}
 		s.proc = p
 		transport = &sdk.IOTransport{Reader: p.stdout, Writer: p.stdin}
@@ -228,7 +241,7 @@ func connectServer(ctx context.Context, name string, sc ServerConfig, o *Options
 		}
 	default:
 		cancel()
-		return nil, nil, []error{&ServerError{Server: name, Err: fmt.Errorf("%w: unknown type %q", ErrConfig, sc.Type)}}
+		return nil, nil, []error{s.describe(fmt.Errorf("%w: unknown type %q", ErrConfig, sc.Type))}
 	}
 
 	version := o.Version
@@ -256,11 +269,11 @@ func connectServer(ctx context.Context, name string, sc ServerConfig, o *Options
 		}
 		mt, err := newTool(s, t)
 		if err != nil {
-			errs = append(errs, &ServerError{Server: name, Err: err})
+			errs = append(errs, s.describe(err))
 			continue
 		}
 		if other, ok := taken[mt.name]; ok {
-			errs = append(errs, &ServerError{Server: name, Err: fmt.Errorf("tool %q left out: tool %q already has the name %s", t.Name, other, mt.name)})
+			errs = append(errs, s.describe(fmt.Errorf("tool %q left out: tool %q already has the name %s", t.Name, other, mt.name)))
 			continue
 		}
 		taken[mt.name] = t.Name
@@ -369,11 +382,11 @@ func (s *server) call(ctx context.Context, name string, args any, out tool.Outpu
 // describe wraps err with the server's name and, for a process that has
 // exited, how it ended and its last words on stderr.
 func (s *server) describe(err error) *ServerError {
-	e := &ServerError{Server: s.name, Err: err}
+	e := &ServerError{Server: s.name, Err: err, secrets: s.secrets}
 	if s.proc != nil {
 		var ended bool
 		if ended, e.Exit = s.proc.exited(); ended {
-			e.Stderr = s.proc.stderr.lastLines(5, 1024)
+			e.Stderr = redact(s.proc.stderr.lastLines(5, 1024), s.secrets)
 		}
 	}
 	return e
@@ -432,7 +445,7 @@ func (s *Servers) Close() error {
 		for i, srv := range s.servers {
 			wg.Go(func() {
 				if err := srv.stop(); err != nil && !errors.Is(err, sdk.ErrConnectionClosed) {
-					errs[i] = &ServerError{Server: srv.name, Err: fmt.Errorf("close: %w", err)}
+					errs[i] = srv.describe(fmt.Errorf("close: %w", err))
 				}
 			})
 		}

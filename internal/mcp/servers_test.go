@@ -210,13 +210,13 @@ func TestFailingServers(t *testing.T) {
 	t.Parallel()
 	s, err := connect(t, map[string]ServerConfig{
 		"good":    testServer(t, modeTools, nil),
-		"broken":  testServer(t, modeExit, map[string]string{"TEST_API_KEY_HINT": "s3cret-value"}),
+		"broken":  testServer(t, modeExit, map[string]string{"TEST_API_KEY": "s3cret-value"}),
 		"missing": {Type: TypeStdio, Command: filepath.Join(t.TempDir(), "no-such-server"), Env: map[string]string{"TOKEN": "s3cret-value"}},
 	}, nil)
 	if err == nil {
 		t.Fatal("Connect: no error, want two failed servers")
 	}
-	if strings.Contains(err.Error(), "s3cret-value") {
+	if strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("error shows a secret from the server's env: %v", err)
 	}
 	errs := serverErrors(t, err)
@@ -224,9 +224,10 @@ func TestFailingServers(t *testing.T) {
 		t.Errorf("errors for %d servers, want 2: %v", len(errs), err)
 	}
 	broken := errs["broken"]
-	if broken == nil || broken.Exit != "exit status 3" || broken.Stderr != "starting up\nfatal: TEST_API_KEY is not set" {
+	// The server's stderr is kept, with the secret it quotes blotted out.
+	if broken == nil || broken.Exit != "exit status 3" || broken.Stderr != "starting up\nfatal: API key \"***\" rejected" {
 		t.Errorf("broken: %#v", broken)
-	} else if msg := broken.Error(); !strings.Contains(msg, `MCP server "broken"`) || !strings.Contains(msg, "stderr: fatal: TEST_API_KEY is not set") {
+	} else if msg := broken.Error(); !strings.Contains(msg, `MCP server "broken"`) || !strings.Contains(msg, `stderr: fatal: API key "***" rejected`) {
 		t.Errorf("broken: Error() = %q", msg)
 	}
 	if missing := errs["missing"]; missing == nil || !errors.Is(missing, os.ErrNotExist) {
@@ -386,5 +387,24 @@ func TestHTTP(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestURLSecretsRedacted checks that a transport's error, which quotes the
+// URL, does not show the token in its query.
+func TestURLSecretsRedacted(t *testing.T) {
+	t.Parallel()
+	hs := httptest.NewServer(http.NotFoundHandler())
+	gone := hs.URL
+	hs.Close() // connections to it are refused
+	s, err := Connect(context.Background(), &Config{Servers: map[string]ServerConfig{
+		"gone": {Type: TypeHTTP, URL: gone + "/mcp?token=query-s3cret"},
+	}}, nil)
+	defer s.Close()
+	if err == nil {
+		t.Fatal("Connect to a closed server: no error")
+	}
+	if msg := err.Error(); strings.Contains(msg, "s3cret") || !strings.Contains(msg, "/mcp?***") {
+		t.Errorf("error = %q, want the query replaced by ***", msg)
 	}
 }
