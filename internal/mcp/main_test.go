@@ -62,7 +62,7 @@ func TestMain(m *testing.M) {
 }
 
 // testToolNames are the tools newTestServer serves.
-var testToolNames = []string{"echo", "fail", "slow", "readonly", "media", "env", "cwd", "spawn", "dotted.name"}
+var testToolNames = []string{"echo", "fail", "slow", "readonly", "media", "env", "cwd", "spawn", "crash", "dotted.name"}
 
 type textIn struct {
 	Text string `json:"text"`
@@ -144,6 +144,12 @@ func newTestServer() *sdk.Server {
 				return nil, nil, err
 			}
 			return text(fmt.Sprint(cmd.Process.Pid)), nil, nil
+		})
+	sdk.AddTool(s, &sdk.Tool{Name: "crash", Description: "Kills the server."},
+		func(context.Context, *sdk.CallToolRequest, none) (*sdk.CallToolResult, any, error) {
+			fmt.Fprintln(os.Stderr, "panic: out of cheese")
+			os.Exit(5)
+			return nil, nil, nil
 		})
 	sdk.AddTool(s, &sdk.Tool{Name: "dotted.name", Description: "Has a name providers reject."},
 		func(context.Context, *sdk.CallToolRequest, none) (*sdk.CallToolResult, any, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -375,6 +376,11 @@ func (s *server) call(ctx context.Context, name string, args any, out tool.Outpu
 	case errors.Is(context.Cause(callCtx), ErrClosed):
 		return nil, ErrClosed
 	default:
+		if s.proc != nil && (errors.Is(err, io.EOF) || errors.Is(err, sdk.ErrConnectionClosed)) {
+			// The server is gone or going: give it a moment to be reaped,
+			// so that the error says how it ended and what it said.
+			s.proc.waitFor(s.grace)
+		}
 		return nil, s.describe(err)
 	}
 }

@@ -408,3 +408,20 @@ func TestURLSecretsRedacted(t *testing.T) {
 		t.Errorf("error = %q, want the query replaced by ***", msg)
 	}
 }
+
+// TestServerDies checks that calls to a server that died fail, saying how
+// it ended and what it said last.
+func TestServerDies(t *testing.T) {
+	t.Parallel()
+	s, err := connect(t, map[string]ServerConfig{"test": testServer(t, modeTools, nil)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"crash", "echo"} { // the call that kills it, then one after
+		_, err := toolByName(t, s, "mcp__test__"+name).Run(context.Background(), &tool.Env{}, json.RawMessage(`{}`), &recorder{})
+		var se *ServerError
+		if !errors.As(err, &se) || se.Exit != "exit status 5" || se.Stderr != "panic: out of cheese" {
+			t.Errorf("%s: %v, want exit status 5 and the stderr tail", name, err)
+		}
+	}
+}
