@@ -39,8 +39,9 @@ type Config struct {
 
 // ServerConfig is one server's entry. Type is always set after parsing:
 // TypeStdio servers have Command (and Args, Env), the others URL (and
-// Headers). Values may hold secrets (tokens in Env or Headers): they are
-// never put into errors.
+// Headers). Values may hold secrets (tokens in Env, Headers or the URL):
+// config errors name variables and fields, never values, and a
+// ServerError shows them as "***".
 type ServerConfig struct {
 	Type    string            `json:"type,omitempty"`
 	Command string            `json:"command,omitempty"`

@@ -51,8 +51,9 @@ type Options struct {
 }
 
 // ServerError reports a server that could not be started or used. Its
-// message has the server's secrets (see ServerConfig.secrets) replaced by
-// "***": transports quote URLs, and servers echo their tokens.
+// message shows the values of the server's env and headers, and its URL's
+// query and password, as "***": transports quote URLs, and servers echo
+// their tokens.
 type ServerError struct {
 	Server string // its name in the config
 	Err    error
