@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"reflect"
@@ -51,37 +52,59 @@ type ServerConfig struct {
 	Headers map[string]string `json:"headers,omitempty"`
 }
 
-// LoadConfig reads a config from a file or, like Claude Code's
-// --mcp-config, from a JSON string given in place of the file name (an
-// argument that starts with "{"). ${VAR} and ${VAR:-default} in commands,
-// arguments, env and header values and URLs are expanded from the process's
-// environment.
-func LoadConfig(fileOrJSON string) (*Config, error) {
-	if strings.HasPrefix(strings.TrimSpace(fileOrJSON), "{") {
-		cfg, err := parseConfig([]byte(fileOrJSON), os.LookupEnv)
+// LoadConfig reads configs from files or, like Claude Code's
+// --mcp-config, from JSON strings given in place of file names (arguments
+// that start with "{"), and merges them: a server named in several takes
+// its last entry. ${VAR} and ${VAR:-default} in commands, arguments, env
+// and header values and URLs are expanded from the process's environment.
+// No arguments give a config without servers.
+func LoadConfig(filesOrJSON ...string) (*Config, error) {
+	merged := &Config{Servers: map[string]ServerConfig{}}
+	source := map[string]string{} // server → where it came from
+	for _, arg := range filesOrJSON {
+		cfg, where, err := loadOne(arg)
 		if err != nil {
-			return nil, fmt.Errorf("MCP config (inline JSON): %w", err)
+			return nil, err
 		}
-		return cfg, nil
+		for name, sc := range cfg.Servers {
+			merged.Servers[name] = sc
+			source[name] = where
+		}
 	}
-	data, err := os.ReadFile(fileOrJSON)
-	if err != nil {
-		return nil, fmt.Errorf("MCP config: %w", err)
+	// Servers from different configs may still clash in tool names.
+	prefixes := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(merged.Servers)) {
+		p := sanitizeName(name)
+		if other, ok := prefixes[p]; ok {
+			return nil, fmt.Errorf("%w: servers %q (%s) and %q (%s) would give their tools the same names (mcp__%s__...)",
+				ErrConfig, other, source[other], name, source[name], p)
+		}
+		prefixes[p] = name
 	}
-	cfg, err := parseConfig(data, os.LookupEnv)
-	if err != nil {
-		return nil, fmt.Errorf("MCP config %s: %w", fileOrJSON, err)
-	}
-	return cfg, nil
+	return merged, nil
 }
 
-// ParseConfig parses a config's JSON, expanding ${VAR} references from the
-// process's environment (see LoadConfig).
-func ParseConfig(data []byte) (*Config, error) {
-	return parseConfig(data, os.LookupEnv)
+// loadOne loads one argument of LoadConfig; where names it for messages.
+func loadOne(arg string) (cfg *Config, where string, err error) {
+	if strings.HasPrefix(strings.TrimSpace(arg), "{") {
+		where = "inline JSON"
+		cfg, err = parseConfig([]byte(arg), os.LookupEnv)
+	} else {
+		where = arg
+		var data []byte
+		if data, err = os.ReadFile(arg); err != nil {
+			return nil, where, fmt.Errorf("MCP config: %w", err)
+		}
+		cfg, err = parseConfig(data, os.LookupEnv)
+	}
+	if err != nil {
+		return nil, where, fmt.Errorf("MCP config %s: %w", where, err)
+	}
+	return cfg, where, nil
 }
 
-// parseConfig is ParseConfig with the environment given, for tests.
+// parseConfig parses a config's JSON, expanding ${VAR} references with
+// lookup.
 func parseConfig(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // editors on Windows write a BOM
 	var top map[string]json.RawMessage

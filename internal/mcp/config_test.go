@@ -143,7 +143,7 @@ func TestLoadConfig(t *testing.T) {
 		{arg: good, want: "x"},
 		{arg: ` {"mcpServers": {"a": {"command": "inline"}}}`, want: "inline"},
 		{arg: bad, want: "MCP config " + bad + `: invalid MCP config: server "a": "command" is missing`, is: ErrConfig},
-		{arg: `{"mcpServers": 1}`, want: `MCP config (inline JSON): invalid MCP config: "mcpServers" must be an object`, is: ErrConfig},
+		{arg: `{"mcpServers": 1}`, want: `MCP config inline JSON: invalid MCP config: "mcpServers" must be an object`, is: ErrConfig},
 		{arg: filepath.Join(dir, "none.json"), want: "none.json", is: os.ErrNotExist},
 	}
 	for _, tc := range tests {
@@ -161,6 +161,22 @@ func TestLoadConfig(t *testing.T) {
 		if got := cfg.Servers["a"].Command; got != tc.want {
 			t.Errorf("LoadConfig(%q): command %q, want %q", tc.arg, got, tc.want)
 		}
+	}
+
+	// Several configs merge; the last entry of a server wins.
+	cfg, err := LoadConfig(good, `{"mcpServers": {"a": {"command": "later"}, "b": {"command": "y"}}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]ServerConfig{"a": {Type: TypeStdio, Command: "later"}, "b": {Type: TypeStdio, Command: "y"}}; !reflect.DeepEqual(cfg.Servers, want) {
+		t.Errorf("merged servers = %#v", cfg.Servers)
+	}
+	_, err = LoadConfig(good, `{"mcpServers": {"a.": {"command": "x"}}}`, `{"mcpServers": {"a_": {"command": "y"}}}`)
+	if want := `servers "a." (inline JSON) and "a_" (inline JSON) would give their tools the same names`; !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), want) {
+		t.Errorf("clashing names across configs: %v, want %q", err, want)
+	}
+	if cfg, err := LoadConfig(); err != nil || len(cfg.Servers) != 0 {
+		t.Errorf("LoadConfig() = %+v, %v; want no servers", cfg, err)
 	}
 }
 
