@@ -87,7 +87,8 @@ func (c *Config) maxRetries() int {
 
 // Run answers prompt (or, with stream-json input, every user line of
 // Stdin) on sess and writes the output. It returns the process exit code:
-// 0 on success, 1 when a run failed (the cause is on Stderr).
+// 0 on success, 1 when a run failed or ctx was cancelled (the cause is on
+// Stderr).
 func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) int {
 	if cfg.OutputFormat == "" {
 		cfg.OutputFormat = FormatText
@@ -111,6 +112,9 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 	go func() {
 		defer close(prompts)
 		if cfg.InputFormat != FormatStreamJSON {
+			if ctx.Err() != nil {
+				return // interrupted before the run: nothing to run
+			}
 			select {
 			case prompts <- prompt:
 			case <-ctx.Done():
@@ -140,6 +144,11 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 		default:
 		}
 	}
+	if ctx.Err() != nil && code == 0 {
+		// Interrupted between runs (or before the first): not a success.
+		fmt.Fprintln(cfg.Stderr, "sluice: interrupted")
+		code = 1
+	}
 	if err := w.flush(); err != nil {
 		fmt.Fprintf(cfg.Stderr, "sluice: writing output: %v\n", err)
 		return 1
@@ -151,25 +160,49 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 // (ctx done) aborts the run; what it produced is still written.
 func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w *writer, prompt string, cfg Config) error {
 	start := time.Now()
-	stop := context.AfterFunc(ctx, func() { sess.Abort("interrupted") })
-	defer stop()
 	h, err := sess.Submit(ctx, prompt)
 	if err != nil {
 		return err
 	}
+	// After Submit, so that an interrupt that came before it aborts the
+	// message too (AfterFunc runs at once when ctx is already done).
+	stop := context.AfterFunc(ctx, func() { sess.Abort("interrupted") })
+	defer stop()
 	stream := cfg.OutputFormat == FormatStreamJSON
 	tr := newTranslator(w, cfg)
-	for {
-		// The run always ends with runStateChanged idle, also when it is
-		// aborted, so reading until then cannot hang.
-		it, err := sub.NextItem(context.Background())
-		if err != nil {
-			break
-		}
+	// handle takes one item and reports whether it ended the run.
+	handle := func(it agent.Item) bool {
 		if stream {
 			tr.item(it)
 		}
-		if rs, ok := it.Event.(protocol.RunStateChanged); ok && rs.State == protocol.RunIdle {
+		rs, ok := it.Event.(protocol.RunStateChanged)
+		return ok && rs.State == protocol.RunIdle
+	}
+	// A run ends with runStateChanged idle, also when it is aborted, and
+	// its handle is done after that event. A message aborted while still
+	// queued (an interrupt as the run starts) publishes nothing: its
+	// handle is done and nothing more will come.
+	done, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	go func() {
+		select {
+		case <-h.Done():
+			stopWatch()
+		case <-done.Done():
+		}
+	}()
+	for {
+		it, err := sub.NextItem(done)
+		if err != nil {
+			// What the run published before its handle was done is queued.
+			for sub.Pending() > 0 {
+				if it, err := sub.NextItem(context.Background()); err != nil || handle(it) {
+					break
+				}
+			}
+			break
+		}
+		if handle(it) {
 			break
 		}
 		if stream && sub.Pending() == 0 {

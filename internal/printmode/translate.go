@@ -208,9 +208,24 @@ func (b *blockAcc) finalShape() any {
 		}
 		return toolUseBlock{Type: "tool_use", ID: b.id, Name: b.name, Input: input}
 	case model.BlockRaw:
-		return b.startShape()
+		return b.rawFinal()
 	}
 	return textBlock{Type: "text", Text: b.text.String(), Citations: b.citations}
+}
+
+// rawFinal is a server-side or unknown block as it finished: as it
+// started, with the input its deltas streamed (a server tool use's query).
+func (b *blockAcc) rawFinal() any {
+	input := json.RawMessage(b.text.String())
+	if len(input) == 0 || !json.Valid(input) {
+		return b.startShape()
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(b.raw, &fields) != nil {
+		return b.startShape()
+	}
+	fields["input"] = input
+	return fields
 }
 
 // errorKind names a model API failure as Claude Code's api_retry lines
