@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -244,6 +245,10 @@ func producedText(sess *agent.Session, userID string) string {
 	return ""
 }
 
+// roundCost rounds a cost in dollars to a billionth, so that a sum of
+// per-token prices does not print as 0.026279999999999998.
+func roundCost(usd float64) float64 { return math.Round(usd*1e9) / 1e9 }
+
 // newResultLine is the last line of a run, in Claude Code's shape. The
 // result is the final answer, or what a failed run produced, or else the
 // error; errors lists the cause of a failure.
@@ -252,7 +257,7 @@ func newResultLine(sess *agent.Session, res agent.Result, answer string, err err
 		Type: "result", Subtype: "success",
 		DurationMs: d.Milliseconds(), DurationAPIMs: res.APIDuration.Milliseconds(),
 		NumTurns: res.Turns, Result: answer, StopReason: nullable(res.StopReason),
-		SessionID: sess.ID(), TotalCostUSD: res.CostUSD, Usage: sessionUsageOf(res.Usage),
+		SessionID: sess.ID(), TotalCostUSD: roundCost(res.CostUSD), Usage: sessionUsageOf(res.Usage),
 		ModelUsage: map[string]modelUsage{}, PermissionDenials: denials(res.Denials),
 		UUID: uuid.NewString(),
 	}
@@ -260,7 +265,7 @@ func newResultLine(sess *agent.Session, res agent.Result, answer string, err err
 		line.ModelUsage[sess.Model()] = modelUsage{
 			InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
 			CacheReadInputTokens: res.Usage.CacheReadInputTokens, CacheCreationInputTokens: res.Usage.CacheCreationInputTokens,
-			CostUSD: res.CostUSD,
+			CostUSD: roundCost(res.CostUSD),
 		}
 	}
 	if err == nil {

@@ -19,7 +19,6 @@ import (
 type Transcript struct {
 	W     io.Writer
 	Color bool
-	Now   func() time.Time
 
 	open  string // "messageID/block" of the block being printed, if any
 	col   int    // column of the cursor (0: at a line start)
