@@ -80,8 +80,12 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 		fmt.Fprintln(stdio.Err, "sluice:", err)
 		return 2
 	}
+	defer setup.Close()
 	if n := setup.Selection.Notice; n != "" {
 		fmt.Fprintln(stdio.Err, n)
+	}
+	if err := setup.StartMCP(ctx); err != nil {
+		fmt.Fprintln(stdio.Err, "sluice: warning:", err)
 	}
 	prompt := strings.Join(pos, " ")
 

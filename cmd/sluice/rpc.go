@@ -35,11 +35,12 @@ func rpcMain(ctx context.Context, args []string, stdio Stdio) int {
 		return 2
 	}
 	log := newLogger(stdio.Err, *verbose)
-	srv, err := hostServer(&af, *maxMessage, log)
+	srv, setup, err := hostServer(ctx, &af, *maxMessage, log)
 	if err != nil {
 		fmt.Fprintln(stdio.Err, "sluice rpc:", err)
 		return 2
 	}
+	defer setup.Close()
 	serveErr := srv.ServeConn(ctx, rpc.NewLineConn(stdio.In, stdio.Out, *maxMessage))
 	closeErr := srv.Close()
 	if serveErr != nil && !errors.Is(serveErr, context.Canceled) {
@@ -56,13 +57,16 @@ func rpcMain(ctx context.Context, args []string, stdio Stdio) int {
 // hostServer is the host protocol's server for the agent flags: sluice rpc
 // and sluice serve share it. A host's initialize may still set the working
 // directory, permission mode and model of its session.
-func hostServer(af *cli.AgentFlags, maxMessage int, log *slog.Logger) (*rpc.Server, error) {
+func hostServer(ctx context.Context, af *cli.AgentFlags, maxMessage int, log *slog.Logger) (*rpc.Server, *cli.Setup, error) {
 	setup, err := af.Setup(os.Getenv, log)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if n := setup.Selection.Notice; n != "" {
 		log.Info(n)
+	}
+	if err := setup.StartMCP(ctx); err != nil {
+		log.Warn("MCP servers", "err", err)
 	}
 	return rpc.NewServer(rpc.Options{
 		NewSession: func(context.Context, rpc.SessionConfig) (agent.Options, error) {
@@ -73,7 +77,7 @@ func hostServer(af *cli.AgentFlags, maxMessage int, log *slog.Logger) (*rpc.Serv
 		MaxMessageBytes: maxMessage,
 		Logger:          log,
 		Version:         cli.Version,
-	}), nil
+	}), setup, nil
 }
 
 func newLogger(w io.Writer, verbose bool) *slog.Logger {

@@ -37,10 +37,11 @@ func serveMain(ctx context.Context, args []string, stdio Stdio) int {
 		return 2
 	}
 	log := newLogger(stdio.Err, *verbose)
-	rs, err := hostServer(&af, *maxMessage, log)
+	rs, setup, err := hostServer(ctx, &af, *maxMessage, log)
 	if err != nil {
 		return fail(err)
 	}
+	defer setup.Close()
 	srv, err := web.New(web.Options{Token: web.NewToken(), RPC: rs, MaxMessageBytes: *maxMessage, Logger: log})
 	if err != nil {
 		rs.Close()

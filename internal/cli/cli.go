@@ -5,6 +5,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/mcp"
 	"github.com/sluicehq/sluice/internal/provider"
 	"github.com/sluicehq/sluice/internal/provider/demo"
 	"github.com/sluicehq/sluice/internal/store"
@@ -41,6 +43,7 @@ type AgentFlags struct {
 	DemoDelay       time.Duration
 	ContextWindow   int
 	AutoCompact     float64
+	MCPConfigs      stringList
 
 	fs *flag.FlagSet // to tell the flags given from the defaults
 }
@@ -69,6 +72,7 @@ func (f *AgentFlags) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.DemoDelay, "demo-delay", 0, "pause between the demo provider's chunks (default: a realistic pace; negative: none)")
 	fs.IntVar(&f.ContextWindow, "context-window", 0, "the model's context window in tokens (default 200000)")
 	fs.Float64Var(&f.AutoCompact, "auto-compact", 0, "compact the session when the context passes this share of the window (default 0.85; negative: never)")
+	fs.Var(&f.MCPConfigs, "mcp-config", "MCP servers from a JSON file or string in Claude Code's format (repeatable)")
 }
 
 // Setup is a configured agent: its options, the provider chosen and the
@@ -77,6 +81,10 @@ type Setup struct {
 	Options   agent.Options
 	Selection *provider.Selection
 	Store     *store.Store
+	// MCP is set by StartMCP.
+	MCP *mcp.Servers
+
+	mcpConfig *mcp.Config
 }
 
 // Setup builds the agent options from the flags, the settings file
@@ -134,8 +142,15 @@ func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Se
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	var mcpConfig *mcp.Config
+	if len(f.MCPConfigs) > 0 {
+		if mcpConfig, err = mcp.LoadConfig(f.MCPConfigs...); err != nil {
+			return nil, err
+		}
+	}
 	st := store.New(root)
 	return &Setup{
+		mcpConfig: mcpConfig,
 		Selection: sel,
 		Store:     st,
 		Options: agent.Options{
@@ -158,6 +173,27 @@ func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Se
 }
 
 func demoConfig(delay time.Duration) demo.Config { return demo.Config{Delay: delay} }
+
+// StartMCP starts the MCP servers of --mcp-config and adds their tools to
+// the options. Servers that fail are reported in the error; the others
+// still serve, so callers usually warn and go on. Close stops them.
+func (s *Setup) StartMCP(ctx context.Context) error {
+	if s.mcpConfig == nil || s.MCP != nil {
+		return nil
+	}
+	servers, err := mcp.Connect(ctx, s.mcpConfig, &mcp.Options{Dir: s.Options.WorkDir, Version: Version})
+	s.MCP = servers
+	s.Options.ExtraTools = append(s.Options.ExtraTools, servers.Tools()...)
+	return err
+}
+
+// Close stops what Setup started (the MCP servers).
+func (s *Setup) Close() error {
+	if s.MCP != nil {
+		return s.MCP.Close()
+	}
+	return nil
+}
 
 // OpenSession starts a new session, or continues the most recent one of
 // the working directory (cont), or resumes session resume.
