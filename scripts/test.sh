@@ -24,11 +24,11 @@ go run ./internal/web/cmd/loadcheck -sluice "$bin/sluice" -sessions 20
 echo "== fuzz (${fuzztime} each)"
 # Every Fuzz* function of the module, found rather than listed, so that a new
 # target runs without editing this file.
-go list -f '{{.ImportPath}} {{.Dir}}' ./... | while read -r pkg dir; do
-  grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u |
-  while read -r target; do
-    echo "-- $pkg $target"
-    go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" "$pkg"
-  done
-done
+targets=$(grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' . | sed 's/:func / /' | sort -u)
+[ -n "$targets" ] || { echo "no fuzz targets found" >&2; exit 1; }
+while read -r file target; do
+  pkg=./$(dirname "${file#./}")
+  echo "-- $pkg $target"
+  go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" "$pkg"
+done <<<"$targets"
 echo "== ok"
