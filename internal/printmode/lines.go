@@ -21,7 +21,7 @@ type initLine struct {
 	CWD            string      `json:"cwd"`
 	SessionID      string      `json:"session_id"`
 	Tools          []string    `json:"tools"`
-	MCPServers     []mcpServer `json:"mcp_servers"`
+	MCPServers     []MCPServer `json:"mcp_servers"`
 	Model          string      `json:"model"`
 	PermissionMode string      `json:"permissionMode"`
 	APIKeySource   string      `json:"apiKeySource"`
@@ -30,8 +30,10 @@ type initLine struct {
 	AdditionalDirs []string    `json:"additional_directories"`
 }
 
-type mcpServer struct {
-	Name   string `json:"name"`
+// MCPServer is an MCP server as system/init lists it.
+type MCPServer struct {
+	Name string `json:"name"`
+	// Status is "connected" or "failed", as Claude Code reports it.
 	Status string `json:"status"`
 }
 

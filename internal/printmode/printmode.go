@@ -43,6 +43,9 @@ type Config struct {
 	// "none"), never the key.
 	APIKeySource string
 	Version      string
+	// MCPServers are the configured MCP servers (system/init's
+	// mcp_servers).
+	MCPServers []MCPServer
 	// AddDirs are the directories besides the working directory that the
 	// tools may use (system/init's additional_directories).
 	AddDirs []string
@@ -100,7 +103,7 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 	if cfg.OutputFormat == FormatStreamJSON {
 		w.line(initLine{
 			Type: "system", Subtype: "init", CWD: sess.WorkDir(), SessionID: sess.ID(),
-			Tools: sess.Tools(), MCPServers: []mcpServer{}, Model: cfg.Model,
+			Tools: sess.Tools(), MCPServers: append([]MCPServer{}, cfg.MCPServers...), Model: cfg.Model,
 			PermissionMode: cfg.PermissionMode, APIKeySource: cfg.APIKeySource,
 			SluiceVersion: cfg.Version, UUID: uuid.NewString(),
 			AdditionalDirs: append([]string{}, cfg.AddDirs...),

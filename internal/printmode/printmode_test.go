@@ -25,8 +25,13 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // newSession starts a session on a fake Anthropic server that answers
-// with answers; both end with the test.
+// with answers, without retries; both end with the test.
 func newSession(t *testing.T, answers ...printmodetest.Answer) *agent.Session {
+	t.Helper()
+	return newSessionRetrying(t, -1, answers...)
+}
+
+func newSessionRetrying(t *testing.T, retries int, answers ...printmodetest.Answer) *agent.Session {
 	t.Helper()
 	srv, err := printmodetest.NewServer(printmodetest.Anthropic, answers)
 	if err != nil {
@@ -37,7 +42,7 @@ func newSession(t *testing.T, answers ...printmodetest.Answer) *agent.Session {
 		Provider: anthropic.New(anthropic.Config{APIKey: "sk-test", BaseURL: srv.URL}),
 		Model:    "test-model",
 		WorkDir:  t.TempDir(),
-		Stream:   model.StreamOptions{MaxRetries: -1},
+		Stream:   model.StreamOptions{MaxRetries: retries},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -143,6 +148,34 @@ func TestInterruptMidStream(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// system/init reports the configuration print mode was given; api_retry
+// lines the retry bound.
+func TestInitAndRetryLines(t *testing.T) {
+	t.Parallel()
+	sess := newSessionRetrying(t, 3, answers(t, "status:529", "say:Hi.")...)
+	var stdout, stderr bytes.Buffer
+	code := Run(t.Context(), sess, "hello", Config{
+		OutputFormat: FormatStreamJSON, Model: "test-model", PermissionMode: "plan",
+		APIKeySource: "ANTHROPIC_API_KEY", Version: "1.2.3", AddDirs: []string{"/srv/data"},
+		MCPServers: []MCPServer{{Name: "files", Status: "connected"}, {Name: "broken", Status: "failed"}},
+		MaxRetries: 3, Stdout: &stdout, Stderr: &stderr,
+	})
+	if code != 0 {
+		t.Fatalf("exit status %d: %s", code, stderr.String())
+	}
+	out := strings.Split(stdout.String(), "\n")
+	init := fmt.Sprintf(`{"type":"system","subtype":"init","cwd":%q,"session_id":%q,"tools":["Bash","Read","Write","Edit","Glob","Grep"],`+
+		`"mcp_servers":[{"name":"files","status":"connected"},{"name":"broken","status":"failed"}],"model":"test-model","permissionMode":"plan",`+
+		`"apiKeySource":"ANTHROPIC_API_KEY","sluice_version":"1.2.3","uuid":"`, sess.WorkDir(), sess.ID())
+	if !strings.HasPrefix(out[0], init) || !strings.HasSuffix(out[0], `","additional_directories":["/srv/data"]}`) {
+		t.Errorf("init line\n%s\nwant\n%s…%s", out[0], init, `","additional_directories":["/srv/data"]}`)
+	}
+	retry := `{"type":"system","subtype":"api_retry","attempt":1,"max_retries":3,"retry_delay_ms":5,"error_status":529,"error":"overloaded","error_message":"anthropic API error 529 overloaded_error: Overloaded",`
+	if !strings.HasPrefix(out[1], retry) {
+		t.Errorf("retry line\n%s\nwant\n%s…", out[1], retry)
 	}
 }
 
