@@ -60,8 +60,6 @@ type Server struct {
 	mu       sync.Mutex
 	answers  []Answer
 	requests []Request
-	hung     chan struct{} // closed when a Hang answer has sent its events
-	hungOnce sync.Once
 }
 
 // NewServer starts a server speaking format (Anthropic or OpenAI) that
@@ -70,7 +68,7 @@ func NewServer(format string, answers []Answer) (*Server, error) {
 	if format != Anthropic && format != OpenAI {
 		return nil, fmt.Errorf("fake model: unknown wire format %q (want %s or %s)", format, Anthropic, OpenAI)
 	}
-	s := &Server{format: format, answers: answers, hung: make(chan struct{})}
+	s := &Server{format: format, answers: answers}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
 	if format == OpenAI {
@@ -84,10 +82,6 @@ func (s *Server) Close() {
 	s.srv.CloseClientConnections()
 	s.srv.Close()
 }
-
-// Hung is closed once a Hang answer has sent its events (and flushed
-// them) and holds the stream open.
-func (s *Server) Hung() <-chan struct{} { return s.hung }
 
 // Requests returns the requests received so far.
 func (s *Server) Requests() []Request {
@@ -187,7 +181,6 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, a Answer) {
 	w.Write(bw.Bytes())
 	f.Flush()
 	if a.Hang {
-		s.hungOnce.Do(func() { close(s.hung) })
 		<-r.Context().Done()
 	}
 }
