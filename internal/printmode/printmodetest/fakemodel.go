@@ -43,9 +43,7 @@ type Answer struct {
 
 // Request is one request the server received.
 type Request struct {
-	Path   string
-	Header http.Header
-	Body   []byte
+	Body []byte
 }
 
 // Server is a fake model API. Each request gets the next answer; past the
@@ -105,7 +103,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	s.requests = append(s.requests, Request{Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
+	s.requests = append(s.requests, Request{Body: body})
 	n := len(s.requests)
 	var a Answer
 	ok := n <= len(s.answers)
