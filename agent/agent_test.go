@@ -210,6 +210,9 @@ func TestAbortMidStream(t *testing.T) {
 	if len(a.Blocks) != 4 {
 		t.Fatalf("blocks %+v", a.Blocks)
 	}
+	if res, _ := h.Wait(bg(t)); res.Text != "Partial" {
+		t.Fatalf("an aborted run reports %q, want the text it produced", res.Text)
+	}
 	if a.Blocks[1].Content != "Partial" || a.Blocks[1].Stage != protocol.StageEnd {
 		t.Fatalf("partial text not kept and ended: %+v", a.Blocks[1])
 	}

@@ -18,9 +18,15 @@ const (
 
 // runMessage runs one user message: model responses and tool calls until a
 // response ends without tool use, the run is aborted or a limit is hit.
-func (s *Session) runMessage(j *job) Result {
+func (s *Session) runMessage(j *job) (res Result) {
 	ctx := j.ctx
-	res := Result{MessageID: j.id}
+	res = Result{MessageID: j.id}
+	defer func() {
+		if res.Err != nil && res.Text == "" {
+			// A failed or aborted run still reports what it produced.
+			res.Text = s.lastAnswerSince(j.id)
+		}
+	}()
 	s.addUserMessage(protocol.Message{
 		ID: j.id, Role: protocol.RoleUser, CreatedAt: s.now(),
 		Blocks: []protocol.Block{{Type: protocol.BlockText, Content: j.text}},
@@ -284,6 +290,25 @@ func (s *Session) message(id string) (protocol.Message, bool) {
 		return protocol.Message{}, false
 	}
 	return s.bus.list.At(i), true
+}
+
+// lastAnswerSince is the text of the last assistant message after the
+// user message userID.
+func (s *Session) lastAnswerSince(userID string) string {
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	for i := s.bus.list.Len() - 1; i >= 0; i-- {
+		m := s.bus.list.At(i)
+		if m.ID == userID {
+			return ""
+		}
+		if m.Role == protocol.RoleAssistant {
+			if t := m.Text(); t != "" {
+				return t
+			}
+		}
+	}
+	return ""
 }
 
 func (s *Session) messageText(id string) string {

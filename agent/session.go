@@ -433,7 +433,9 @@ func (s *Session) SubmitCompact(ctx context.Context) (*Handle, error) {
 }
 
 // Abort stops the work in progress (keeping what streamed) and drops the
-// queued work. It returns without waiting; subscribers see the run end.
+// queued work. It returns without waiting; subscribers see the run end with
+// runStateChanged idle. Work dropped before it started publishes nothing:
+// wait on its Handle, not for an event.
 func (s *Session) Abort(reason string) {
 	cause := ErrAborted
 	if reason != "" {
