@@ -96,7 +96,13 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 		OutputFormat: outputFormat, InputFormat: inputFormat, IncludePartial: partial,
 		Model: setup.Selection.Model, PermissionMode: string(setup.Options.PermissionMode),
 		APIKeySource: setup.APIKeySource(os.Getenv), Version: cli.Version,
+		AddDirs: af.AddDirs, MaxRetries: setup.Options.Stream.MaxRetries,
 		Stdin: stdio.In, Stdout: stdio.Out, Stderr: stdio.Err,
+	}
+	if setup.MCP != nil {
+		for _, st := range setup.MCP.Status() {
+			cfg.MCPServers = append(cfg.MCPServers, printmode.MCPServer{Name: st.Name, Status: st.State})
+		}
 	}
 	if err := cfg.ValidateFormats(); err != nil {
 		fmt.Fprintln(stdio.Err, "sluice:", err)

@@ -70,7 +70,9 @@ func demoMain(ctx context.Context, args []string, stdio Stdio) int {
 			break
 		}
 	}
-	sub.Close()
+	// Closing the session (not the subscription) keeps the events not yet
+	// printed readable: the transcript ends with the last of them.
+	sess.Close()
 	<-done
 	fmt.Fprintln(stdio.Out)
 	return code

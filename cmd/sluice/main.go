@@ -45,6 +45,11 @@ func run(args []string, stdio Stdio) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case "help", "-h", "--help":
+			if c, ok := commands[""]; ok {
+				// The agent's own usage: the commands, then its flags.
+				c.run(ctx, []string{"-h"}, Stdio{In: stdio.In, Out: stdio.Out, Err: stdio.Out})
+				return 0
+			}
 			usage(stdio.Out)
 			return 0
 		}
