@@ -245,7 +245,13 @@ func (w *wire) response(id int) msg {
 			continue
 		}
 		if string(m.ID) != key {
-			w.t.Fatalf("response to %s while waiting for %d: %s", m.ID, id, m.raw)
+			// The answer to an earlier call whose place among the
+			// messages is not fixed (sendMessage): keep it for later.
+			if w.responses == nil {
+				w.responses = map[string]msg{}
+			}
+			w.responses[string(m.ID)] = m
+			continue
 		}
 		return m
 	}
