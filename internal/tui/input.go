@@ -73,7 +73,7 @@ func (m *ui) key(k tea.KeyPressMsg) tea.Cmd {
 		case m.busy():
 			m.interrupt()
 		case m.armedQuit:
-			return tea.Quit
+			return m.quit()
 		default:
 			m.armedQuit = true
 			m.status = "press ctrl+c again to quit"
@@ -81,7 +81,7 @@ func (m *ui) key(k tea.KeyPressMsg) tea.Cmd {
 		return nil
 	case "ctrl+d":
 		if m.input.Value() == "" {
-			return tea.Quit
+			return m.quit()
 		}
 	case "esc":
 		if m.busy() {
@@ -203,7 +203,7 @@ func (m *ui) command(line string) tea.Cmd {
 	case "help", "?":
 		m.emit(styleLines(stDim, helpText))
 	case "exit", "quit":
-		return tea.Quit
+		return m.quit()
 	case "clear":
 		m.queue = nil
 		return func() tea.Msg {

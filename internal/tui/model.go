@@ -130,7 +130,10 @@ type ui struct {
 	// on the alternate screen). holds counts the holds, so that a timer of
 	// an earlier one does not end a later one.
 	holdPrints bool
-	holds      int
+	// quitting: the user asked to quit; the program ends after the
+	// pending prints.
+	quitting bool
+	holds    int
 	// emitted counts the emits; waited is the count a printHold last
 	// started at: a print goes out once a printHold has passed since the
 	// last emit.
@@ -427,10 +430,30 @@ func (m *ui) hold(d time.Duration) tea.Cmd {
 	}
 }
 
+// quit ends the program once what waits to be printed is printed.
+func (m *ui) quit() tea.Cmd {
+	m.quitting = true
+	return m.flushPrints()
+}
+
 // flushPrints sends what waits to be printed, once the previous print is
 // through (prints must keep their order) and unless the expanded view
 // holds the screen (nothing can be printed on the alternate screen).
 func (m *ui) flushPrints() tea.Cmd {
+	if m.quitting {
+		// Print what is left without the holds, then end the program:
+		// nothing finished may be lost from the terminal.
+		switch {
+		case m.printing:
+			return nil // printedMsg comes back here
+		case len(m.outbox) == 0:
+			return tea.Quit
+		}
+		s := strings.Join(m.outbox, "\n")
+		m.outbox = m.outbox[:0:0]
+		m.printing = true
+		return m.printer(s)
+	}
 	if m.printing || m.holdPrints || len(m.outbox) == 0 || m.expanded != nil {
 		return nil
 	}
