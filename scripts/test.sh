@@ -4,24 +4,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-fuzztime=${FUZZTIME:-5s}
+fuzztime=${FUZZTIME:-4s}
+start=$SECONDS
+phase() { echo "== $* (at $((SECONDS - start))s)"; }
 
-echo "== go vet"
+phase go vet
 go vet ./...
 
-echo "== go test -race"
+phase go test -race
 go test -race -timeout 6m ./...
 
-echo "== node --test (the page's JavaScript reducer against the protocol vectors)"
+phase "node --test (the page's JavaScript reducer against the protocol vectors)"
 node --test internal/web/jstest/
 
-echo "== load check: sessions streaming over WebSocket through a real sluice serve"
+phase "load check: sessions streaming over WebSocket through a real sluice serve"
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
 go build -o "$bin/sluice" ./cmd/sluice
 go run ./internal/web/cmd/loadcheck -sluice "$bin/sluice" -sessions 20
 
-echo "== fuzz (${fuzztime} each)"
+phase "fuzz (${fuzztime} each)"
 # Every Fuzz* function of the module, found rather than listed, so that a new
 # target runs without editing this file.
 targets=$(grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' . | sed 's/:func / /' | sort -u)
@@ -31,4 +33,4 @@ while read -r file target; do
   echo "-- $pkg $target"
   go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" "$pkg"
 done <<<"$targets"
-echo "== ok"
+phase ok
