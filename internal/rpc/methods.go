@@ -316,8 +316,15 @@ func (c *connection) compact(req *Request) {
 	if !ok {
 		return
 	}
+	// Queued now, on the reader, so that it keeps its place among the
+	// messages sent before and after it; answered when done.
+	h, err := a.sess.SubmitCompact(c.s.ctx)
+	if err != nil {
+		c.reply(req, nil, opError(err))
+		return
+	}
 	c.s.goOp(func() {
-		if err := a.sess.Compact(c.s.ctx); err != nil {
+		if _, err := h.Wait(c.s.ctx); err != nil {
 			c.reply(req, nil, opError(err))
 			return
 		}
@@ -335,8 +342,13 @@ func (c *connection) bang(req *Request) {
 		c.reply(req, nil, Errorf(CodeInvalidParams, "invalid params: command is required"))
 		return
 	}
+	h, err := a.sess.SubmitBang(c.s.ctx, p.Command)
+	if err != nil {
+		c.reply(req, nil, opError(err))
+		return
+	}
 	c.s.goOp(func() {
-		res, err := a.sess.Bang(c.s.ctx, p.Command)
+		res, err := h.Wait(c.s.ctx)
 		if err != nil {
 			c.reply(req, nil, opError(err))
 			return
