@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/model"
+	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
 )
 
@@ -28,7 +29,7 @@ func bg(t *testing.T) context.Context {
 
 func TestPlainAnswer(t *testing.T) {
 	t.Parallel()
-	p := &scripted{responses: [][]step{response(one(start("m1")), reasoning(0, "Let", " me think"), text(1, "Hel", "lo!"), stop("end_turn"))}}
+	p := &modeltest.Script{Responses: [][]modeltest.Step{modeltest.Response(modeltest.Start("m1"), modeltest.Reasoning(0, "Let", " me think"), modeltest.Text(1, "Hel", "lo!"), modeltest.Stop("end_turn"))}}
 	s := newSession(t, p, nil)
 	rec := record(t, s)
 	res, err := s.Run(bg(t), "Hi")
@@ -61,11 +62,11 @@ func TestPlainAnswer(t *testing.T) {
 		t.Fatalf("events\n got %s\nwant %s", got, want)
 	}
 	// The signature went back into the model's context for the next call.
-	p.responses = append(p.responses, response(one(start("m2")), text(0, "ok"), stop("end_turn")))
+	p.Push(modeltest.Response(modeltest.Start("m2"), modeltest.Text(0, "ok"), modeltest.Stop("end_turn")))
 	if _, err := s.Run(bg(t), "again"); err != nil {
 		t.Fatal(err)
 	}
-	req := p.request(1)
+	req := p.Request(1)
 	if len(req.Messages) != 3 || req.Messages[1].Content[0].Signature != "sig-0" {
 		t.Fatalf("context sent back: %+v", req.Messages)
 	}
@@ -73,9 +74,9 @@ func TestPlainAnswer(t *testing.T) {
 
 func TestToolRoundTrip(t *testing.T) {
 	t.Parallel()
-	p := &scripted{responses: [][]step{
-		response(one(start("m1")), text(0, "Listing."), toolUse(1, "t1", "Bash", map[string]any{"command": "printf 'a\\nb\\n'"}), stop("tool_use")),
-		response(one(start("m2")), text(0, "Two files."), stop("end_turn")),
+	p := &modeltest.Script{Responses: [][]modeltest.Step{
+		modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, "Listing."), modeltest.ToolUse(1, "t1", "Bash", map[string]any{"command": "printf 'a\\nb\\n'"}), modeltest.Stop("tool_use")),
+		modeltest.Response(modeltest.Start("m2"), modeltest.Text(0, "Two files."), modeltest.Stop("end_turn")),
 	}}
 	s := newSession(t, p, func(o *agent.Options) { o.PermissionMode = agent.ModeBypass })
 	rec := record(t, s)
@@ -104,7 +105,7 @@ func TestToolRoundTrip(t *testing.T) {
 	if stages[0] != protocol.StageStart || stages[len(stages)-1] != protocol.StageEnd {
 		t.Fatalf("stages %v", stages)
 	}
-	req := p.request(1)
+	req := p.Request(1)
 	last := req.Messages[len(req.Messages)-1]
 	if last.Role != model.RoleUser || last.Content[0].Type != model.ContentToolResult || strings.TrimSpace(last.Content[0].Text) != "a\nb" || last.Content[0].ID != "t1" {
 		t.Fatalf("tool result sent back: %+v", last)
@@ -114,13 +115,13 @@ func TestToolRoundTrip(t *testing.T) {
 func TestRetryDiscardsPartialMessage(t *testing.T) {
 	t.Parallel()
 	overloaded := &model.APIError{Provider: "scripted", Type: "overloaded_error", Message: "Overloaded"}
-	p := &scripted{responses: [][]step{
-		response(one(start("m1")), []step{
-			{part: model.Part{Type: model.PartBlockStart, Index: 0, Block: model.BlockText}},
-			{part: model.Part{Type: model.PartBlockDelta, Index: 0, Delta: model.DeltaText, Text: "Hello, wor"}},
-			{err: overloaded},
+	p := &modeltest.Script{Responses: [][]modeltest.Step{
+		modeltest.Response(modeltest.Start("m1"), []modeltest.Step{
+			{Part: model.Part{Type: model.PartBlockStart, Index: 0, Block: model.BlockText}},
+			{Part: model.Part{Type: model.PartBlockDelta, Index: 0, Delta: model.DeltaText, Text: "Hello, wor"}},
+			{Err: overloaded},
 		}),
-		response(one(start("m2")), text(0, "Hello, ", "world."), stop("end_turn")),
+		modeltest.Response(modeltest.Start("m2"), modeltest.Text(0, "Hello, ", "world."), modeltest.Stop("end_turn")),
 	}}
 	s := newSession(t, p, nil)
 	rec := record(t, s)
@@ -149,8 +150,8 @@ func TestRetryDiscardsPartialMessage(t *testing.T) {
 
 func TestAbortDuringTool(t *testing.T) {
 	t.Parallel()
-	p := &scripted{responses: [][]step{
-		response(one(start("m1")), text(0, "Starting."), toolUse(1, "t1", "Bash", map[string]any{"command": "echo started; sleep 1000"}), stop("tool_use")),
+	p := &modeltest.Script{Responses: [][]modeltest.Step{
+		modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, "Starting."), modeltest.ToolUse(1, "t1", "Bash", map[string]any{"command": "echo started; sleep 1000"}), modeltest.Stop("tool_use")),
 	}}
 	s := newSession(t, p, func(o *agent.Options) { o.PermissionMode = agent.ModeBypass })
 	rec := record(t, s)
@@ -184,15 +185,15 @@ func TestAbortDuringTool(t *testing.T) {
 func TestAbortMidStream(t *testing.T) {
 	t.Parallel()
 	gate := make(chan struct{})
-	p := &scripted{responses: [][]step{
-		response(one(start("m1")), reasoning(0, "Thinking"), []step{
-			{part: model.Part{Type: model.PartBlockStart, Index: 1, Block: model.BlockText}},
-			{part: model.Part{Type: model.PartBlockDelta, Index: 1, Delta: model.DeltaText, Text: "Partial"}},
-			{part: model.Part{Type: model.PartBlockStart, Index: 2, Block: model.BlockToolUse, ID: "t9", Name: "Bash"}},
-			{part: model.Part{Type: model.PartBlockDelta, Index: 2, Delta: model.DeltaInputJSON, Text: `{"comm`}},
-			{gate: gate},
+	p := &modeltest.Script{Responses: [][]modeltest.Step{
+		modeltest.Response(modeltest.Start("m1"), modeltest.Reasoning(0, "Thinking"), []modeltest.Step{
+			{Part: model.Part{Type: model.PartBlockStart, Index: 1, Block: model.BlockText}},
+			{Part: model.Part{Type: model.PartBlockDelta, Index: 1, Delta: model.DeltaText, Text: "Partial"}},
+			{Part: model.Part{Type: model.PartBlockStart, Index: 2, Block: model.BlockToolUse, ID: "t9", Name: "Bash"}},
+			{Part: model.Part{Type: model.PartBlockDelta, Index: 2, Delta: model.DeltaInputJSON, Text: `{"comm`}},
+			{Gate: gate},
 		}),
-		response(one(start("m2")), text(0, "Fine."), stop("end_turn")),
+		modeltest.Response(modeltest.Start("m2"), modeltest.Text(0, "Fine."), modeltest.Stop("end_turn")),
 	}}
 	s := newSession(t, p, nil)
 	rec := record(t, s)
@@ -226,7 +227,7 @@ func TestAbortMidStream(t *testing.T) {
 	if _, err := s.Run(bg(t), "again"); err != nil {
 		t.Fatal(err)
 	}
-	req := p.request(1)
+	req := p.Request(1)
 	var sawPartial, sawInterrupted bool
 	for _, m := range req.Messages {
 		for _, c := range m.Content {
@@ -247,9 +248,9 @@ func TestPermissionAskedAndAnswered(t *testing.T) {
 	}{{protocol.DecisionAllow, true}, {protocol.DecisionDeny, false}} {
 		t.Run(tc.decision, func(t *testing.T) {
 			t.Parallel()
-			p := &scripted{responses: [][]step{
-				response(one(start("m1")), toolUse(0, "t1", "Bash", map[string]any{"command": "echo hi"}), stop("tool_use")),
-				response(one(start("m2")), text(0, "Done."), stop("end_turn")),
+			p := &modeltest.Script{Responses: [][]modeltest.Step{
+				modeltest.Response(modeltest.Start("m1"), modeltest.ToolUse(0, "t1", "Bash", map[string]any{"command": "echo hi"}), modeltest.Stop("tool_use")),
+				modeltest.Response(modeltest.Start("m2"), modeltest.Text(0, "Done."), modeltest.Stop("end_turn")),
 			}}
 			s := newSession(t, p, nil) // default mode: Bash asks
 			rec := record(t, s)
@@ -291,16 +292,16 @@ func TestPermissionAskedAndAnswered(t *testing.T) {
 
 func TestMaxTokensContinues(t *testing.T) {
 	t.Parallel()
-	p := &scripted{responses: [][]step{
-		response(one(start("m1")), text(0, "Part one"), stop("max_tokens")),
-		response(one(start("m2")), text(0, " and two."), stop("end_turn")),
+	p := &modeltest.Script{Responses: [][]modeltest.Step{
+		modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, "Part one"), modeltest.Stop("max_tokens")),
+		modeltest.Response(modeltest.Start("m2"), modeltest.Text(0, " and two."), modeltest.Stop("end_turn")),
 	}}
 	s := newSession(t, p, nil)
 	res, err := s.Run(bg(t), "long please")
 	if err != nil || res.Turns != 2 || res.Text != " and two." {
 		t.Fatalf("res %+v err %v", res, err)
 	}
-	req := p.request(1)
+	req := p.Request(1)
 	last := req.Messages[len(req.Messages)-1]
 	if last.Role != model.RoleUser || !strings.Contains(last.Content[0].Text, "cut off") {
 		t.Fatalf("continuation prompt: %+v", req.Messages)
@@ -309,11 +310,11 @@ func TestMaxTokensContinues(t *testing.T) {
 
 func TestMaxTokensGivesUp(t *testing.T) {
 	t.Parallel()
-	var rs [][]step
+	var rs [][]modeltest.Step
 	for range 3 {
-		rs = append(rs, response(one(start("m")), text(0, "more"), stop("max_tokens")))
+		rs = append(rs, modeltest.Response(modeltest.Start("m"), modeltest.Text(0, "more"), modeltest.Stop("max_tokens")))
 	}
-	p := &scripted{responses: rs}
+	p := modeltest.NewScript(rs...)
 	s := newSession(t, p, func(o *agent.Options) { o.MaxContinuations = 2 })
 	_, err := s.Run(bg(t), "endless")
 	if !errors.Is(err, agent.ErrMaxTokens) {
@@ -329,20 +330,20 @@ func TestMaxTokensGivesUp(t *testing.T) {
 func TestPauseTurnSendsBack(t *testing.T) {
 	t.Parallel()
 	raw := `{"type":"server_tool_use","id":"srv1","name":"web_search","input":{}}`
-	p := &scripted{responses: [][]step{
-		response(one(start("m1")), []step{
-			{part: model.Part{Type: model.PartBlockStart, Index: 0, Block: model.BlockRaw, Raw: []byte(raw)}},
-			{part: model.Part{Type: model.PartBlockDelta, Index: 0, Delta: model.DeltaInputJSON, Text: `{"query":"go"}`}},
-			{part: model.Part{Type: model.PartBlockStop, Index: 0}},
-		}, stop("pause_turn")),
-		response(one(start("m2")), text(0, "Found it."), stop("end_turn")),
+	p := &modeltest.Script{Responses: [][]modeltest.Step{
+		modeltest.Response(modeltest.Start("m1"), []modeltest.Step{
+			{Part: model.Part{Type: model.PartBlockStart, Index: 0, Block: model.BlockRaw, Raw: []byte(raw)}},
+			{Part: model.Part{Type: model.PartBlockDelta, Index: 0, Delta: model.DeltaInputJSON, Text: `{"query":"go"}`}},
+			{Part: model.Part{Type: model.PartBlockStop, Index: 0}},
+		}, modeltest.Stop("pause_turn")),
+		modeltest.Response(modeltest.Start("m2"), modeltest.Text(0, "Found it."), modeltest.Stop("end_turn")),
 	}}
 	s := newSession(t, p, nil)
 	res, err := s.Run(bg(t), "search")
 	if err != nil || res.Text != "Found it." {
 		t.Fatalf("res %+v err %v", res, err)
 	}
-	req := p.request(1)
+	req := p.Request(1)
 	last := req.Messages[len(req.Messages)-1]
 	if last.Role != model.RoleAssistant || last.Content[0].Type != model.ContentRaw {
 		t.Fatalf("paused turn not sent back as it was: %+v", req.Messages)
@@ -357,9 +358,9 @@ func TestPersistAndRestore(t *testing.T) {
 	t.Parallel()
 	st := store.New(t.TempDir())
 	dir := t.TempDir()
-	p := &scripted{responses: [][]step{
-		response(one(start("m1")), reasoning(0, "Hmm"), text(1, "First answer."), stop("end_turn")),
-		response(one(start("m2")), text(0, "Second answer."), stop("end_turn")),
+	p := &modeltest.Script{Responses: [][]modeltest.Step{
+		modeltest.Response(modeltest.Start("m1"), modeltest.Reasoning(0, "Hmm"), modeltest.Text(1, "First answer."), modeltest.Stop("end_turn")),
+		modeltest.Response(modeltest.Start("m2"), modeltest.Text(0, "Second answer."), modeltest.Stop("end_turn")),
 	}}
 	mk := func(o *agent.Options) { o.Store, o.WorkDir = st, dir }
 	s := newSession(t, p, mk)
@@ -388,7 +389,7 @@ func TestPersistAndRestore(t *testing.T) {
 	if _, err := r.Run(bg(t), "second"); err != nil {
 		t.Fatal(err)
 	}
-	req := p.request(1)
+	req := p.Request(1)
 	if len(req.Messages) != 3 || req.Messages[1].Content[len(req.Messages[1].Content)-1].Text != "First answer." {
 		t.Fatalf("restored context: %+v", req.Messages)
 	}
@@ -398,7 +399,7 @@ func TestTornLastLineIsSkipped(t *testing.T) {
 	t.Parallel()
 	st := store.New(t.TempDir())
 	dir := t.TempDir()
-	p := &scripted{responses: [][]step{response(one(start("m1")), text(0, "Answer."), stop("end_turn"))}}
+	p := &modeltest.Script{Responses: [][]modeltest.Step{modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, "Answer."), modeltest.Stop("end_turn"))}}
 	s := newSession(t, p, func(o *agent.Options) { o.Store, o.WorkDir = st, dir })
 	if _, err := s.Run(bg(t), "q"); err != nil {
 		t.Fatal(err)
@@ -427,10 +428,10 @@ func TestTornLastLineIsSkipped(t *testing.T) {
 
 func TestRewindCutsDisplayAndContext(t *testing.T) {
 	t.Parallel()
-	p := &scripted{responses: [][]step{
-		response(one(start("m1")), text(0, "One."), stop("end_turn")),
-		response(one(start("m2")), text(0, "Two."), stop("end_turn")),
-		response(one(start("m3")), text(0, "Two again."), stop("end_turn")),
+	p := &modeltest.Script{Responses: [][]modeltest.Step{
+		modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, "One."), modeltest.Stop("end_turn")),
+		modeltest.Response(modeltest.Start("m2"), modeltest.Text(0, "Two."), modeltest.Stop("end_turn")),
+		modeltest.Response(modeltest.Start("m3"), modeltest.Text(0, "Two again."), modeltest.Stop("end_turn")),
 	}}
 	s := newSession(t, p, nil)
 	rec := record(t, s)
@@ -455,17 +456,17 @@ func TestRewindCutsDisplayAndContext(t *testing.T) {
 	if _, err := s.Run(bg(t), "two, again"); err != nil {
 		t.Fatal(err)
 	}
-	if req := p.request(2); len(req.Messages) != 3 || req.Messages[2].Content[0].Text != "two, again" {
+	if req := p.Request(2); len(req.Messages) != 3 || req.Messages[2].Content[0].Text != "two, again" {
 		t.Fatalf("context after rewind: %+v", req.Messages)
 	}
 }
 
 func TestCompactAppendsSummaryAndFoldsContext(t *testing.T) {
 	t.Parallel()
-	p := &scripted{responses: [][]step{
-		response(one(start("m1")), text(0, "One."), stop("end_turn")),
-		response(one(start("c")), text(0, "The user said one."), stop("end_turn")),
-		response(one(start("m2")), text(0, "Two."), stop("end_turn")),
+	p := &modeltest.Script{Responses: [][]modeltest.Step{
+		modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, "One."), modeltest.Stop("end_turn")),
+		modeltest.Response(modeltest.Start("c"), modeltest.Text(0, "The user said one."), modeltest.Stop("end_turn")),
+		modeltest.Response(modeltest.Start("m2"), modeltest.Text(0, "Two."), modeltest.Stop("end_turn")),
 	}}
 	s := newSession(t, p, nil)
 	rec := record(t, s)
@@ -486,7 +487,7 @@ func TestCompactAppendsSummaryAndFoldsContext(t *testing.T) {
 	if _, err := s.Run(bg(t), "two"); err != nil {
 		t.Fatal(err)
 	}
-	req := p.request(2)
+	req := p.Request(2)
 	if len(req.Messages) != 2 || !strings.Contains(req.Messages[0].Content[0].Text, "The user said one.") || req.Messages[1].Content[0].Text != "two" {
 		t.Fatalf("folded context: %+v", req.Messages)
 	}
@@ -494,9 +495,9 @@ func TestCompactAppendsSummaryAndFoldsContext(t *testing.T) {
 
 func TestClear(t *testing.T) {
 	t.Parallel()
-	p := &scripted{responses: [][]step{
-		response(one(start("m1")), text(0, "One."), stop("end_turn")),
-		response(one(start("m2")), text(0, "Fresh."), stop("end_turn")),
+	p := &modeltest.Script{Responses: [][]modeltest.Step{
+		modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, "One."), modeltest.Stop("end_turn")),
+		modeltest.Response(modeltest.Start("m2"), modeltest.Text(0, "Fresh."), modeltest.Stop("end_turn")),
 	}}
 	s := newSession(t, p, nil)
 	rec := record(t, s)
@@ -506,14 +507,14 @@ func TestClear(t *testing.T) {
 	}
 	s.Run(bg(t), "new")
 	rec.checkMatches(s)
-	if req := p.request(1); len(req.Messages) != 1 || req.Messages[0].Content[0].Text != "new" {
+	if req := p.Request(1); len(req.Messages) != 1 || req.Messages[0].Content[0].Text != "new" {
 		t.Fatalf("context after clear: %+v", req.Messages)
 	}
 }
 
 func TestBang(t *testing.T) {
 	t.Parallel()
-	p := &scripted{responses: [][]step{response(one(start("m1")), text(0, "I see a.txt."), stop("end_turn"))}}
+	p := &modeltest.Script{Responses: [][]modeltest.Step{modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, "I see a.txt."), modeltest.Stop("end_turn"))}}
 	s := newSession(t, p, nil)
 	os.WriteFile(filepath.Join(s.WorkDir(), "a.txt"), []byte("x"), 0o600)
 	rec := record(t, s)
@@ -527,7 +528,7 @@ func TestBang(t *testing.T) {
 		t.Fatalf("bang message %+v", m)
 	}
 	s.Run(bg(t), "what did you see?")
-	if req := p.request(0); !strings.Contains(req.Messages[0].Content[0].Text, "<bash-stdout>a.txt") {
+	if req := p.Request(0); !strings.Contains(req.Messages[0].Content[0].Text, "<bash-stdout>a.txt") {
 		t.Fatalf("bang context %+v", req.Messages)
 	}
 }
@@ -541,7 +542,7 @@ func TestSlowSubscriberDoesNotBlock(t *testing.T) {
 	for i := range chunks {
 		chunks[i] = "word "
 	}
-	p := &scripted{responses: [][]step{response(one(start("m1")), text(0, chunks...), stop("end_turn"))}}
+	p := &modeltest.Script{Responses: [][]modeltest.Step{modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, chunks...), modeltest.Stop("end_turn"))}}
 	s := newSession(t, p, nil)
 	idle := s.Subscribe(agent.SubscribeOptions{})
 	defer idle.Close()
@@ -567,7 +568,7 @@ func TestSlowSubscriberDoesNotBlock(t *testing.T) {
 
 func TestSubscribeFromReplays(t *testing.T) {
 	t.Parallel()
-	p := &scripted{responses: [][]step{response(one(start("m1")), text(0, "a", "b", "c"), stop("end_turn"))}}
+	p := &modeltest.Script{Responses: [][]modeltest.Step{modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, "a", "b", "c"), modeltest.Stop("end_turn"))}}
 	s := newSession(t, p, nil)
 	s.Run(bg(t), "x")
 	cur := s.Seq()
@@ -608,9 +609,9 @@ func TestSubscribeFromReplays(t *testing.T) {
 func TestQueuedMessagesRunInOrder(t *testing.T) {
 	t.Parallel()
 	gate := make(chan struct{})
-	p := &scripted{responses: [][]step{
-		response(one(start("m1")), []step{{gate: gate}}, text(0, "first"), stop("end_turn")),
-		response(one(start("m2")), text(0, "second"), stop("end_turn")),
+	p := &modeltest.Script{Responses: [][]modeltest.Step{
+		modeltest.Response(modeltest.Start("m1"), []modeltest.Step{{Gate: gate}}, modeltest.Text(0, "first"), modeltest.Stop("end_turn")),
+		modeltest.Response(modeltest.Start("m2"), modeltest.Text(0, "second"), modeltest.Stop("end_turn")),
 	}}
 	s := newSession(t, p, nil)
 	h1, _ := s.Submit(bg(t), "1")
@@ -629,18 +630,18 @@ func TestQueuedMessagesRunInOrder(t *testing.T) {
 
 func TestMaxTurns(t *testing.T) {
 	t.Parallel()
-	var rs [][]step
+	var rs [][]modeltest.Step
 	for i := range 3 {
-		rs = append(rs, response(one(start("m")), toolUse(0, "t"+string(rune('a'+i)), "Glob", map[string]any{"pattern": "*"}), stop("tool_use")))
+		rs = append(rs, modeltest.Response(modeltest.Start("m"), modeltest.ToolUse(0, "t"+string(rune('a'+i)), "Glob", map[string]any{"pattern": "*"}), modeltest.Stop("tool_use")))
 	}
-	p := &scripted{responses: rs}
+	p := modeltest.NewScript(rs...)
 	s := newSession(t, p, func(o *agent.Options) { o.MaxTurns = 2 })
 	_, err := s.Run(bg(t), "loop")
 	if !errors.Is(err, agent.ErrMaxTurns) {
 		t.Fatalf("err %v", err)
 	}
-	if p.count() != 2 {
-		t.Fatalf("%d requests", p.count())
+	if p.Count() != 2 {
+		t.Fatalf("%d requests", p.Count())
 	}
 }
 
@@ -658,11 +659,11 @@ func collapse(ms []string) []string {
 func TestContextOverflowCompactsAndRetries(t *testing.T) {
 	t.Parallel()
 	overflow := fmt.Errorf("anthropic API error 400: prompt is too long: %w", model.ErrContextOverflow)
-	p := &scripted{responses: [][]step{
-		response(one(start("m1")), text(0, "One."), stop("end_turn")),
-		one(step{err: overflow}),
-		response(one(start("c")), text(0, "Summary of one."), stop("end_turn")),
-		response(one(start("m2")), text(0, "Two."), stop("end_turn")),
+	p := &modeltest.Script{Responses: [][]modeltest.Step{
+		modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, "One."), modeltest.Stop("end_turn")),
+		modeltest.Fail(overflow),
+		modeltest.Response(modeltest.Start("c"), modeltest.Text(0, "Summary of one."), modeltest.Stop("end_turn")),
+		modeltest.Response(modeltest.Start("m2"), modeltest.Text(0, "Two."), modeltest.Stop("end_turn")),
 	}}
 	s := newSession(t, p, nil)
 	s.Run(bg(t), "one")
@@ -670,8 +671,8 @@ func TestContextOverflowCompactsAndRetries(t *testing.T) {
 	if err != nil || res.Text != "Two." {
 		t.Fatalf("res %+v err %v", res, err)
 	}
-	if p.count() != 4 {
-		t.Fatalf("%d requests, want the failed one, the summary and the retry", p.count())
+	if p.Count() != 4 {
+		t.Fatalf("%d requests, want the failed one, the summary and the retry", p.Count())
 	}
 	msgs := s.Messages().Messages
 	var compacted bool
@@ -695,9 +696,9 @@ func TestContextOverflowCompactsAndRetries(t *testing.T) {
 func TestToolsDoNotSeeKeys(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-SECRET-VALUE")
 	t.Setenv("SLUICE_VISIBLE", "yes")
-	p := &scripted{responses: [][]step{
-		response(one(start("m1")), toolUse(0, "t1", "Bash", map[string]any{"command": "env"}), stop("tool_use")),
-		response(one(start("m2")), text(0, "ok"), stop("end_turn")),
+	p := &modeltest.Script{Responses: [][]modeltest.Step{
+		modeltest.Response(modeltest.Start("m1"), modeltest.ToolUse(0, "t1", "Bash", map[string]any{"command": "env"}), modeltest.Stop("tool_use")),
+		modeltest.Response(modeltest.Start("m2"), modeltest.Text(0, "ok"), modeltest.Stop("end_turn")),
 	}}
 	s := newSession(t, p, func(o *agent.Options) { o.PermissionMode = agent.ModeBypass })
 	if _, err := s.Run(bg(t), "show env"); err != nil {
@@ -714,7 +715,7 @@ func TestToolsDoNotSeeKeys(t *testing.T) {
 func TestRefusedRewindDoesNotAbort(t *testing.T) {
 	t.Parallel()
 	gate := make(chan struct{})
-	p := &scripted{responses: [][]step{response(one(start("m1")), text(0, "part"), []step{{gate: gate}}, text(1, "rest"), stop("end_turn"))}}
+	p := &modeltest.Script{Responses: [][]modeltest.Step{modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, "part"), []modeltest.Step{{Gate: gate}}, modeltest.Text(1, "rest"), modeltest.Stop("end_turn"))}}
 	s := newSession(t, p, nil)
 	rec := record(t, s)
 	h, _ := s.Submit(bg(t), "go")

@@ -3,143 +3,14 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"iter"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/model"
+	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
 )
-
-// step is one thing a scripted response does: yield a part, fail, or wait
-// for the test (a gate) before going on.
-type step struct {
-	part model.Part
-	err  error
-	gate chan struct{}
-}
-
-// scripted is a model.Provider that answers each request with the next
-// scripted response. It records the requests.
-type scripted struct {
-	mu        sync.Mutex
-	responses [][]step
-	requests  []*model.Request
-}
-
-func (p *scripted) Name() string { return "scripted" }
-
-func (p *scripted) next(req *model.Request) ([]step, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.requests = append(p.requests, req)
-	if len(p.responses) == 0 {
-		return nil, errors.New("scripted: no more responses")
-	}
-	r := p.responses[0]
-	p.responses = p.responses[1:]
-	return r, nil
-}
-
-func (p *scripted) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Part, error] {
-	return func(yield func(model.Part, error) bool) {
-		steps, err := p.next(req)
-		if err != nil {
-			yield(model.Part{}, &model.APIError{Provider: "scripted", Status: 400, Message: err.Error()})
-			return
-		}
-		for _, s := range steps {
-			switch {
-			case s.gate != nil:
-				select {
-				case <-s.gate:
-				case <-ctx.Done():
-					yield(model.Part{}, ctx.Err())
-					return
-				}
-			case s.err != nil:
-				yield(model.Part{}, s.err)
-				return
-			default:
-				if !yield(s.part, nil) {
-					return
-				}
-			}
-		}
-	}
-}
-
-func (p *scripted) Complete(ctx context.Context, req *model.Request) (*model.Response, error) {
-	return nil, &model.APIError{Provider: "scripted", Status: 400, Message: "no fallback in tests"}
-}
-
-func (p *scripted) request(i int) *model.Request {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.requests[i]
-}
-
-func (p *scripted) count() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.requests)
-}
-
-// Builders of scripted responses.
-
-func start(id string) step {
-	return step{part: model.Part{Type: model.PartMessageStart, ID: id, Model: "test-model", Usage: model.Usage{InputTokens: 10}}}
-}
-
-func text(idx int, chunks ...string) []step {
-	out := []step{{part: model.Part{Type: model.PartBlockStart, Index: idx, Block: model.BlockText}}}
-	for _, c := range chunks {
-		out = append(out, step{part: model.Part{Type: model.PartBlockDelta, Index: idx, Delta: model.DeltaText, Text: c}})
-	}
-	return append(out, step{part: model.Part{Type: model.PartBlockStop, Index: idx}})
-}
-
-func reasoning(idx int, chunks ...string) []step {
-	out := []step{{part: model.Part{Type: model.PartBlockStart, Index: idx, Block: model.BlockReasoning}}}
-	for _, c := range chunks {
-		out = append(out, step{part: model.Part{Type: model.PartBlockDelta, Index: idx, Delta: model.DeltaReasoning, Text: c}})
-	}
-	out = append(out, step{part: model.Part{Type: model.PartBlockDelta, Index: idx, Delta: model.DeltaSignature, Text: "sig-" + fmt.Sprint(idx)}})
-	return append(out, step{part: model.Part{Type: model.PartBlockStop, Index: idx}})
-}
-
-func toolUse(idx int, id, name string, input any) []step {
-	data, _ := json.Marshal(input)
-	s := string(data)
-	half := len(s) / 2
-	return []step{
-		{part: model.Part{Type: model.PartBlockStart, Index: idx, Block: model.BlockToolUse, ID: id, Name: name}},
-		{part: model.Part{Type: model.PartBlockDelta, Index: idx, Delta: model.DeltaInputJSON, Text: s[:half]}},
-		{part: model.Part{Type: model.PartBlockDelta, Index: idx, Delta: model.DeltaInputJSON, Text: s[half:]}},
-		{part: model.Part{Type: model.PartBlockStop, Index: idx}},
-	}
-}
-
-func stop(reason string) []step {
-	return []step{
-		{part: model.Part{Type: model.PartMessageDelta, StopReason: reason, Usage: model.Usage{InputTokens: 10, OutputTokens: 5}}},
-		{part: model.Part{Type: model.PartMessageStop}},
-	}
-}
-
-func response(parts ...[]step) []step {
-	var out []step
-	for _, p := range parts {
-		out = append(out, p...)
-	}
-	return out
-}
-
-func one(s step) []step { return []step{s} }
 
 // newSession starts a session on the provider in a temporary directory.
 func newSession(t *testing.T, p model.Provider, mod func(*agent.Options)) *agent.Session {
@@ -147,11 +18,7 @@ func newSession(t *testing.T, p model.Provider, mod func(*agent.Options)) *agent
 	opts := agent.Options{
 		Provider: p,
 		WorkDir:  t.TempDir(),
-		Stream: model.StreamOptions{
-			BaseDelay: time.Nanosecond, MaxDelay: time.Nanosecond,
-			StallWarning: -1, IdleTimeout: -1, FallbackAfter: -1,
-			Sleep: func(ctx context.Context, d time.Duration) error { return ctx.Err() },
-		},
+		Stream:   modeltest.StreamOptions(),
 	}
 	if mod != nil {
 		mod(&opts)

@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/internal/rpc/rpctest"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/model"
+	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
 )
 
@@ -28,11 +29,11 @@ func bg(t *testing.T) context.Context {
 }
 
 // server runs an in-process server on a scripted provider.
-func server(t *testing.T, dir string, script *rpctest.Script, st *store.Store) *rpc.Server {
+func server(t *testing.T, dir string, script *modeltest.Script, st *store.Store) *rpc.Server {
 	t.Helper()
 	srv := rpc.NewServer(rpc.Options{
 		NewSession: func(ctx context.Context, cfg rpc.SessionConfig) (agent.Options, error) {
-			return agent.Options{Provider: script, Stream: rpctest.StreamOptions(), AutoCompact: -1}, nil
+			return agent.Options{Provider: script, Stream: modeltest.StreamOptions(), AutoCompact: -1}, nil
 		},
 		Store: st, WorkDir: dir,
 	})
@@ -101,12 +102,12 @@ func TestDriveAToolSessionEndToEnd(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	st := store.New(t.TempDir())
-	script := rpctest.NewScript(
-		rpctest.Response(rpctest.Start("m1"), rpctest.Text(0, "Let me look."), rpctest.ToolUse(1, "t1", "Bash", map[string]any{"command": "echo from-the-tool"}), rpctest.Stop("tool_use")),
-		rpctest.Answer("m2", "The tool ", "said hi."),
-		rpctest.Answer("m3", "Second answer."),
-		rpctest.Answer("sum", "Summary of it all."),
-		rpctest.Answer("m4", "After restore."),
+	script := modeltest.NewScript(
+		modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, "Let me look."), modeltest.ToolUse(1, "t1", "Bash", map[string]any{"command": "echo from-the-tool"}), modeltest.Stop("tool_use")),
+		modeltest.Answer("m2", "The tool ", "said hi."),
+		modeltest.Answer("m3", "Second answer."),
+		modeltest.Answer("sum", "Summary of it all."),
+		modeltest.Answer("m4", "After restore."),
 	)
 	srv := server(t, dir, script, st)
 	c := connect(t, srv, nil)
@@ -238,16 +239,16 @@ func TestListHealsItselfAfterLostOrBadEvents(t *testing.T) {
 			t.Parallel()
 			// Gates keep every chunk its own event, so that the fault hits
 			// one chunk.
-			var steps [][]rpctest.Step
-			steps = append(steps, rpctest.Start("m1"), []rpctest.Step{{Part: startText()}})
+			var steps [][]modeltest.Step
+			steps = append(steps, modeltest.Start("m1"), []modeltest.Step{{Part: startText()}})
 			var gates []chan struct{}
 			for _, ch := range chunks {
 				g := make(chan struct{})
 				gates = append(gates, g)
-				steps = append(steps, rpctest.Gate(g), []rpctest.Step{{Part: textDelta(ch)}})
+				steps = append(steps, modeltest.Gate(g), []modeltest.Step{{Part: textDelta(ch)}})
 			}
-			steps = append(steps, rpctest.Stop("end_turn"))
-			srv := server(t, t.TempDir(), rpctest.NewScript(rpctest.Response(steps...)), nil)
+			steps = append(steps, modeltest.Stop("end_turn"))
+			srv := server(t, t.TempDir(), modeltest.NewScript(modeltest.Response(steps...)), nil)
 			f := &faulty{action: action, hit: make(chan struct{})}
 			c := connect(t, srv, func(conn Conn) Conn { f.Conn = conn; return f })
 			sess, err := c.Initialize(bg(t), InitializeParams{})
@@ -349,7 +350,7 @@ func textDelta(s string) model.Part {
 
 func TestResumeReceivesExactlyTheMissedEvents(t *testing.T) {
 	t.Parallel()
-	srv := server(t, t.TempDir(), rpctest.NewScript(rpctest.Answer("m1", "one"), rpctest.Answer("m2", "t", "w", "o")), nil)
+	srv := server(t, t.TempDir(), modeltest.NewScript(modeltest.Answer("m1", "one"), modeltest.Answer("m2", "t", "w", "o")), nil)
 	c1 := connect(t, srv, nil)
 	s1, err := c1.Initialize(bg(t), InitializeParams{})
 	if err != nil {

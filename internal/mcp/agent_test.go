@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/agent"
-	"github.com/sluicehq/sluice/internal/rpc/rpctest"
 	"github.com/sluicehq/sluice/model"
+	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
 )
 
@@ -23,23 +23,23 @@ func TestAgent(t *testing.T) {
 	var mu sync.Mutex
 	var asked []string
 	var next *model.Request // the request after the tool calls
-	script := rpctest.NewScript(rpctest.Response(
-		rpctest.Start("m1"),
-		rpctest.ToolUse(0, "call1", "mcp__test__readonly", map[string]any{}),
-		rpctest.ToolUse(1, "call2", "mcp__test__echo", map[string]any{"text": "hello"}),
-		rpctest.Stop(model.StopToolUse),
+	script := modeltest.NewScript(modeltest.Response(
+		modeltest.Start("m1"),
+		modeltest.ToolUse(0, "call1", "mcp__test__readonly", map[string]any{}),
+		modeltest.ToolUse(1, "call2", "mcp__test__echo", map[string]any{"text": "hello"}),
+		modeltest.Stop(model.StopToolUse),
 	))
-	script.Respond = func(req *model.Request) []rpctest.Step {
+	script.Respond = func(req *model.Request) []modeltest.Step {
 		mu.Lock()
 		next = req
 		mu.Unlock()
-		return rpctest.Answer("m2", "done")
+		return modeltest.Answer("m2", "done")
 	}
 	sess, err := agent.New(agent.Options{
 		Provider:   script,
 		WorkDir:    t.TempDir(),
 		ExtraTools: s.Tools(),
-		Stream:     rpctest.StreamOptions(),
+		Stream:     modeltest.StreamOptions(),
 		Approve: func(_ context.Context, req protocol.PermissionRequest) string {
 			mu.Lock()
 			defer mu.Unlock()

@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/internal/rpc/rpctest"
 	"github.com/sluicehq/sluice/model"
+	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
 )
 
@@ -196,20 +197,20 @@ func TestLongSessionStreamsDeltasOnly(t *testing.T) {
 func BenchmarkLongSessionStream(b *testing.B) {
 	const chunk = 64
 	answer := rpctest.LongAnswer(longAnswer)
-	script := rpctest.NewScript()
-	script.Respond = func(req *model.Request) []rpctest.Step {
+	script := modeltest.NewScript()
+	script.Respond = func(req *model.Request) []modeltest.Step {
 		last := req.Messages[len(req.Messages)-1]
 		if len(last.Content) > 0 && last.Content[0].Text == "long" {
 			var chunks []string
 			for i := 0; i < len(answer); i += chunk {
 				chunks = append(chunks, answer[i:min(i+chunk, len(answer))])
 			}
-			return rpctest.Answer("long", chunks...)
+			return modeltest.Answer("long", chunks...)
 		}
-		return rpctest.Answer("short", "ok")
+		return modeltest.Answer("short", "ok")
 	}
 	srv := rpc.NewServer(rpc.Options{NewSession: func(ctx context.Context, cfg rpc.SessionConfig) (agent.Options, error) {
-		return agent.Options{Provider: script, Stream: rpctest.StreamOptions(), AutoCompact: -1, WorkDir: b.TempDir()}, nil
+		return agent.Options{Provider: script, Stream: modeltest.StreamOptions(), AutoCompact: -1, WorkDir: b.TempDir()}, nil
 	}})
 	defer srv.Close()
 	srvSide, hostSide := rpctest.Pipe(0)

@@ -11,13 +11,14 @@ import (
 	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/internal/rpc/rpctest"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
 )
 
 func TestInitializeSendAndSnapshot(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t, rpctest.NewScript(
-		rpctest.Response(rpctest.Start("m1"), rpctest.Reasoning(0, "Let", " me", " think"), rpctest.Text(1, "Hel", "lo", "!"), rpctest.Stop("end_turn")),
+	ts := newTestServer(t, modeltest.NewScript(
+		modeltest.Response(modeltest.Start("m1"), modeltest.Reasoning(0, "Let", " me", " think"), modeltest.Text(1, "Hel", "lo", "!"), modeltest.Stop("end_turn")),
 	), nil, nil)
 	w := ts.dial(0)
 	res := w.initialize(rpc.InitializeParams{ClientInfo: &rpc.Info{Name: "test"}})
@@ -52,7 +53,7 @@ func TestInitializeSendAndSnapshot(t *testing.T) {
 
 func TestBadInputNeverKillsTheSession(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t, rpctest.NewScript(rpctest.Answer("m1", "one"), rpctest.Answer("m2", "two")), nil, nil)
+	ts := newTestServer(t, modeltest.NewScript(modeltest.Answer("m1", "one"), modeltest.Answer("m2", "two")), nil, nil)
 	w := ts.dial(1024)
 	w.initialize(rpc.InitializeParams{})
 	w.runToIdle("first")
@@ -110,7 +111,7 @@ func TestBadInputNeverKillsTheSession(t *testing.T) {
 
 func TestOversizeLineIsSkippedWhole(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t, rpctest.NewScript(), nil, nil)
+	ts := newTestServer(t, modeltest.NewScript(), nil, nil)
 	w := ts.dial(64)
 	// A long line whose tail looks like a request: only one error, and the
 	// tail is not read as a request.
@@ -126,7 +127,7 @@ func TestOversizeLineIsSkippedWhole(t *testing.T) {
 
 func TestEOFEndsTheConnectionCleanly(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t, rpctest.NewScript(), nil, nil)
+	ts := newTestServer(t, modeltest.NewScript(), nil, nil)
 	w := ts.dial(0)
 	w.initialize(rpc.InitializeParams{})
 	w.conn.Close()
@@ -138,11 +139,11 @@ func TestEOFEndsTheConnectionCleanly(t *testing.T) {
 
 func TestPermissionRoundTrip(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t, rpctest.NewScript(
-		rpctest.Response(rpctest.Start("m1"), rpctest.ToolUse(0, "t1", "Bash", map[string]any{"command": "echo approved"}), rpctest.Stop("tool_use")),
-		rpctest.Answer("m2", "done"),
-		rpctest.Response(rpctest.Start("m3"), rpctest.ToolUse(0, "t2", "Bash", map[string]any{"command": "echo denied"}), rpctest.Stop("tool_use")),
-		rpctest.Answer("m4", "ok"),
+	ts := newTestServer(t, modeltest.NewScript(
+		modeltest.Response(modeltest.Start("m1"), modeltest.ToolUse(0, "t1", "Bash", map[string]any{"command": "echo approved"}), modeltest.Stop("tool_use")),
+		modeltest.Answer("m2", "done"),
+		modeltest.Response(modeltest.Start("m3"), modeltest.ToolUse(0, "t2", "Bash", map[string]any{"command": "echo denied"}), modeltest.Stop("tool_use")),
+		modeltest.Answer("m4", "ok"),
 	), nil, nil)
 	w := ts.dial(0)
 	w.initialize(rpc.InitializeParams{PermissionMode: "default"})
@@ -188,7 +189,7 @@ func TestPermissionRoundTrip(t *testing.T) {
 
 func TestTwoConnectionsShareASessionAndResume(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t, rpctest.NewScript(rpctest.Answer("m1", "a", "b", "c"), rpctest.Answer("m2", "d", "e")), nil, nil)
+	ts := newTestServer(t, modeltest.NewScript(modeltest.Answer("m1", "a", "b", "c"), modeltest.Answer("m2", "d", "e")), nil, nil)
 	a := ts.dial(0)
 	res := a.initialize(rpc.InitializeParams{})
 	b := ts.dial(0)
@@ -236,7 +237,7 @@ func TestTwoConnectionsShareASessionAndResume(t *testing.T) {
 
 func TestRewindReceipts(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t, rpctest.NewScript(rpctest.Answer("m1", "one"), rpctest.Answer("m2", "two"), rpctest.Answer("m3", "three")), nil, nil)
+	ts := newTestServer(t, modeltest.NewScript(modeltest.Answer("m1", "one"), modeltest.Answer("m2", "two"), modeltest.Answer("m3", "three")), nil, nil)
 	w := ts.dial(0)
 	res := w.initialize(rpc.InitializeParams{})
 	other := ts.dial(0)
@@ -290,11 +291,11 @@ func TestRewindReceipts(t *testing.T) {
 func TestGetMessagesMidStreamIsAnExactBoundary(t *testing.T) {
 	t.Parallel()
 	gates := []chan struct{}{make(chan struct{}), make(chan struct{})}
-	ts := newTestServer(t, rpctest.NewScript(rpctest.Response(
-		rpctest.Start("m1"),
-		rpctest.Text(0, "one ", "two "), rpctest.Gate(gates[0]),
-		rpctest.Text(1, "three ", "four "), rpctest.Gate(gates[1]),
-		rpctest.Stop("end_turn"),
+	ts := newTestServer(t, modeltest.NewScript(modeltest.Response(
+		modeltest.Start("m1"),
+		modeltest.Text(0, "one ", "two "), modeltest.Gate(gates[0]),
+		modeltest.Text(1, "three ", "four "), modeltest.Gate(gates[1]),
+		modeltest.Stop("end_turn"),
 	)), nil, nil)
 	w := ts.dial(0)
 	w.initialize(rpc.InitializeParams{})
@@ -320,7 +321,7 @@ func TestSlowHostNeverBlocksTheSession(t *testing.T) {
 	for i := range chunks {
 		chunks[i] = strings.Repeat("x", 49) + "\n"
 	}
-	ts := newTestServer(t, rpctest.NewScript(rpctest.Answer("m1", chunks...)), nil, nil)
+	ts := newTestServer(t, modeltest.NewScript(modeltest.Answer("m1", chunks...)), nil, nil)
 	slow := ts.dial(0)
 	res := slow.initialize(rpc.InitializeParams{})
 	// The slow host reads nothing more for now (the pipe has no buffer, so
@@ -347,10 +348,10 @@ func TestSlowHostNeverBlocksTheSession(t *testing.T) {
 
 func TestClearCompactBang(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t, rpctest.NewScript(
-		rpctest.Answer("m1", "one"),
-		rpctest.Answer("sum", "The summary."),
-		rpctest.Answer("m2", "two"),
+	ts := newTestServer(t, modeltest.NewScript(
+		modeltest.Answer("m1", "one"),
+		modeltest.Answer("sum", "The summary."),
+		modeltest.Answer("m2", "two"),
 	), nil, func(o *agent.Options) { o.PermissionMode = agent.ModeBypass })
 	w := ts.dial(0)
 	w.initialize(rpc.InitializeParams{})
@@ -410,7 +411,7 @@ func TestClearCompactBang(t *testing.T) {
 func TestRestoreAfterTheServerStops(t *testing.T) {
 	t.Parallel()
 	st := store.New(t.TempDir())
-	script := rpctest.NewScript(rpctest.Answer("m1", "persisted"), rpctest.Answer("m2", "after restore"))
+	script := modeltest.NewScript(modeltest.Answer("m1", "persisted"), modeltest.Answer("m2", "after restore"))
 	ts := newTestServer(t, script, st, nil)
 	w := ts.dial(0)
 	res := w.initialize(rpc.InitializeParams{})
@@ -451,7 +452,7 @@ func TestRestoreAfterTheServerStops(t *testing.T) {
 
 func TestServeConnReturnsWhenCtxIsDone(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t, rpctest.NewScript(), nil, nil)
+	ts := newTestServer(t, modeltest.NewScript(), nil, nil)
 	srvSide, hostSide := rpctest.Pipe(0)
 	defer hostSide.Close()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -20,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/internal/rpc/rpctest"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
 )
 
@@ -48,23 +49,23 @@ const guard = 60 * time.Second
 type testServer struct {
 	t      *testing.T
 	srv    *rpc.Server
-	script *rpctest.Script
+	script *modeltest.Script
 	store  *store.Store
 	dir    string
 	mod    func(*agent.Options)
 }
 
-func newTestServer(t *testing.T, script *rpctest.Script, st *store.Store, mod func(*agent.Options)) *testServer {
+func newTestServer(t *testing.T, script *modeltest.Script, st *store.Store, mod func(*agent.Options)) *testServer {
 	t.Helper()
 	return newTestServerIn(t, t.TempDir(), script, st, mod)
 }
 
-func newTestServerIn(t *testing.T, dir string, script *rpctest.Script, st *store.Store, mod func(*agent.Options)) *testServer {
+func newTestServerIn(t *testing.T, dir string, script *modeltest.Script, st *store.Store, mod func(*agent.Options)) *testServer {
 	t.Helper()
 	ts := &testServer{t: t, script: script, store: st, dir: dir, mod: mod}
 	ts.srv = rpc.NewServer(rpc.Options{
 		NewSession: func(ctx context.Context, cfg rpc.SessionConfig) (agent.Options, error) {
-			o := agent.Options{Provider: script, Stream: rpctest.StreamOptions(), WorkDir: ts.dir, AutoCompact: -1}
+			o := agent.Options{Provider: script, Stream: modeltest.StreamOptions(), WorkDir: ts.dir, AutoCompact: -1}
 			if ts.mod != nil {
 				ts.mod(&o)
 			}

@@ -17,9 +17,9 @@ import (
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/rpc"
-	"github.com/sluicehq/sluice/internal/rpc/rpctest"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/model"
+	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
 )
 
@@ -63,7 +63,7 @@ func newStack(t testing.TB, provider model.Provider, so stackOptions) *stack {
 	st := store.New(so.storeDir)
 	rs := rpc.NewServer(rpc.Options{
 		NewSession: func(ctx context.Context, cfg rpc.SessionConfig) (agent.Options, error) {
-			return agent.Options{Provider: provider, Stream: rpctest.StreamOptions(), PermissionMode: so.mode}, nil
+			return agent.Options{Provider: provider, Stream: modeltest.StreamOptions(), PermissionMode: so.mode}, nil
 		},
 		Store:           st,
 		WorkDir:         so.workDir,

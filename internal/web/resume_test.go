@@ -10,8 +10,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/sluicehq/sluice/internal/rpc"
-	"github.com/sluicehq/sluice/internal/rpc/rpctest"
 	"github.com/sluicehq/sluice/model"
+	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
 )
 
@@ -137,23 +137,23 @@ func (h *host) drop() { h.conn.CloseNow() }
 
 // segmented is an answer of segs segments of n chunks, each segment
 // waiting for its gate.
-func segmented(segs, n int) ([]rpctest.Step, []chan struct{}, string) {
-	steps := rpctest.Start("m1")
-	steps = append(steps, rpctest.Step{Part: model.Part{Type: model.PartBlockStart, Block: model.BlockText}})
+func segmented(segs, n int) ([]modeltest.Step, []chan struct{}, string) {
+	steps := modeltest.Start("m1")
+	steps = append(steps, modeltest.Step{Part: model.Part{Type: model.PartBlockStart, Block: model.BlockText}})
 	var gates []chan struct{}
 	var text []byte
 	for s := range segs {
 		g := make(chan struct{})
 		gates = append(gates, g)
-		steps = append(steps, rpctest.Gate(g)...)
+		steps = append(steps, modeltest.Gate(g)...)
 		for i := range n {
 			chunk := fmt.Sprintf("s%02dc%04d ", s, i)
 			text = append(text, chunk...)
-			steps = append(steps, rpctest.Step{Part: model.Part{Type: model.PartBlockDelta, Delta: model.DeltaText, Text: chunk}})
+			steps = append(steps, modeltest.Step{Part: model.Part{Type: model.PartBlockDelta, Delta: model.DeltaText, Text: chunk}})
 		}
 	}
-	steps = append(steps, rpctest.Step{Part: model.Part{Type: model.PartBlockStop}})
-	return append(steps, rpctest.Stop(model.StopEndTurn)...), gates, string(text)
+	steps = append(steps, modeltest.Step{Part: model.Part{Type: model.PartBlockStop}})
+	return append(steps, modeltest.Stop(model.StopEndTurn)...), gates, string(text)
 }
 
 // TestResumeExactlyTheMissedEvents cuts a host's connection again and
@@ -164,7 +164,7 @@ func segmented(segs, n int) ([]rpctest.Step, []chan struct{}, string) {
 func TestResumeExactlyTheMissedEvents(t *testing.T) {
 	t.Parallel()
 	steps, gates, text := segmented(12, 150)
-	st := newStack(t, rpctest.NewScript(steps), stackOptions{})
+	st := newStack(t, modeltest.NewScript(steps), stackOptions{})
 	ctx := context.Background()
 	h := &host{t: t, st: st}
 	h.connect(ctx)
@@ -203,7 +203,7 @@ func TestResumeExactlyTheMissedEvents(t *testing.T) {
 func TestResumeTooFarBehindGetsASnapshot(t *testing.T) {
 	t.Parallel()
 	steps, gates, text := segmented(2, 9000)
-	st := newStack(t, rpctest.NewScript(steps), stackOptions{})
+	st := newStack(t, modeltest.NewScript(steps), stackOptions{})
 	ctx := context.Background()
 	h := &host{t: t, st: st}
 	h.connect(ctx)

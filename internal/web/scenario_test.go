@@ -8,26 +8,26 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/sluicehq/sluice/internal/rpc"
-	"github.com/sluicehq/sluice/internal/rpc/rpctest"
 	"github.com/sluicehq/sluice/model"
+	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
 )
 
 // gatedText is text block idx streaming before, then waiting for gate,
 // then streaming after.
-func gatedText(idx int, before []string, gate chan struct{}, after []string) []rpctest.Step {
-	steps := []rpctest.Step{{Part: model.Part{Type: model.PartBlockStart, Index: idx, Block: model.BlockText}}}
-	delta := func(s string) rpctest.Step {
-		return rpctest.Step{Part: model.Part{Type: model.PartBlockDelta, Index: idx, Delta: model.DeltaText, Text: s}}
+func gatedText(idx int, before []string, gate chan struct{}, after []string) []modeltest.Step {
+	steps := []modeltest.Step{{Part: model.Part{Type: model.PartBlockStart, Index: idx, Block: model.BlockText}}}
+	delta := func(s string) modeltest.Step {
+		return modeltest.Step{Part: model.Part{Type: model.PartBlockDelta, Index: idx, Delta: model.DeltaText, Text: s}}
 	}
 	for _, s := range before {
 		steps = append(steps, delta(s))
 	}
-	steps = append(steps, rpctest.Gate(gate)...)
+	steps = append(steps, modeltest.Gate(gate)...)
 	for _, s := range after {
 		steps = append(steps, delta(s))
 	}
-	return append(steps, rpctest.Step{Part: model.Part{Type: model.PartBlockStop, Index: idx}})
+	return append(steps, modeltest.Step{Part: model.Part{Type: model.PartBlockStop, Index: idx}})
 }
 
 // observer is the test's own Go client, attached to the page's session on
@@ -85,18 +85,18 @@ func userMessageID(t *testing.T, snap protocol.Snapshot, text string) string {
 // clear.
 func TestBrowserSession(t *testing.T) {
 	gate := make(chan struct{})
-	script := rpctest.NewScript(
-		rpctest.Response(rpctest.Start("m1"), rpctest.Reasoning(0, "Let me ", "think."),
-			rpctest.Text(1, "# Hello\n\nSome **bold** text", " and `code`.\n\n- one\n- two\n\n```go\nfmt.Println(\"hi\")\n```\n"),
-			rpctest.Stop(model.StopEndTurn)),
-		rpctest.Response(rpctest.Start("m2"), gatedText(0, []string{"alpha ", "beta "}, gate, []string{"gamma ", "delta"}), rpctest.Stop(model.StopEndTurn)),
-		rpctest.Response(rpctest.Start("m3"), rpctest.Text(0, "Running it."),
-			rpctest.ToolUse(1, "toolu_1", "Bash", map[string]string{"command": "echo tool-output"}), rpctest.Stop(model.StopToolUse)),
-		rpctest.Answer("m4", "The tool said ", "tool-output."),
-		rpctest.Response(rpctest.Start("ma"), gatedText(0, []string{"partial "}, make(chan struct{}), []string{"never"}), rpctest.Stop(model.StopEndTurn)),
-		rpctest.Answer("m5", "Summary: hello, long, tool."),
-		rpctest.Answer("m6", "Hi tab two."),
-		rpctest.Answer("m7", "<script>window.__pwned=1</script>", "<img src=x onerror=\"window.__pwned=2\">",
+	script := modeltest.NewScript(
+		modeltest.Response(modeltest.Start("m1"), modeltest.Reasoning(0, "Let me ", "think."),
+			modeltest.Text(1, "# Hello\n\nSome **bold** text", " and `code`.\n\n- one\n- two\n\n```go\nfmt.Println(\"hi\")\n```\n"),
+			modeltest.Stop(model.StopEndTurn)),
+		modeltest.Response(modeltest.Start("m2"), gatedText(0, []string{"alpha ", "beta "}, gate, []string{"gamma ", "delta"}), modeltest.Stop(model.StopEndTurn)),
+		modeltest.Response(modeltest.Start("m3"), modeltest.Text(0, "Running it."),
+			modeltest.ToolUse(1, "toolu_1", "Bash", map[string]string{"command": "echo tool-output"}), modeltest.Stop(model.StopToolUse)),
+		modeltest.Answer("m4", "The tool said ", "tool-output."),
+		modeltest.Response(modeltest.Start("ma"), gatedText(0, []string{"partial "}, make(chan struct{}), []string{"never"}), modeltest.Stop(model.StopEndTurn)),
+		modeltest.Answer("m5", "Summary: hello, long, tool."),
+		modeltest.Answer("m6", "Hi tab two."),
+		modeltest.Answer("m7", "<script>window.__pwned=1</script>", "<img src=x onerror=\"window.__pwned=2\">",
 			" [click](javascript:window.__pwned=3) ![x](https://example.invalid/p.png) <b onmouseover=alert(1)>b</b>"),
 	)
 	st := newStack(t, script, stackOptions{})

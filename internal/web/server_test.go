@@ -12,7 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/sluicehq/sluice/internal/rpc"
-	"github.com/sluicehq/sluice/internal/rpc/rpctest"
+	"github.com/sluicehq/sluice/model/modeltest"
 )
 
 func get(t *testing.T, url string, mod func(*http.Request)) *http.Response {
@@ -35,7 +35,7 @@ func get(t *testing.T, url string, mod func(*http.Request)) *http.Response {
 
 func TestTokenHostAndHeaders(t *testing.T) {
 	t.Parallel()
-	st := newStack(t, rpctest.NewScript(), stackOptions{})
+	st := newStack(t, modeltest.NewScript(), stackOptions{})
 	page := get(t, st.pageURL(), nil)
 	if page.StatusCode != http.StatusOK {
 		t.Fatalf("page with the token: %s", page.Status)
@@ -93,7 +93,7 @@ func TestTokenHostAndHeaders(t *testing.T) {
 
 func TestWebSocketOrigin(t *testing.T) {
 	t.Parallel()
-	st := newStack(t, rpctest.NewScript(), stackOptions{})
+	st := newStack(t, modeltest.NewScript(), stackOptions{})
 	ctx := context.Background()
 	cases := []struct {
 		origin string
@@ -125,7 +125,7 @@ func TestWebSocketOrigin(t *testing.T) {
 // the size limit are answered with errors, and the connection goes on.
 func TestBadInputKeepsTheConnection(t *testing.T) {
 	t.Parallel()
-	st := newStack(t, rpctest.NewScript(), stackOptions{maxMsg: 1024})
+	st := newStack(t, modeltest.NewScript(), stackOptions{maxMsg: 1024})
 	ctx := context.Background()
 	cl := dial(t, ctx, st.wsURL(), nil)
 	for _, msg := range []string{"not json", `{"jsonrpc":"2.0","id":7,"method":"x","params":"` + strings.Repeat("a", 4096) + `"}`} {

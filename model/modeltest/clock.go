@@ -1,5 +1,6 @@
 // Package modeltest holds test doubles for code that uses package model: a
-// fake clock for Stream's watchdog and backoff.
+// fake clock for Stream's watchdog and backoff, and a scripted provider
+// (Script) with builders of its responses.
 package modeltest
 
 import (
