@@ -308,3 +308,10 @@ func readUsage(v []byte, u *model.Usage) error {
 func malformed(sseType string, data []byte, err error) error {
 	return fmt.Errorf("anthropic: %w: %s event: %v (%.80q)", model.ErrMalformedEvent, sseType, err, data)
 }
+
+// DecodeStream decodes a Messages API event stream read from r into
+// parts, as Stream does with a response body; an error event is an
+// *model.APIError. It is exported for benchmarks and tools.
+func DecodeStream(r io.Reader, yield func(model.Part, error) bool) {
+	decode(r, 0, func(e *model.APIError) error { return e }, yield)
+}

@@ -1,4 +1,4 @@
-package anthropic
+package sdkbench
 
 import (
 	"bytes"
@@ -6,12 +6,14 @@ import (
 	"io"
 	"iter"
 	"net/http"
+	"os"
 	"runtime"
 	"testing"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 
+	"github.com/sluicehq/sluice/internal/provider/anthropic"
 	"github.com/sluicehq/sluice/model"
 )
 
@@ -19,14 +21,16 @@ import (
 // with this package and, in the same run, with anthropic-sdk-go's
 // ssestream.Stream + Message.Accumulate over the same bytes.
 func BenchmarkDecode(b *testing.B) {
-	raw := fixture(b, "thinking_web_search_citations.sse")
+	raw, err := os.ReadFile("../testdata/thinking_web_search_citations.sse")
+	if err != nil {
+		b.Fatal(err)
+	}
 	events := bytes.Count(raw, []byte("\ndata: ")) + 1 // the first line is an event line
-	wrap := func(e *model.APIError) error { return e }
 
 	b.Run("sluice", func(b *testing.B) {
 		measure(b, raw, events, func() {
 			var acc model.Accumulator
-			decode(bytes.NewReader(raw), 0, wrap, func(p model.Part, err error) bool {
+			anthropic.DecodeStream(bytes.NewReader(raw), func(p model.Part, err error) bool {
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -44,7 +48,7 @@ func BenchmarkDecode(b *testing.B) {
 	// The same, through model.Stream: the provider's goroutine and the
 	// hand-over of each part to the consumer.
 	b.Run("sluice+Stream", func(b *testing.B) {
-		p := bytesProvider{raw: raw, wrap: wrap}
+		p := bytesProvider{raw: raw}
 		opts := model.StreamOptions{MaxRetries: -1, FallbackAfter: -1}
 		measure(b, raw, events, func() {
 			var acc model.Accumulator
@@ -109,15 +113,14 @@ func measure(b *testing.B, raw []byte, events int, decodeOnce func()) {
 // bytesProvider streams a recorded body, as the provider does once the
 // response has arrived.
 type bytesProvider struct {
-	raw  []byte
-	wrap func(*model.APIError) error
+	raw []byte
 }
 
 func (bytesProvider) Name() string { return "bytes" }
 
 func (p bytesProvider) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Part, error] {
 	return func(yield func(model.Part, error) bool) {
-		decode(model.WatchBody(ctx, io.NopCloser(bytes.NewReader(p.raw))), 0, p.wrap, yield)
+		anthropic.DecodeStream(model.WatchBody(ctx, io.NopCloser(bytes.NewReader(p.raw))), yield)
 	}
 }
 
