@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"iter"
 	"net/http"
 	"strings"
@@ -127,17 +128,9 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request) iter.Seq2[mod
 			yield(model.Part{}, err)
 			return
 		}
-		resp, err := p.api.Post(ctx, p.cfg.BaseURL+"/v1/messages", p.header(true), body)
-		if err != nil {
-			yield(model.Part{}, err)
-			return
-		}
-		defer resp.Body.Close()
-		if err := httpapi.CheckEventStream("anthropic", resp); err != nil {
-			yield(model.Part{}, err)
-			return
-		}
-		decode(model.WatchBody(ctx, resp.Body), p.cfg.MaxEventSize, p.api.Wrap, yield)
+		p.api.Stream(ctx, p.cfg.BaseURL+"/v1/messages", p.header(true), body, func(r io.Reader, yield func(model.Part, error) bool) {
+			decode(r, p.cfg.MaxEventSize, p.api.Wrap, yield)
+		}, yield)
 	}
 }
 

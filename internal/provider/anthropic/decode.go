@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/sluicehq/sluice/internal/provider/httpapi"
 	"github.com/sluicehq/sluice/internal/provider/jsonscan"
 	"github.com/sluicehq/sluice/internal/sse"
 	"github.com/sluicehq/sluice/model"
@@ -18,39 +19,11 @@ import (
 // error. wrap turns API errors into what the caller returns.
 func decode(r io.Reader, maxEventSize int, wrap func(*model.APIError) error, yield func(model.Part, error) bool) {
 	d := decoder{wrap: wrap}
-	events := sse.NewDecoder(r, maxEventSize)
-	seen := false
-	for {
-		ev, err := events.Next()
-		truncated := errors.Is(err, sse.ErrTruncated)
-		switch {
-		case err == io.EOF && !seen:
-			yield(model.Part{}, fmt.Errorf("anthropic: %w: the answer held no event", model.ErrNotEventStream))
-			return
-		case err == io.EOF:
-			yield(model.Part{}, fmt.Errorf("anthropic: %w", model.ErrIncomplete))
-			return
-		case errors.Is(err, model.ErrEventTooLarge):
-			yield(model.Part{}, fmt.Errorf("anthropic: %w", err))
-			return
-		case err != nil && !truncated:
-			yield(model.Part{}, fmt.Errorf("anthropic: reading the stream: %w", err))
-			return
-		}
-		seen = true
-		done, err := d.event(ev.Type, ev.Data, yield)
-		if truncated && err != nil {
-			// The last event, without the empty line that ends it, did not
-			// read as a whole JSON object: the stream was cut.
-			err = fmt.Errorf("anthropic: %w: the stream was cut inside an event", model.ErrIncomplete)
-		}
-		if err != nil {
-			yield(model.Part{}, err)
-			return
-		}
-		if done {
-			return
-		}
+	err := httpapi.ReadEvents(r, maxEventSize, "anthropic", "message_stop", func(ev sse.Event) (bool, error) {
+		return d.event(ev.Type, ev.Data, yield)
+	})
+	if err != nil {
+		yield(model.Part{}, err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/sluicehq/sluice/internal/provider/httpapi"
 	"github.com/sluicehq/sluice/internal/provider/jsonscan"
 	"github.com/sluicehq/sluice/internal/sse"
 	"github.com/sluicehq/sluice/model"
@@ -19,44 +20,21 @@ import (
 // for a chunk it cannot read, or the read error.
 func decode(r io.Reader, maxEventSize int, wrap func(*model.APIError) error, yield func(model.Part, error) bool) {
 	t := translator{yield: yield, wrap: wrap}
-	events := sse.NewDecoder(r, maxEventSize)
-	seen := false
-	for {
-		ev, err := events.Next()
-		truncated := errors.Is(err, sse.ErrTruncated)
-		switch {
-		case err == io.EOF && !seen:
-			yield(model.Part{}, fmt.Errorf("openai: %w: the answer held no event", model.ErrNotEventStream))
-			return
-		case err == io.EOF:
-			yield(model.Part{}, fmt.Errorf("openai: %w: no [DONE]", model.ErrIncomplete))
-			return
-		case errors.Is(err, model.ErrEventTooLarge):
-			yield(model.Part{}, fmt.Errorf("openai: %w", err))
-			return
-		case err != nil && !truncated:
-			yield(model.Part{}, fmt.Errorf("openai: reading the stream: %w", err))
-			return
-		}
-		seen = true
-		var done bool
-		if string(ev.Data) == "[DONE]" {
-			err, done = t.done(), true
+	err := httpapi.ReadEvents(r, maxEventSize, "openai", "[DONE]", func(ev sse.Event) (bool, error) {
+		var err error
+		done := string(ev.Data) == "[DONE]"
+		if done {
+			err = t.done()
 		} else {
 			err = t.chunk(ev.Data)
 		}
-		if truncated && err != nil {
-			err = fmt.Errorf("openai: %w: the stream was cut inside an event", model.ErrIncomplete)
+		if errors.Is(err, errStopped) {
+			return true, nil // the consumer stopped: nothing more is yielded
 		}
-		if err != nil {
-			if !errors.Is(err, errStopped) {
-				yield(model.Part{}, err)
-			}
-			return
-		}
-		if done {
-			return
-		}
+		return done, err
+	})
+	if err != nil {
+		yield(model.Part{}, err)
 	}
 }
 

@@ -126,17 +126,9 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request) iter.Seq2[mod
 			yield(model.Part{}, err)
 			return
 		}
-		resp, err := p.api.Post(ctx, p.cfg.BaseURL+"/chat/completions", p.header(true), body)
-		if err != nil {
-			yield(model.Part{}, err)
-			return
-		}
-		defer resp.Body.Close()
-		if err := httpapi.CheckEventStream("openai", resp); err != nil {
-			yield(model.Part{}, err)
-			return
-		}
-		decode(model.WatchBody(ctx, resp.Body), p.cfg.MaxEventSize, p.api.Wrap, yield)
+		p.api.Stream(ctx, p.cfg.BaseURL+"/chat/completions", p.header(true), body, func(r io.Reader, yield func(model.Part, error) bool) {
+			decode(r, p.cfg.MaxEventSize, p.api.Wrap, yield)
+		}, yield)
 	}
 }
 
