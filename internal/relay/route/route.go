@@ -6,7 +6,8 @@
 // interstitial — a short remark between tool calls — and goes out at once.
 // Any other stop reason (end_turn, max_tokens, stop_sequence, pause_turn,
 // refusal and reasons not invented yet) makes the turn part of the final
-// answer, joined to earlier final turns by a blank line; the final answer
+// answer, joined to earlier final turns by a blank line (a turn that
+// continues one cut by max_tokens is joined directly); the final answer
 // goes out when the run ends, in as few messages as the channel's limit
 // allows. Then goes whatever was buffered for turns that never ended (an
 // abort, a crash), then — if nothing at all was sent — the run's result
@@ -50,6 +51,7 @@ type Router struct {
 	turns   map[string]*turn
 	order   []string // ids of the buffered turns, in order of first text
 	final   []string // texts of the final turns so far
+	cut     bool     // the last final turn hit max_tokens: the next one continues it
 	errors  []string
 	sent    bool
 	stopped bool
@@ -104,11 +106,19 @@ func (r *Router) Apply(ev protocol.Event) []Message {
 	case protocol.TurnEnded:
 		text := r.take(ev.MessageID)
 		if ev.StopReason == "tool_use" {
+			r.cut = false
 			return r.out(Interstitial, text)
 		}
-		if text != "" {
+		switch {
+		case text == "":
+		case r.cut && len(r.final) > 0:
+			// The agent continued a response cut by the output limit:
+			// the text goes on mid-sentence, with no blank line.
+			r.final[len(r.final)-1] += text
+		default:
 			r.final = append(r.final, text)
 		}
+		r.cut = ev.StopReason == "max_tokens"
 	case protocol.ErrorBlockAdded:
 		if ev.Error != "" {
 			r.errors = append(r.errors, ev.Error)

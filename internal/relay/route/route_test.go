@@ -149,12 +149,21 @@ func TestRouter(t *testing.T) {
 			name: "every terminal stop reason joins the final answer with a blank line",
 			evs: seq(
 				added("m1"), text("m1", 0, "part one", 4), ended("m1", "pause_turn"),
-				added("m2"), text("m2", 0, "part two", 4), ended("m2", "max_tokens"),
 				added("m3"), text("m3", 0, "part three", 4), ended("m3", "some_future_reason"),
 				added("m4"), text("m4", 0, "no", 4), ended("m4", "refusal"),
 				added("m5"), text("m5", 0, "end", 4), ended("m5", "stop_sequence"),
+				added("m6"), text("m6", 0, "cut", 4), ended("m6", "max_tokens"),
 			),
-			want: []sent{{"finish", Final, "part one\n\npart two\n\npart three\n\nno\n\nend"}},
+			want: []sent{{"finish", Final, "part one\n\npart three\n\nno\n\nend\n\ncut"}},
+		},
+		{
+			name: "a turn that continues one cut by max_tokens goes on without a blank line",
+			evs: seq(
+				added("m1"), text("m1", 0, "Intro.", 4), ended("m1", "end_turn"),
+				added("m2"), text("m2", 0, "The list is lo", 4), ended("m2", "max_tokens"),
+				added("m3"), text("m3", 0, "ng, and ends here.", 4), ended("m3", "end_turn"),
+			),
+			want: []sent{{"finish", Final, "Intro.\n\nThe list is long, and ends here."}},
 		},
 		{
 			name: "abort: the interstitial went, the partial answer and the reason follow",
