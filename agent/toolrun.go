@@ -26,6 +26,9 @@ const (
 	// per call; past it only the short result moves, and the whole result
 	// arrives at end.
 	maxStreamedOutput = 8 << 20
+	// shortResultEvery is how much output past maxStreamedOutput moves the
+	// short result once.
+	shortResultEvery = 64 << 10
 )
 
 // runTools runs a response's tool calls: consecutive read-only calls in
@@ -206,10 +209,12 @@ type toolOutput struct {
 	s  *Session
 	ev protocol.ToolBlockUpdated
 
-	mu       sync.Mutex
-	pending  []byte // an incomplete UTF-8 sequence held for the next write
-	tail     []byte // the output's last tailKeep bytes
-	streamed int
+	mu        sync.Mutex
+	pending   []byte // an incomplete UTF-8 sequence held for the next write
+	tail      []byte // the output's last tailKeep bytes
+	streamed  int    // bytes sent as resultChunk
+	total     int    // bytes of output so far
+	lastShort int    // total when the short result last went out
 }
 
 func (o *toolOutput) Write(p []byte) (int, error) {
@@ -242,12 +247,19 @@ func (o *toolOutput) emit(b []byte) {
 	if len(o.tail) > 2*tailKeep {
 		o.tail = append(o.tail[:0], o.tail[len(o.tail)-tailKeep:]...)
 	}
+	o.total += len(chunk)
 	ev := o.ev
-	ev.ShortResult = tools.ShortResult(string(o.tail), shortResultLines, shortResultBytes)
-	if o.streamed < maxStreamedOutput {
+	switch {
+	case o.streamed < maxStreamedOutput:
 		ev.ResultChunk = chunk
 		o.streamed += len(chunk)
+	case o.total-o.lastShort < shortResultEvery:
+		// Past the streamed bound, the short result moves only every so
+		// many bytes: endless output must not mean endless events.
+		return
 	}
+	o.lastShort = o.total
+	ev.ShortResult = tools.ShortResult(string(o.tail), shortResultLines, shortResultBytes)
 	if ev.ResultChunk == "" && ev.ShortResult == "" {
 		return
 	}
