@@ -15,8 +15,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/agent"
-	"github.com/sluicehq/sluice/internal/provider/anthropic"
-	"github.com/sluicehq/sluice/internal/provider/openai"
+	"github.com/sluicehq/sluice/internal/provider"
 	"github.com/sluicehq/sluice/internal/relay/backend"
 	"github.com/sluicehq/sluice/internal/relay/backend/claudecode"
 	"github.com/sluicehq/sluice/internal/relay/backend/sluiceagent"
@@ -27,7 +26,6 @@ import (
 	"github.com/sluicehq/sluice/internal/relay/split"
 	"github.com/sluicehq/sluice/internal/relay/store"
 	sessionstore "github.com/sluicehq/sluice/internal/store"
-	"github.com/sluicehq/sluice/model"
 )
 
 const usage = `Usage:
@@ -176,7 +174,7 @@ func runMain(ctx context.Context, name string, args []string, stdout, stderr io.
 	fs.StringVar(&f.baseURL, "base-url", "", "the platform's API base URL (default "+defaultBase+")")
 	fs.StringVar(&f.backend, "backend", "sluice", "agent backend: sluice (the built-in agent) or claude (Claude Code)")
 	fs.StringVar(&f.claudeBin, "claude-bin", "claude", "the Claude Code executable (backend claude)")
-	fs.StringVar(&f.provider, "provider", "anthropic", "model provider of the sluice backend: anthropic or openai")
+	fs.StringVar(&f.provider, "provider", "", "model provider of the sluice backend: anthropic, openai or demo (default: from the environment, as sluice's)")
 	fs.StringVar(&f.model, "model", "", "model (default: the backend's)")
 	fs.StringVar(&f.permissionMode, "permission-mode", "default", "default (approvals asked in the chat), acceptEdits, bypassPermissions or plan")
 	fs.StringVar(&f.workDir, "workdir", "", "the agent's working directory (default: the current one)")
@@ -315,11 +313,7 @@ func newBackend(f runFlags, st *store.Store, log *slog.Logger) (backend.Backend,
 		if err != nil {
 			return nil, err
 		}
-		provider, err := newProvider(f.provider, f.model)
-		if err != nil {
-			return nil, err
-		}
-		streamOpts, err := model.StreamOptionsFromEnv(model.StreamOptions{}, os.Getenv)
+		sel, err := openProvider(f.provider, f.model, os.Getenv)
 		if err != nil {
 			return nil, err
 		}
@@ -332,8 +326,8 @@ func newBackend(f runFlags, st *store.Store, log *slog.Logger) (backend.Backend,
 			KV: st, Logger: log,
 			Options: func(string) agent.Options {
 				return agent.Options{
-					Provider: provider, Model: f.model, WorkDir: workDir, PermissionMode: mode,
-					Stream: streamOpts, Store: sessions, Logger: log,
+					Provider: sel.Provider, Model: sel.Model, WorkDir: workDir, PermissionMode: mode,
+					Stream: sel.StreamOptions, Store: sessions, Logger: log,
 				}
 			},
 		}), nil
@@ -341,20 +335,20 @@ func newBackend(f runFlags, st *store.Store, log *slog.Logger) (backend.Backend,
 	return nil, fmt.Errorf("unknown --backend %q (want sluice or claude)", f.backend)
 }
 
-// newProvider builds the sluice backend's model provider from the
-// environment; keys are read, never logged.
-func newProvider(name, modelName string) (model.Provider, error) {
-	switch name {
-	case "anthropic":
-		key, token := os.Getenv("ANTHROPIC_API_KEY"), os.Getenv("ANTHROPIC_AUTH_TOKEN")
-		if key == "" && token == "" {
-			return nil, errors.New("set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN), or use --backend claude")
-		}
-		return anthropic.New(anthropic.Config{APIKey: key, AuthToken: token, BaseURL: os.Getenv("ANTHROPIC_BASE_URL"), Model: modelName}), nil
-	case "openai":
-		return openai.New(openai.Config{APIKey: os.Getenv("OPENAI_API_KEY"), BaseURL: os.Getenv("OPENAI_BASE_URL"), Model: modelName}), nil
+// openProvider picks the sluice backend's model provider as sluice itself
+// does (provider.Open: flags, then SLUICE_PROVIDER, the keys, the base
+// URLs, *_MODEL). Keys are read, never logged. The offline demo, which
+// sluice falls back to without keys, is only used when asked for: a relay
+// answering real people with canned text would be a silent failure.
+func openProvider(name, modelName string, getenv func(string) string) (*provider.Selection, error) {
+	sel, err := provider.Open(provider.Config{Provider: name, Model: modelName}, getenv)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("unknown --provider %q (want anthropic or openai)", name)
+	if sel.Notice != "" {
+		return nil, errors.New("set ANTHROPIC_API_KEY or OPENAI_API_KEY (or a *_BASE_URL), --provider demo for the offline demo, or use --backend claude")
+	}
+	return sel, nil
 }
 
 // webhookChannel receives Telegram updates on an HTTP server instead of
@@ -365,27 +359,32 @@ type webhookChannel struct {
 	log            *slog.Logger
 }
 
+// Receive serves the webhook until ctx is done. It returns at once with
+// the cause when it cannot listen, or when the server fails.
 func (w *webhookChannel) Receive(ctx context.Context, handle func(context.Context, channel.Inbound)) error {
 	ln, err := net.Listen("tcp", w.listen)
 	if err != nil {
-		w.log.Error("relay: webhook listener", "err", err)
-		<-ctx.Done()
-		return ctx.Err()
+		return fmt.Errorf("webhook: %w", err)
 	}
 	srv := &http.Server{Handler: telegram.WebhookHandler(w.secret, func(_ context.Context, in channel.Inbound) {
 		// The request ends before the agent does: hand over the relay's
 		// context, not the request's.
 		handle(ctx, in)
 	}), ReadHeaderTimeout: 10 * time.Second}
+	serving, stop := context.WithCancel(ctx)
+	stopped := make(chan struct{})
 	go func() {
-		<-ctx.Done()
+		defer close(stopped)
+		<-serving.Done()
 		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		srv.Shutdown(shutdown)
 	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		w.log.Error("relay: webhook server", "err", err)
+	err = srv.Serve(ln)
+	stop()
+	<-stopped
+	if !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("webhook server: %w", err)
 	}
-	<-ctx.Done()
 	return ctx.Err()
 }

@@ -55,6 +55,7 @@ type Relay struct {
 	queue *deliver.Queue
 
 	mu    sync.Mutex
+	ctx   context.Context // Run's: the chats' workers live as long
 	chats map[string]*chat
 	wg    sync.WaitGroup
 }
@@ -106,21 +107,42 @@ func New(ctx context.Context, opts Options) (*Relay, error) {
 // Queue is the relay's outbox (for tests and status).
 func (r *Relay) Queue() *deliver.Queue { return r.queue }
 
-// Run receives, runs and delivers until ctx is done, then waits for the
-// chats' workers (a run in progress is aborted and what it produced is
-// stored for the next start). It returns ctx's error.
+// Run receives, runs and delivers until ctx is done or the channel cannot
+// receive any more, then waits for the chats' workers (a run in progress
+// is aborted and what it produced is stored for the next start). It
+// returns ctx's error, or why receiving stopped.
 func (r *Relay) Run(ctx context.Context) error {
 	if err := r.opts.Store.Forget(ctx, r.opts.Clock.Now().Add(-7*24*time.Hour)); err != nil {
 		r.opts.Logger.Warn("relay: cannot prune old inbound keys", "err", err)
 	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	r.mu.Lock()
+	r.ctx = ctx
+	r.mu.Unlock()
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); r.queue.Run(ctx) }()
-	go func() { defer wg.Done(); r.opts.Channel.Receive(ctx, r.handle) }()
+	go func() {
+		defer wg.Done()
+		err := r.opts.Channel.Receive(ctx, r.handle)
+		if ctx.Err() != nil {
+			return
+		}
+		// Receive retries what can be retried; returning early means the
+		// channel cannot receive at all (a revoked token, an address it
+		// cannot listen on): the relay stops with that cause.
+		if err == nil {
+			err = errors.New("stopped receiving")
+		}
+		err = fmt.Errorf("relay: %s: %w", r.opts.Channel.Name(), err)
+		r.opts.Logger.Error("relay: cannot receive; stopping", "err", err)
+		cancel(err)
+	}()
 	<-ctx.Done()
 	wg.Wait()
 	r.wg.Wait()
-	return ctx.Err()
+	return context.Cause(ctx)
 }
 
 // handle takes one inbound message: de-duplicated, checked against the
@@ -146,7 +168,7 @@ func (r *Relay) handle(ctx context.Context, in channel.Inbound) {
 	if text == "" {
 		return
 	}
-	c := r.chat(ctx, in.Chat)
+	c := r.chat(in.Chat)
 	if strings.HasPrefix(text, "/") && r.command(ctx, c, text) {
 		return
 	}
@@ -161,14 +183,16 @@ func (r *Relay) handle(ctx context.Context, in channel.Inbound) {
 	c.poke()
 }
 
-// chat returns the chat's state, starting its worker on first use.
-func (r *Relay) chat(ctx context.Context, id string) *chat {
+// chat returns the chat's state, starting its worker on first use. The
+// worker lives as long as Run, not as the message that started it.
+func (r *Relay) chat(id string) *chat {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := r.chats[id]
 	if c == nil {
 		c = &chat{id: id, wake: make(chan struct{}, 1)}
 		r.chats[id] = c
+		ctx := r.ctx
 		r.wg.Add(1)
 		go func() { defer r.wg.Done(); r.work(context.WithoutCancel(ctx), ctx.Done(), c) }()
 	}

@@ -22,7 +22,11 @@ type Channel interface {
 	// Limit is the longest message, in UTF-16 code units.
 	Limit() int
 	// Receive calls handle with each inbound message, in order, until ctx
-	// is done; it returns ctx's error. handle must not block for long.
+	// is done, and then returns ctx's error. Transient failures (the
+	// network, the platform's 5xx) are logged and retried with backoff
+	// inside; it returns early, with the cause, only when it cannot
+	// receive at all (a revoked token, an address it cannot listen on).
+	// handle must not block for long.
 	Receive(ctx context.Context, handle func(context.Context, Inbound)) error
 	// Send sends one text message; its errors follow package deliver's.
 	Send(ctx context.Context, chat, text string) error

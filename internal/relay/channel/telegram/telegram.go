@@ -196,7 +196,9 @@ const offsetKey = "telegram/offset"
 // Receive long-polls getUpdates and calls handle with each text message,
 // in order, until ctx is done; the offset is saved after the updates it
 // confirms were handled. It first removes a webhook, which would make
-// getUpdates fail. It returns ctx's error.
+// getUpdates fail. It returns ctx's error, or an *APIError when the Bot
+// API refuses the token (401, or 404 for a token it does not know): no
+// retry can help then.
 func (c *Client) Receive(ctx context.Context, handle func(context.Context, channel.Inbound)) error {
 	if err := c.call(ctx, "deleteWebhook", map[string]any{}, nil); err != nil && ctx.Err() == nil {
 		c.cfg.Logger.Warn("relay: Telegram deleteWebhook failed", "err", err)
@@ -215,6 +217,9 @@ func (c *Client) Receive(ctx context.Context, handle func(context.Context, chann
 		cancel()
 		if ctx.Err() != nil {
 			break
+		}
+		if fatal(err) {
+			return err
 		}
 		if err != nil {
 			failures++
@@ -241,6 +246,12 @@ func (c *Client) Receive(ctx context.Context, handle func(context.Context, chann
 		}
 	}
 	return ctx.Err()
+}
+
+// fatal reports whether err means the bot cannot use the API at all.
+func fatal(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && (ae.Code == http.StatusUnauthorized || ae.Code == http.StatusNotFound)
 }
 
 // SetWebhook asks Telegram to post updates to url, with secret in the

@@ -1,0 +1,199 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sluicehq/sluice/internal/relay/backend/claudecode"
+	"github.com/sluicehq/sluice/internal/relay/backend/claudecode/fakeclaude"
+	"github.com/sluicehq/sluice/internal/relay/channel"
+	"github.com/sluicehq/sluice/internal/relay/channel/telegram/telegramfake"
+	"github.com/sluicehq/sluice/internal/relay/split"
+)
+
+// requestChannel is a channel whose every inbound message comes with its
+// own context, cancelled as soon as handle returns — as an HTTP request's
+// is. Its sends are recorded.
+type requestChannel struct {
+	in chan channel.Inbound
+	// fail, when set, is what Receive returns at once.
+	fail error
+
+	mu      sync.Mutex
+	changed chan struct{}
+	sent    []string
+}
+
+func newRequestChannel() *requestChannel {
+	return &requestChannel{in: make(chan channel.Inbound), changed: make(chan struct{})}
+}
+
+func (c *requestChannel) Name() string { return "test" }
+func (c *requestChannel) Limit() int   { return split.TelegramLimit }
+
+func (c *requestChannel) Receive(ctx context.Context, handle func(context.Context, channel.Inbound)) error {
+	if c.fail != nil {
+		return c.fail
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case in := <-c.in:
+			reqCtx, cancel := context.WithCancel(ctx)
+			handle(reqCtx, in)
+			cancel()
+		}
+	}
+}
+
+func (c *requestChannel) Send(_ context.Context, _, text string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sent = append(c.sent, text)
+	close(c.changed)
+	c.changed = make(chan struct{})
+	return nil
+}
+
+func (c *requestChannel) Typing(context.Context, string, bool) error { return nil }
+
+// waitSent waits for n sends and returns them.
+func (c *requestChannel) waitSent(t *testing.T, n int) []string {
+	t.Helper()
+	ctx := waitCtx(t)
+	for {
+		c.mu.Lock()
+		sent, ch := append([]string(nil), c.sent...), c.changed
+		c.mu.Unlock()
+		if len(sent) >= n {
+			return sent
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d messages sent, want %d: %q", len(sent), n, sent)
+		case <-ch:
+		}
+	}
+}
+
+// TestWorkerOutlivesTheFirstMessage: a chat's worker lives as long as the
+// relay, not as the context of the message that started it, so the second
+// message of a chat is answered too.
+func TestWorkerOutlivesTheFirstMessage(t *testing.T) {
+	t.Parallel()
+	ch := newRequestChannel()
+	st := openStore(t, filepath.Join(t.TempDir(), "relay.db"))
+	t.Cleanup(func() { st.Close() })
+	be := claudecode.New(claudecode.Config{Command: os.Args[0], Env: fakeclaude.Env(runs(t)), KV: st})
+	startRelay(t, st, ch, be, nil, fast)
+	ch.in <- channel.Inbound{Chat: "1", Text: "tool_use_bash.ndjson", Key: "a"}
+	ch.waitSent(t, 2)
+	ch.in <- channel.Inbound{Chat: "1", Text: "tool_use_bash.ndjson", Key: "b"}
+	sent := ch.waitSent(t, 4)
+	if sent[3] != "The command printed: hello" {
+		t.Errorf("second answer: %q", sent)
+	}
+}
+
+// TestReceiveFailureStopsTheRelay: when the channel cannot receive, Run
+// returns its cause instead of running deaf.
+func TestReceiveFailureStopsTheRelay(t *testing.T) {
+	t.Parallel()
+	ch := newRequestChannel()
+	ch.fail = errors.New("token revoked")
+	st := openStore(t, filepath.Join(t.TempDir(), "relay.db"))
+	t.Cleanup(func() { st.Close() })
+	be := claudecode.New(claudecode.Config{Command: os.Args[0], Env: fakeclaude.Env(runs(t)), KV: st})
+	r, err := New(context.Background(), Options{Channel: ch, Backend: be, Store: st, Pacing: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.Run(waitCtx(t))
+	if err == nil || !strings.Contains(err.Error(), "token revoked") {
+		t.Errorf("Run = %v, want the channel's error", err)
+	}
+}
+
+// TestCommandLineCannotReceive: 'sluice relay telegram' exits 1 with the
+// cause when its webhook address is taken, and when the Bot API refuses the
+// token.
+func TestCommandLineCannotReceive(t *testing.T) {
+	f := telegramfake.New()
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	t.Setenv("SLUICE_FAKE_CLAUDE_DIR", runs(t))
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { taken.Close() })
+	for _, tt := range []struct {
+		name, token string
+		args        []string
+		want        string
+	}{
+		{"webhook address taken", telegramfake.Token,
+			[]string{"--webhook-url", "https://example.test/hook", "--webhook-listen", taken.Addr().String()}, "address already in use"},
+		{"token refused", "999:not-the-token", nil, "401"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("TELEGRAM_BOT_TOKEN", tt.token)
+			t.Setenv("TELEGRAM_WEBHOOK_SECRET", "s3cret")
+			args := append([]string{"telegram", "--state-dir", t.TempDir(), "--base-url", srv.URL, "--allow", "42",
+				"--backend", "claude", "--claude-bin", os.Args[0]}, tt.args...)
+			var stderr bytes.Buffer
+			code := Main(waitCtx(t), args, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+			if code != 1 || !strings.Contains(stderr.String(), tt.want) {
+				t.Errorf("exit %d, stderr %q; want 1 and %q", code, stderr.String(), tt.want)
+			}
+			if strings.Contains(stderr.String(), tt.token) {
+				t.Error("the token is in the output")
+			}
+		})
+	}
+}
+
+// TestOpenProvider: the sluice backend picks its provider as sluice does
+// (provider.Open), and never falls back to the demo unasked.
+func TestOpenProvider(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, provider, model string
+		env                   map[string]string
+		wantName, wantModel   string
+		wantErr               string
+	}{
+		{name: "ANTHROPIC_MODEL", env: map[string]string{"ANTHROPIC_API_KEY": "k", "ANTHROPIC_MODEL": "claude-x"}, wantName: "anthropic", wantModel: "claude-x"},
+		{name: "flag beats env", model: "m2", env: map[string]string{"ANTHROPIC_API_KEY": "k", "ANTHROPIC_MODEL": "claude-x"}, wantName: "anthropic", wantModel: "m2"},
+		{name: "openai from its key", env: map[string]string{"OPENAI_API_KEY": "k", "OPENAI_MODEL": "gpt-x"}, wantName: "openai", wantModel: "gpt-x"},
+		{name: "bad base URL", env: map[string]string{"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": "localhost:8080"}, wantErr: "want http:// or https://"},
+		{name: "no keys", env: map[string]string{}, wantErr: "--provider demo"},
+		{name: "demo asked for", provider: "demo", env: map[string]string{}, wantName: "demo", wantModel: "demo"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			sel, err := openProvider(tt.provider, tt.model, func(k string) string { return tt.env[k] })
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sel.Name != tt.wantName || sel.Model != tt.wantModel {
+				t.Errorf("got %s %s, want %s %s", sel.Name, sel.Model, tt.wantName, tt.wantModel)
+			}
+		})
+	}
+}
