@@ -13,10 +13,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluicehq/sluice/agent"
-	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/store"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -356,7 +356,7 @@ func TestPauseTurnSendsBack(t *testing.T) {
 
 func TestPersistAndRestore(t *testing.T) {
 	t.Parallel()
-	st := store.New(t.TempDir())
+	st := store.NewJSONL(t.TempDir())
 	dir := t.TempDir()
 	p := &modeltest.Script{Responses: [][]modeltest.Step{
 		modeltest.Response(modeltest.Start("m1"), modeltest.Reasoning(0, "Hmm"), modeltest.Text(1, "First answer."), modeltest.Stop("end_turn")),
@@ -371,7 +371,7 @@ func TestPersistAndRestore(t *testing.T) {
 	id := s.ID()
 	s.Close()
 
-	list, err := agent.ListSessions(st, dir)
+	list, err := agent.ListSessions(context.Background(), st, dir)
 	if err != nil || len(list) != 1 || list[0].ID != id || list[0].Title != "first" {
 		t.Fatalf("ListSessions = %+v, %v", list, err)
 	}
@@ -397,7 +397,7 @@ func TestPersistAndRestore(t *testing.T) {
 
 func TestTornLastLineIsSkipped(t *testing.T) {
 	t.Parallel()
-	st := store.New(t.TempDir())
+	st := store.NewJSONL(t.TempDir())
 	dir := t.TempDir()
 	p := &modeltest.Script{Responses: [][]modeltest.Step{modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, "Answer."), modeltest.Stop("end_turn"))}}
 	s := newSession(t, p, func(o *agent.Options) { o.Store, o.WorkDir = st, dir })
@@ -406,7 +406,7 @@ func TestTornLastLineIsSkipped(t *testing.T) {
 	}
 	id := s.ID()
 	s.Close()
-	path, _ := st.Path(dir, id)
+	path, _ := st.Path(store.Key{WorkDir: dir, ID: id})
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -71,7 +71,7 @@ func (s *Session) runBang(j *job) Result {
 	s.titled = true
 	s.mu.Unlock()
 	final, _ := s.message(j.id)
-	recs := []any{}
+	recs := []record{}
 	if title {
 		recs = append(recs, record{Type: recTitle, Time: s.now(), Title: titleOf(final)})
 	}

@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/tool"
 )
 
@@ -81,8 +81,11 @@ type Options struct {
 	AutoCompact float64
 	// Stream configures retries, the stall watchdog and the fallback.
 	Stream model.StreamOptions
-	// Store persists the session when set.
-	Store *store.Store
+	// Store persists the session when set (store.NewJSONL is the default
+	// one; any store.Store works). Streamed content is appended as it
+	// streams, in small synced batches, so a crash loses at most the last
+	// fraction of a second.
+	Store store.Store
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// NewID makes ids for sessions, messages and requests (default:

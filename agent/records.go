@@ -1,14 +1,16 @@
 package agent
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/store"
 )
 
 // Record types of a session file. A session is the replay of its records:
@@ -37,6 +39,18 @@ type record struct {
 	Anchor   string            `json:"anchor,omitempty"`
 }
 
+// encodeRecord is r as one line of JSON (no HTML escaping: session files
+// are read by people too).
+func encodeRecord(r record) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		return nil, fmt.Errorf("agent: encode session record: %w", err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+}
+
 type metaRecord struct {
 	Version  int    `json:"version"`
 	ID       string `json:"id"`
@@ -57,7 +71,8 @@ func Open(opts Options, id string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	recs, warnings, err := opts.Store.Load(s.toolEnv.WorkDir, id)
+	key := store.Key{WorkDir: s.toolEnv.WorkDir, ID: id}
+	recs, warnings, err := opts.Store.Load(context.Background(), key)
 	if err != nil {
 		return nil, err
 	}
@@ -69,11 +84,11 @@ func Open(opts Options, id string) (*Session, error) {
 		return nil, fmt.Errorf("agent: restore session %s: %w", id, err)
 	}
 	s.bus = newBus(id, protocol.Snapshot{Messages: display})
-	f, err := opts.Store.Reopen(s.toolEnv.WorkDir, id)
+	l, err := opts.Store.Open(context.Background(), key)
 	if err != nil {
 		return nil, err
 	}
-	s.file = f
+	s.log = l
 	s.start()
 	return s, nil
 }
@@ -292,8 +307,8 @@ type SessionInfo struct {
 }
 
 // ListSessions lists the stored sessions of workDir, newest first.
-func ListSessions(st *store.Store, workDir string) ([]SessionInfo, error) {
-	infos, err := st.List(workDir)
+func ListSessions(ctx context.Context, st store.Store, workDir string) ([]SessionInfo, error) {
+	infos, err := st.List(ctx, workDir)
 	if err != nil {
 		return nil, err
 	}

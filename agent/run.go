@@ -192,7 +192,7 @@ func (s *Session) endRound(out responseOutcome, toolResults []model.Content) {
 	s.ctxMsgs = append(s.ctxMsgs, ctxRecs...)
 	s.mu.Unlock()
 	msg, ok := s.message(out.att.msgID)
-	recs := []any{}
+	recs := []record{}
 	if ok {
 		recs = append(recs, record{Type: recMessage, Time: s.now(), Message: &msg})
 	}
@@ -241,7 +241,7 @@ func (s *Session) interrupted(att *attempt, aborted bool) {
 	s.mu.Lock()
 	s.ctxMsgs = append(s.ctxMsgs, ctxRecs...)
 	s.mu.Unlock()
-	recs := []any{}
+	recs := []record{}
 	if msg, ok := s.message(att.msgID); ok {
 		recs = append(recs, record{Type: recMessage, Time: s.now(), Message: &msg})
 	}
@@ -261,7 +261,7 @@ func (s *Session) addUserMessage(msg protocol.Message, ctxMsg model.Message) {
 	s.titled = true
 	s.mu.Unlock()
 	s.publish(protocol.UserMessageAdded{Message: msg})
-	recs := []any{}
+	recs := []record{}
 	if title {
 		recs = append(recs, record{Type: recTitle, Time: s.now(), Title: titleOf(msg)})
 	}

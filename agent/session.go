@@ -3,6 +3,7 @@ package agent
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,10 +12,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/internal/tools"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/tool"
 )
 
@@ -70,7 +71,7 @@ type Session struct {
 	id   string
 	opts Options
 	bus  *bus
-	file *store.File // nil when not persisted
+	log  store.Log // nil when not persisted
 
 	tools   []tool.Tool
 	toolEnv tool.Env
@@ -131,15 +132,15 @@ func New(opts Options) (*Session, error) {
 		return nil, err
 	}
 	if s.opts.Store != nil {
-		f, err := s.opts.Store.Create(s.toolEnv.WorkDir, s.id)
+		l, err := s.opts.Store.Create(context.Background(), store.Key{WorkDir: s.toolEnv.WorkDir, ID: s.id})
 		if err != nil {
 			return nil, err
 		}
-		s.file = f
-		if err := f.Append(record{Type: recMeta, Time: s.now(), Meta: &metaRecord{
+		s.log = l
+		if err := s.appendRecords(record{Type: recMeta, Time: s.now(), Meta: &metaRecord{
 			ID: s.id, WorkDir: s.toolEnv.WorkDir, Provider: opts.Provider.Name(), Model: s.model, Version: 1,
 		}}); err != nil {
-			f.Close()
+			l.Close()
 			return nil, err
 		}
 	}
@@ -562,8 +563,8 @@ func (s *Session) Close() error {
 	close(s.closing)
 	<-s.done
 	s.bus.closeAll()
-	if s.file != nil {
-		return s.file.Close()
+	if s.log != nil {
+		return s.log.Close()
 	}
 	return nil
 }
@@ -589,11 +590,24 @@ func (s *Session) publishPart(p model.Part) {
 
 // persist appends records to the session file. A failure is logged: the
 // session goes on in memory.
-func (s *Session) persist(recs ...any) {
-	if s.file == nil || len(recs) == 0 {
+func (s *Session) persist(recs ...record) {
+	if s.log == nil || len(recs) == 0 {
 		return
 	}
-	if err := s.file.Append(recs...); err != nil {
+	if err := s.appendRecords(recs...); err != nil {
 		s.opts.Logger.Error("session file write failed", "session", s.id, "err", err)
 	}
+}
+
+// appendRecords encodes recs and appends them to the log.
+func (s *Session) appendRecords(recs ...record) error {
+	raw := make([]json.RawMessage, len(recs))
+	for i, r := range recs {
+		b, err := encodeRecord(r)
+		if err != nil {
+			return err
+		}
+		raw[i] = b
+	}
+	return s.log.Append(context.Background(), raw...)
 }

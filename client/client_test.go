@@ -14,10 +14,10 @@ import (
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/internal/rpc/rpctest"
-	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/store"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -29,7 +29,7 @@ func bg(t *testing.T) context.Context {
 }
 
 // server runs an in-process server on a scripted provider.
-func server(t *testing.T, dir string, script *modeltest.Script, st *store.Store) *rpc.Server {
+func server(t *testing.T, dir string, script *modeltest.Script, st store.Store) *rpc.Server {
 	t.Helper()
 	srv := rpc.NewServer(rpc.Options{
 		NewSession: func(ctx context.Context, cfg rpc.SessionConfig) (agent.Options, error) {
@@ -101,7 +101,7 @@ func follow(t *testing.T, s *Session) {
 func TestDriveAToolSessionEndToEnd(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	st := store.New(t.TempDir())
+	st := store.NewJSONL(t.TempDir())
 	script := modeltest.NewScript(
 		modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, "Let me look."), modeltest.ToolUse(1, "t1", "Bash", map[string]any{"command": "echo from-the-tool"}), modeltest.Stop("tool_use")),
 		modeltest.Answer("m2", "The tool ", "said hi."),

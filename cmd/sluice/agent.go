@@ -146,7 +146,7 @@ func runTUI(ctx context.Context, setup *cli.Setup, prompt string, cont bool, res
 	err = tui.Run(ctx, tui.Options{
 		Session: sess,
 		Open:    func(id string) (*agent.Session, error) { return agent.Open(opts, id) },
-		List:    func() ([]agent.SessionInfo, error) { return agent.ListSessions(setup.Store, opts.WorkDir) },
+		List:    func() ([]agent.SessionInfo, error) { return agent.ListSessions(ctx, setup.Store, opts.WorkDir) },
 		Models:  provider.Models(setup.Selection.Name),
 		Prompt:  prompt,
 		Input:   stdio.In,

@@ -18,8 +18,8 @@ import (
 	"github.com/sluicehq/sluice/internal/mcp"
 	"github.com/sluicehq/sluice/internal/provider"
 	"github.com/sluicehq/sluice/internal/provider/demo"
-	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/model"
+	"github.com/sluicehq/sluice/store"
 )
 
 // Version is sluice's version, reported by faces.
@@ -80,7 +80,7 @@ func (f *AgentFlags) Register(fs *flag.FlagSet) {
 type Setup struct {
 	Options   agent.Options
 	Selection *provider.Selection
-	Store     *store.Store
+	Store     store.Store
 	// MCP is set by StartMCP.
 	MCP *mcp.Servers
 
@@ -148,7 +148,7 @@ func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Se
 			return nil, err
 		}
 	}
-	st := store.New(root)
+	st := store.NewJSONL(root)
 	return &Setup{
 		mcpConfig: mcpConfig,
 		Selection: sel,
@@ -202,7 +202,7 @@ func (s *Setup) OpenSession(cont bool, resume string) (*agent.Session, error) {
 	case resume != "":
 		return agent.Open(s.Options, resume)
 	case cont:
-		list, err := agent.ListSessions(s.Store, s.Options.WorkDir)
+		list, err := agent.ListSessions(context.Background(), s.Store, s.Options.WorkDir)
 		if err != nil {
 			return nil, err
 		}

@@ -25,7 +25,7 @@ import (
 	"github.com/sluicehq/sluice/internal/relay/deliver"
 	"github.com/sluicehq/sluice/internal/relay/split"
 	"github.com/sluicehq/sluice/internal/relay/store"
-	sessionstore "github.com/sluicehq/sluice/internal/store"
+	sessionstore "github.com/sluicehq/sluice/store"
 )
 
 const usage = `Usage:
@@ -321,7 +321,7 @@ func newBackend(f runFlags, st *store.Store, log *slog.Logger) (backend.Backend,
 		if err != nil {
 			return nil, err
 		}
-		sessions := sessionstore.New(root)
+		sessions := sessionstore.NewJSONL(root)
 		return sluiceagent.New(sluiceagent.Config{
 			KV: st, Logger: log,
 			Options: func(string) agent.Options {

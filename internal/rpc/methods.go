@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 
@@ -158,7 +159,7 @@ func (c *connection) listSessions(req *Request) {
 	res := ListSessionsResult{Sessions: []SessionInfo{}}
 	seen := map[string]bool{}
 	if c.s.opts.Store != nil {
-		infos, err := agent.ListSessions(c.s.opts.Store, dir)
+		infos, err := agent.ListSessions(context.Background(), c.s.opts.Store, dir)
 		if err != nil {
 			c.reply(req, nil, Errorf(CodeRequestFailed, "cannot list sessions: %v", err))
 			return

@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sluicehq/sluice/agent"
-	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/store"
 )
 
 // ErrServerClosed is returned by ServeConn after Close.
@@ -39,7 +39,7 @@ type Options struct {
 	// Store holds the sessions that listSessions lists and that
 	// restoreSession and initialize with a sessionId restore. Nil: no
 	// stored sessions.
-	Store *store.Store
+	Store store.Store
 	// WorkDir is the default working directory (default: the process's).
 	WorkDir string
 	// MaxMessageBytes is announced in the capabilities: the limit the

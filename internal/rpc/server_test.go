@@ -10,9 +10,9 @@ import (
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/internal/rpc/rpctest"
-	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/store"
 )
 
 func TestInitializeSendAndSnapshot(t *testing.T) {
@@ -410,7 +410,7 @@ func TestClearCompactBang(t *testing.T) {
 
 func TestRestoreAfterTheServerStops(t *testing.T) {
 	t.Parallel()
-	st := store.New(t.TempDir())
+	st := store.NewJSONL(t.TempDir())
 	script := modeltest.NewScript(modeltest.Answer("m1", "persisted"), modeltest.Answer("m2", "after restore"))
 	ts := newTestServer(t, script, st, nil)
 	w := ts.dial(0)

@@ -19,9 +19,9 @@ import (
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/internal/rpc/rpctest"
-	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/store"
 )
 
 // sluiceBin is the real binary, built once for the transcripts and the
@@ -50,17 +50,17 @@ type testServer struct {
 	t      *testing.T
 	srv    *rpc.Server
 	script *modeltest.Script
-	store  *store.Store
+	store  store.Store
 	dir    string
 	mod    func(*agent.Options)
 }
 
-func newTestServer(t *testing.T, script *modeltest.Script, st *store.Store, mod func(*agent.Options)) *testServer {
+func newTestServer(t *testing.T, script *modeltest.Script, st store.Store, mod func(*agent.Options)) *testServer {
 	t.Helper()
 	return newTestServerIn(t, t.TempDir(), script, st, mod)
 }
 
-func newTestServerIn(t *testing.T, dir string, script *modeltest.Script, st *store.Store, mod func(*agent.Options)) *testServer {
+func newTestServerIn(t *testing.T, dir string, script *modeltest.Script, st store.Store, mod func(*agent.Options)) *testServer {
 	t.Helper()
 	ts := &testServer{t: t, script: script, store: st, dir: dir, mod: mod}
 	ts.srv = rpc.NewServer(rpc.Options{

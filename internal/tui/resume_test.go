@@ -12,15 +12,15 @@ import (
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/provider/demo"
-	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/model/modeltest"
+	"github.com/sluicehq/sluice/store"
 )
 
 // TestResume: /resume lists the stored sessions, opens the one picked,
 // prints its messages with their reasoning durations, and closes the
 // session it leaves.
 func TestResume(t *testing.T) {
-	st, wd := store.New(t.TempDir()), t.TempDir()
+	st, wd := store.NewJSONL(t.TempDir()), t.TempDir()
 	opts := agent.Options{Provider: demo.New(demo.Config{Delay: -1}), Store: st, WorkDir: wd, Model: "demo",
 		PermissionMode: agent.ModeBypass}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -43,7 +43,7 @@ func TestResume(t *testing.T) {
 	m := newModel(ctx, Options{
 		Width: 100, Height: 40, Style: "dark", Clock: modeltest.NewClock(t0),
 		Open: func(id string) (*agent.Session, error) { return agent.Open(opts, id) },
-		List: func() ([]agent.SessionInfo, error) { return agent.ListSessions(st, wd) },
+		List: func() ([]agent.SessionInfo, error) { return agent.ListSessions(context.Background(), st, wd) },
 	}, agentBackend{cur})
 	m.printer = func(s string) tea.Cmd {
 		printed = append(printed, ansi.Strip(s))

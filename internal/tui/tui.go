@@ -6,7 +6,7 @@
 //	err := tui.Run(ctx, tui.Options{
 //		Session: sess,                                  // required
 //		Open:    func(id string) (*agent.Session, error) { return agent.Open(opts, id) },
-//		List:    func() ([]agent.SessionInfo, error) { return agent.ListSessions(store, wd) },
+//		List:    func() ([]agent.SessionInfo, error) { return agent.ListSessions(ctx, store, wd) },
 //		Models:  []string{"claude-sonnet-4-5", "claude-opus-4-1"},
 //	})
 //

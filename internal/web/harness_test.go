@@ -17,10 +17,10 @@ import (
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/rpc"
-	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/store"
 )
 
 // testTimeout guards every wait of these tests; none of them decides
@@ -40,7 +40,7 @@ type stack struct {
 	// goBase is a second listener of the same server, for the tests' Go
 	// clients, so that cutting the browsers' connections spares them.
 	goBase string
-	store  *store.Store
+	store  store.Store
 }
 
 type stackOptions struct {
@@ -60,7 +60,7 @@ func newStack(t testing.TB, provider model.Provider, so stackOptions) *stack {
 	if so.storeDir == "" {
 		so.storeDir = t.TempDir()
 	}
-	st := store.New(so.storeDir)
+	st := store.NewJSONL(so.storeDir)
 	rs := rpc.NewServer(rpc.Options{
 		NewSession: func(ctx context.Context, cfg rpc.SessionConfig) (agent.Options, error) {
 			return agent.Options{Provider: provider, Stream: modeltest.StreamOptions(), PermissionMode: so.mode}, nil
