@@ -155,7 +155,7 @@ type runFlags struct {
 	allow                                                                           string
 	allowAll, interrupt, verbose                                                    bool
 	silence, typingEvery                                                            time.Duration
-	minInterval, chatInterval, cooldown, breakerOpen                                time.Duration
+	minInterval, chatInterval, cooldown, breakerOpen, sendTimeout                   time.Duration
 	breakerFailures, dailyBudget                                                    int
 	webhookURL, webhookListen                                                       string
 }
@@ -188,6 +188,7 @@ func runMain(ctx context.Context, name string, args []string, stdout, stderr io.
 	fs.DurationVar(&f.cooldown, "cooldown", pacing.Cooldown, "pause after the platform's throttling error")
 	fs.IntVar(&f.breakerFailures, "breaker-failures", pacing.BreakerFailures, "failures in a row that open the circuit (0: no breaker)")
 	fs.DurationVar(&f.breakerOpen, "breaker-open", pacing.BreakerOpen, "how long an open circuit stops sending")
+	fs.DurationVar(&f.sendTimeout, "send-timeout", pacing.SendTimeout, "give up on a send the platform does not answer within this (it is tried again)")
 	fs.IntVar(&f.dailyBudget, "daily-budget", 0, "most messages sent per day (0: no cap)")
 	fs.BoolVar(&f.verbose, "v", false, "log debugging detail")
 	if name == "telegram" {
@@ -203,6 +204,7 @@ func runMain(ctx context.Context, name string, args []string, stdout, stderr io.
 	}
 	pacing.MinInterval, pacing.ChatInterval, pacing.Cooldown = f.minInterval, f.chatInterval, f.cooldown
 	pacing.BreakerFailures, pacing.BreakerOpen, pacing.DailyBudget = f.breakerFailures, f.breakerOpen, f.dailyBudget
+	pacing.SendTimeout = f.sendTimeout
 	level := slog.LevelInfo
 	if f.verbose {
 		level = slog.LevelDebug

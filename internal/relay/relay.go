@@ -375,14 +375,14 @@ func (r *Relay) watch(ctx context.Context, chatID string) *watcher {
 		for {
 			select {
 			case <-w.done:
-				if err := r.opts.Channel.Typing(context.WithoutCancel(ctx), chatID, false); err != nil {
+				if err := r.typing(context.WithoutCancel(ctx), chatID, false); err != nil {
 					r.opts.Logger.Debug("relay: typing off failed", "err", err)
 				}
 				return
 			case <-ctx.Done():
 				return
 			case <-typing.C():
-				if err := r.opts.Channel.Typing(ctx, chatID, true); err != nil {
+				if err := r.typing(ctx, chatID, true); err != nil {
 					r.opts.Logger.Debug("relay: typing failed", "err", err)
 				}
 				typing.Reset(r.opts.TypingEvery)
@@ -405,6 +405,17 @@ func (r *Relay) watch(ctx context.Context, chatID string) *watcher {
 		}
 	}()
 	return w
+}
+
+// typing switches the typing indicator, within the send timeout: a
+// platform that does not answer must not hold up the chat's run.
+func (r *Relay) typing(ctx context.Context, chatID string, on bool) error {
+	if d := r.opts.Pacing.SendTimeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	return r.opts.Channel.Typing(ctx, chatID, on)
 }
 
 // activity records that the chat got a message now.

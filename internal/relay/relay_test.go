@@ -265,3 +265,46 @@ func TestCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestStuckChatOverTelegram: the Bot API leaves every sendMessage to one
+// chat unanswered; another chat's answers go meanwhile, and once the
+// platform answers again the stuck chat's arrive, in order.
+func TestStuckChatOverTelegram(t *testing.T) {
+	t.Parallel()
+	f := telegramfake.New()
+	f.HangSends(7, 1<<30)
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	st := openStore(t, filepath.Join(t.TempDir(), "relay.db"))
+	t.Cleanup(func() { st.Close() })
+	tg := telegram.New(telegram.Config{BaseURL: srv.URL, Token: telegramfake.Token, KV: st, PollTimeout: time.Second})
+	be := claudecode.New(claudecode.Config{Command: os.Args[0], Env: fakeclaude.Env(runs(t)), KV: st})
+	p := fast
+	p.SendTimeout = 200 * time.Millisecond
+	startRelay(t, st, tg, be, nil, p)
+	f.UserSays(7, "tool_use_bash.ndjson")
+	f.UserSays(8, "tool_use_bash.ndjson")
+	sent, err := f.WaitSent(waitCtx(t), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sent {
+		if s.ChatID != 8 {
+			t.Fatalf("sent %+v while chat 7 hangs", sent)
+		}
+	}
+	f.HangSends(7, 0)
+	sent, err = f.WaitSent(waitCtx(t), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var to7 []string
+	for _, s := range sent {
+		if s.ChatID == 7 {
+			to7 = append(to7, s.Text)
+		}
+	}
+	if len(to7) != 2 || to7[0] != "I'll run the command." || to7[1] != "The command printed: hello" {
+		t.Errorf("chat 7 got %q", to7)
+	}
+}

@@ -13,7 +13,15 @@
 // ends; a chat the platform refuses for good (the user blocked the bot) is
 // parked, its messages kept, until Wake (the chat spoke again).
 //
-// All waiting is on the injected clock.
+// Chats are independent: each has at most one message in flight, and
+// several chats' messages are in flight at once, so a chat whose sends
+// hang delays no other. Every send has a deadline (Pacing.SendTimeout); a
+// send that ran out of time counts as a transient failure and is tried
+// again — it may have arrived, so a chat can see it twice (delivery is at
+// least once, never at most once).
+//
+// Pacing waits on the injected clock; the send deadline is a context
+// deadline (the real clock, or testing/synctest's).
 package deliver
 
 import (
@@ -83,7 +91,12 @@ type Pacing struct {
 	// SessionPause is how long an expired session stops sending unless
 	// Resume comes first.
 	SessionPause time.Duration
+	// SendTimeout bounds one send; 0 is no bound.
+	SendTimeout time.Duration
 }
+
+// ErrTimeout wraps a send that got no answer within Pacing.SendTimeout.
+var ErrTimeout = errors.New("deliver: no answer from the platform in time")
 
 // WeChatPacing is the WeChat bridge's policy of seed 004: 2.5 s apart, a
 // 60 s cooldown after ret -2, exponential backoff, a breaker.
@@ -96,6 +109,7 @@ func WeChatPacing() Pacing {
 		BreakerFailures: 5,
 		BreakerOpen:     5 * time.Minute,
 		SessionPause:    time.Hour,
+		SendTimeout:     30 * time.Second,
 	}
 }
 
@@ -111,11 +125,12 @@ func TelegramPacing() Pacing {
 		BreakerFailures: 5,
 		BreakerOpen:     2 * time.Minute,
 		SessionPause:    time.Hour,
+		SendTimeout:     30 * time.Second,
 	}
 }
 
 // Hooks tell the relay what happened; each may be nil. They are called on
-// the Run goroutine and must not block.
+// Run's goroutines, one at a time, and must not block.
 type Hooks struct {
 	Sent          func(it store.Item)
 	Parked        func(chat string, err error)
@@ -148,6 +163,8 @@ type chat struct {
 	notBefore time.Time
 	attempts  int
 	parked    bool
+	inFlight  bool // items[0] is being sent
+	woken     bool // Wake came while in flight: a refusal then does not park
 }
 
 // New returns the queue of channel, holding what the store kept from
@@ -201,10 +218,13 @@ func (q *Queue) Enqueue(ctx context.Context, chatID, kind, text string) error {
 // Wake unparks a chat that the platform refused: it spoke again.
 func (q *Queue) Wake(chatID string) {
 	q.mu.Lock()
-	if c := q.chats[chatID]; c != nil && c.parked {
-		c.parked = false
-		c.attempts = 0
-		c.notBefore = time.Time{}
+	if c := q.chats[chatID]; c != nil {
+		if c.parked {
+			c.parked = false
+			c.attempts = 0
+			c.notBefore = time.Time{}
+		}
+		c.woken = c.inFlight
 	}
 	q.mu.Unlock()
 	q.poke()
@@ -238,24 +258,49 @@ func (q *Queue) poke() {
 	}
 }
 
-// Run sends until ctx is done, and returns ctx's error. A message in
-// flight when ctx ends stays in the store.
+// Run sends until ctx is done, waits for the sends in flight, and returns
+// ctx's error. A message whose send did not succeed before ctx ended stays
+// in the store.
 func (q *Queue) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for {
-		now := q.clock.Now()
-		it, wait := q.next(now)
+		it, wait := q.next(q.clock.Now())
 		if it == nil {
 			if err := q.sleep(ctx, wait); err != nil {
 				return err
 			}
 			continue
 		}
-		err := q.sender.Send(ctx, it.Chat, it.Text)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		q.settle(ctx, *it, err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			q.send(ctx, *it)
+		}()
 	}
+}
+
+// send sends one message, within the send timeout, and settles it.
+func (q *Queue) send(ctx context.Context, it store.Item) {
+	sctx, cancel := ctx, context.CancelFunc(func() {})
+	if q.pacing.SendTimeout > 0 {
+		sctx, cancel = context.WithTimeout(ctx, q.pacing.SendTimeout)
+	}
+	err := q.sender.Send(sctx, it.Chat, it.Text)
+	timedOut := errors.Is(sctx.Err(), context.DeadlineExceeded)
+	cancel()
+	defer q.poke()
+	if err != nil && ctx.Err() != nil {
+		// Stopping: the message stays stored for the next start.
+		q.mu.Lock()
+		q.chats[it.Chat].inFlight = false
+		q.mu.Unlock()
+		return
+	}
+	if err != nil && timedOut {
+		err = fmt.Errorf("%w (%s): %w", ErrTimeout, q.pacing.SendTimeout, err)
+	}
+	q.settle(context.WithoutCancel(ctx), it, err)
 }
 
 // sleep waits for d (forever when d < 0), a poke or ctx.
@@ -290,7 +335,7 @@ func (q *Queue) next(now time.Time) (*store.Item, time.Duration) {
 	wait := time.Duration(-1)
 	for i, id := range q.rr {
 		c := q.chats[id]
-		if c.parked || len(c.items) == 0 {
+		if c.parked || c.inFlight || len(c.items) == 0 {
 			continue
 		}
 		if now.Before(c.notBefore) {
@@ -302,6 +347,8 @@ func (q *Queue) next(now time.Time) (*store.Item, time.Duration) {
 		// Serve chats in turn: this one goes to the back.
 		q.rr = append(append(q.rr[:i:i], q.rr[i+1:]...), id)
 		it := c.items[0]
+		c.inFlight = true
+		q.notBefore = later(q.notBefore, now.Add(q.pacing.MinInterval))
 		return &it, 0
 	}
 	return nil, wait
@@ -313,6 +360,9 @@ func (q *Queue) settle(ctx context.Context, it store.Item, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	c := q.chats[it.Chat]
+	c.inFlight = false
+	woken := c.woken
+	c.woken = false
 	q.notBefore = later(q.notBefore, now.Add(q.pacing.MinInterval))
 	var te *ThrottleError
 	switch {
@@ -340,7 +390,7 @@ func (q *Queue) settle(ctx context.Context, it store.Item, err error) {
 			q.hooks.SessionExpiry(err)
 		}
 		return
-	case errors.Is(err, ErrRefused):
+	case errors.Is(err, ErrRefused) && !woken:
 		c.parked = true
 		q.log.Warn("relay: chat refuses messages; kept until it speaks again", "channel", q.channel, "chat", it.Chat, "err", err)
 		if q.hooks.Parked != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -110,16 +111,65 @@ func (h *harness) expect(chat, text string, at time.Duration) rec {
 	return rec{}
 }
 
+// expectAll waits for the next len(want) attempts, all at t0+at, and
+// checks them ("chat:text") in any order.
+func (h *harness) expectAll(at time.Duration, want ...string) {
+	h.t.Helper()
+	var got []string
+	for range want {
+		select {
+		case r := <-h.sender.sent:
+			if !r.at.Equal(t0.Add(at)) {
+				h.t.Errorf("sent %s %q at +%s, want +%s", r.chat, r.text, r.at.Sub(t0), at)
+			}
+			got = append(got, r.chat+":"+r.text)
+		case <-time.After(10 * time.Second):
+			h.t.Fatalf("sent %q, want %q", got, want)
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		h.t.Fatalf("sent %q, want %q", got, want)
+	}
+}
+
 // idle waits until the queue sleeps on its timer and checks that nothing
 // was sent meanwhile.
 func (h *harness) idle() {
 	h.t.Helper()
+	h.settled()
 	h.clock.WaitArmed(1)
 	select {
 	case r := <-h.sender.sent:
 		h.t.Fatalf("unexpected send %s %q at +%s", r.chat, r.text, r.at.Sub(t0))
 	default:
 	}
+}
+
+// settled waits until no send is in flight. A send settles on its own
+// goroutine, reading the clock: the test lets it finish before it moves
+// the clock (the deadline only reports a hang).
+func (h *harness) settled() {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for h.q.sending() {
+		if time.Now().After(deadline) {
+			h.t.Fatal("a send never settled")
+		}
+		runtime.Gosched()
+	}
+}
+
+// sending reports whether a message is in flight.
+func (q *Queue) sending() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, c := range q.chats {
+		if c.inFlight {
+			return true
+		}
+	}
+	return false
 }
 
 // advanceTo moves the fake clock to t0+d, in one step.
@@ -150,13 +200,12 @@ func TestOrderAcrossChats(t *testing.T) {
 	h := start(t, p, nil)
 	h.enqueue("a", "a1", "a2")
 	h.enqueue("b", "b1", "b2")
-	// Both chats go at once; each chat waits a second for its next one.
-	h.expect("a", "a1", 0)
-	h.expect("b", "b1", 0)
+	// Both chats go at once (in either order: they are sent side by
+	// side); each chat waits a second for its next one.
+	h.expectAll(0, "a:a1", "b:b1")
 	h.idle()
 	h.advanceTo(time.Second)
-	h.expect("a", "a2", time.Second)
-	h.expect("b", "b2", time.Second)
+	h.expectAll(time.Second, "a:a2", "b:b2")
 }
 
 func TestThrottleCooldown(t *testing.T) {
@@ -304,6 +353,7 @@ func TestRefusedChatIsParked(t *testing.T) {
 	h.expect("b", "b1", 0)
 	h.enqueue("a", "a1")
 	h.expect("a", "a1", 0)
+	h.settled()
 	h.advanceTo(time.Hour)
 	select {
 	case r := <-h.sender.sent:

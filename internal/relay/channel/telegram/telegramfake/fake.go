@@ -1,7 +1,8 @@
 // Package telegramfake is a local Telegram Bot API server for tests: it
 // answers getUpdates (long polling), deleteWebhook, setWebhook,
 // sendMessage and sendChatAction for one bot token, lets a test play users,
-// records what the bot sends and answers 429 with retry_after on demand.
+// records what the bot sends, answers 429 with retry_after on demand and
+// leaves sendMessage calls for a chat unanswered on demand.
 package telegramfake
 
 import (
@@ -27,6 +28,7 @@ type Server struct {
 	failures []Failure
 	webhook  string
 	nextID   int64
+	hangs    map[int64]int // chat → sendMessage calls still to leave unanswered
 }
 
 // Sent is a message the bot sent.
@@ -70,6 +72,18 @@ func (s *Server) FailSends(f ...Failure) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failures = append(s.failures, f...)
+}
+
+// HangSends leaves the next n sendMessage calls for chat unanswered until
+// the client gives up (its request's context ends); the messages are not
+// recorded as sent. It replaces an earlier count: 0 ends the hanging.
+func (s *Server) HangSends(chat int64, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hangs == nil {
+		s.hangs = map[int64]int{}
+	}
+	s.hangs[chat] = n
 }
 
 // Sent returns the messages sent so far.
@@ -152,6 +166,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.mu.Lock()
+		if s.hangs[chat] > 0 {
+			s.hangs[chat]--
+			s.mu.Unlock()
+			<-r.Context().Done()
+			return
+		}
 		if len(s.failures) > 0 {
 			f := s.failures[0]
 			s.failures = s.failures[1:]

@@ -1,0 +1,107 @@
+package deliver
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/relay/store"
+	"github.com/sluicehq/sluice/model"
+)
+
+// hangingSender answers at once, except for the chats in hang: their
+// first attempt (every attempt when forever) blocks until its context
+// ends.
+type hangingSender struct {
+	start   time.Time
+	hang    map[string]bool
+	forever map[string]bool
+
+	mu       sync.Mutex
+	attempts map[string]int
+	log      []string // "chat:text@elapsed" of the sends that succeeded
+}
+
+func (s *hangingSender) Send(ctx context.Context, chat, text string) error {
+	s.mu.Lock()
+	s.attempts[chat]++
+	n := s.attempts[chat]
+	s.mu.Unlock()
+	if s.forever[chat] || (s.hang[chat] && n == 1) {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	s.mu.Lock()
+	s.log = append(s.log, chat+":"+text+"@"+time.Since(s.start).String())
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *hangingSender) sent() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.log)
+}
+
+// TestStuckChatBlocksNoOther: a send that never answers holds up only its
+// own chat; it is cut at the send timeout and tried again, and a queue
+// that stops keeps what could not be sent.
+func TestStuckChatBlocksNoOther(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "relay.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		s := &hangingSender{start: time.Now(), hang: map[string]bool{"stuck": true}, forever: map[string]bool{"dead": true}, attempts: map[string]int{}}
+		p := Pacing{SendTimeout: 30 * time.Second, BackoffBase: time.Second, BackoffMax: time.Minute, BreakerFailures: 5, BreakerOpen: time.Minute}
+		q, err := New(context.Background(), st, "telegram", s, p, model.SystemClock, Hooks{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- q.Run(ctx) }()
+		enqueue := func(chat string, texts ...string) {
+			for _, text := range texts {
+				if err := q.Enqueue(ctx, chat, "final", text); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+
+		enqueue("stuck", "s1", "s2")
+		enqueue("ok", "o1", "o2")
+		synctest.Wait()
+		if got, want := s.sent(), []string{"ok:o1@0s", "ok:o2@0s"}; !slices.Equal(got, want) {
+			t.Fatalf("while one chat hangs: sent %q, want %q", got, want)
+		}
+
+		// The hung send is cut at 30 s; after a 1 s backoff the chat's
+		// messages go, in order.
+		time.Sleep(31 * time.Second)
+		synctest.Wait()
+		if got, want := s.sent(), []string{"ok:o1@0s", "ok:o2@0s", "stuck:s1@31s", "stuck:s2@31s"}; !slices.Equal(got, want) {
+			t.Fatalf("after the timeout: sent %q, want %q", got, want)
+		}
+
+		// A chat that never answers, when the queue stops: its message is
+		// kept for the next start.
+		enqueue("dead", "d1")
+		synctest.Wait()
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("Run = %v", err)
+		}
+		items, err := st.Pending(context.Background(), "telegram")
+		if err != nil || len(items) != 1 || items[0].Text != "d1" {
+			t.Errorf("kept after stopping: %+v, %v", items, err)
+		}
+	})
+}
