@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/rpc/rpctest"
+	"github.com/sluicehq/sluice/internal/testbin"
 	"github.com/sluicehq/sluice/protocol"
 )
 
@@ -46,9 +47,7 @@ var update = flag.Bool("update", false, "rewrite the expected output of the conf
 // merged (protocol.Merge), since how many chunks a slow reader finds merged
 // depends on timing. Run with -update to rewrite the expected lines.
 func TestConformance(t *testing.T) {
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
+	testbin.Sluice(t) // the transcripts fail at once when the binary cannot be built
 	files, err := filepath.Glob("testdata/conformance/*.txtar")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no transcripts: %v", err)
@@ -309,7 +308,7 @@ func (p *proc) stderr() string {
 
 func startProc(t *testing.T, dir string, env, args []string) *proc {
 	t.Helper()
-	cmd := exec.Command(sluiceBin, append([]string{"rpc"}, args...)...)
+	cmd := exec.Command(testbin.Sluice(t), append([]string{"rpc"}, args...)...)
 	cmd.Dir, cmd.Env = dir, env
 	p := &proc{cmd: cmd, errb: &syncBuffer{}, notify: make(chan struct{}, 1)}
 	cmd.Stderr = p.errb

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/client"
 	"github.com/sluicehq/sluice/internal/rpc/rpctest"
+	"github.com/sluicehq/sluice/internal/testbin"
 	"github.com/sluicehq/sluice/protocol"
 )
 
@@ -20,9 +21,7 @@ import (
 // the process, restores the session in a new one, rewinds and compacts it,
 // its list equal to getMessages all along.
 func TestGoHostDrivesTheBinary(t *testing.T) {
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
+	sluiceBin := testbin.Sluice(t)
 	t.Parallel()
 	fake := rpctest.NewFakeAnthropic()
 	defer fake.Close()

@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/client"
 	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/internal/rpc/rpctest"
+	"github.com/sluicehq/sluice/internal/testbin"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
@@ -118,9 +119,7 @@ func streamFigures(t testing.TB, lines [][]byte) (streamBytes, events int) {
 // Anthropic server: a session of 500 messages, then a 100 KB streamed
 // answer, watched by a Go host (package client) on the binary's stdout.
 func TestLongSessionStreamsDeltasOnly(t *testing.T) {
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
+	sluiceBin := testbin.Sluice(t)
 	t.Parallel()
 	fake := rpctest.NewFakeAnthropic()
 	defer fake.Close()

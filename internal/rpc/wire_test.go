@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -19,27 +16,15 @@ import (
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/internal/rpc/rpctest"
+	"github.com/sluicehq/sluice/internal/testbin"
 	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
 	"github.com/sluicehq/sluice/store"
 )
 
-// sluiceBin is the real binary, built once for the transcripts and the
-// long-session test; buildErr says why it could not be.
-var sluiceBin, buildErr = "", error(nil)
-
+// TestMain removes the binary the tests built (package testbin), if any.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "sluice-rpc-test")
-	if err != nil {
-		buildErr = err
-	} else {
-		sluiceBin = filepath.Join(dir, "sluice")
-		out, err := exec.Command("go", "build", "-o", sluiceBin, "github.com/sluicehq/sluice/cmd/sluice").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/sluice: %v\n%s", err, out)
-		}
-	}
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { os.RemoveAll(dir) }))
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { testbin.Cleanup() }))
 }
 
 // guard bounds every wait of a test: it only turns a hang into a failure.

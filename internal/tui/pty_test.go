@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/testbin"
 )
 
 // tmux drives a program in a real pseudo-terminal: tmux runs it in a
@@ -83,11 +85,7 @@ func TestPseudoTerminal(t *testing.T) {
 		t.Skip("builds and runs the program")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "sluice")
-	build := exec.Command("go", "build", "-o", bin, "github.com/sluicehq/sluice/cmd/sluice")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testbin.Sluice(t)
 	work := filepath.Join(dir, "work")
 	if err := os.Mkdir(work, 0o755); err != nil {
 		t.Fatal(err)

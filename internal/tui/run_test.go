@@ -14,12 +14,13 @@ import (
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/provider/demo"
+	"github.com/sluicehq/sluice/internal/testbin"
 )
 
 func TestMain(m *testing.M) {
 	// Chroma's regular expressions keep a coarse clock goroutine for
 	// their timeouts, started once per process.
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/dlclark/regexp2.runClock"))
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/dlclark/regexp2.runClock"), goleak.Cleanup(func(int) { testbin.Cleanup() }))
 }
 
 // syncBuffer is the program's output, read by the test while written.
