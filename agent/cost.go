@@ -41,3 +41,7 @@ func cost(model string, u protocol.Usage) float64 {
 	}
 	return 0
 }
+
+// CostUSD estimates what usage costs at model's list price (0 when the
+// model's price is unknown), for faces that report a session's cost.
+func CostUSD(model string, u protocol.Usage) float64 { return cost(model, u) }

@@ -1,0 +1,414 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/mcp"
+	"github.com/sluicehq/sluice/protocol"
+)
+
+// Config option ids.
+const (
+	configModel = "model"
+	configMode  = "mode"
+)
+
+// modeInfo names sluice's permission modes as an ACP client shows them.
+var modeInfo = []struct {
+	mode        agent.PermissionMode
+	name, about string
+}{
+	{agent.ModeDefault, "Default", "Read-only tools run; edits and commands ask first"},
+	{agent.ModeAcceptEdits, "Accept edits", "Edits in the working directory run too; commands ask first"},
+	{agent.ModePlan, "Plan", "Only read-only tools run: the agent researches and plans"},
+	{agent.ModeBypass, "Bypass permissions", "Everything runs without asking"},
+}
+
+// commands are the slash commands a prompt may start with.
+var commands = []sdk.AvailableCommand{
+	{Name: "compact", Description: "Fold the conversation into a summary to free the context"},
+	{Name: "clear", Description: "Start the conversation afresh"},
+	{Name: "rewind", Description: "Remove the last exchange (your last message and the answer)"},
+}
+
+// session is one agent session attached to the connection. Its pump
+// translates the session's events into session/update notifications, one
+// goroutine per session so that each session's updates keep their order.
+type session struct {
+	srv *Server
+	ag  *agent.Session
+	mcp *mcp.Servers
+	sub *agent.Subscription
+	id  sdk.SessionId
+	tr  translator
+
+	ctx    context.Context // ends when the session is closed
+	stop   context.CancelFunc
+	pumped chan struct{} // closed when the pump has ended
+
+	// replayed is the seq of the snapshot the session was attached at
+	// (what a load replays).
+	replayed int64
+
+	mu        sync.Mutex
+	sent      int64         // seq of the last event the pump has sent
+	sentCh    chan struct{} // closed and replaced when sent moves
+	rejected  map[string]bool
+	asking    map[string]context.CancelFunc // permission request id → its request's cancel
+	titled    bool
+	cancelled bool // session/cancel arrived during the prompt in progress
+	terminals map[string]string
+}
+
+// attach wires a session to the connection and starts its pump. With
+// replay, the session's stored conversation is sent first.
+func (s *Server) attach(ag *agent.Session, ms *mcp.Servers, replay bool) *session {
+	ctx, stop := context.WithCancel(s.ctx)
+	ss := &session{
+		srv: s, ag: ag, mcp: ms, id: sdk.SessionId(ag.ID()),
+		ctx: ctx, stop: stop, pumped: make(chan struct{}),
+		sentCh:    make(chan struct{}),
+		rejected:  map[string]bool{},
+		asking:    map[string]context.CancelFunc{},
+		terminals: map[string]string{},
+	}
+	ss.tr = translator{workDir: ag.WorkDir(), terminal: ss.terminalOf}
+	snap, sub := ag.SnapshotAndSubscribe(agent.SubscribeOptions{})
+	ss.sub = sub
+	// Nothing counts as sent until the first updates are out.
+	ss.sent = -1
+	ss.replayed = snap.Seq
+	ss.titled = slices.ContainsFunc(snap.Messages, func(m protocol.Message) bool { return m.Role == protocol.RoleUser })
+	var first []sdk.SessionUpdate
+	if replay {
+		for _, m := range snap.Messages {
+			first = append(first, ss.tr.messageUpdates(m, true)...)
+		}
+	}
+	first = append(first, sdk.SessionUpdate{AvailableCommandsUpdate: &sdk.SessionAvailableCommandsUpdate{AvailableCommands: commands}})
+	if replay && ss.titled {
+		for _, m := range snap.Messages {
+			if m.Role == protocol.RoleUser {
+				first = append(first, titleUpdate(m))
+				break
+			}
+		}
+	}
+	s.mu.Lock()
+	s.sessions[ss.id] = ss
+	s.mu.Unlock()
+	// The replay goes out before any event after the snapshot: the pump
+	// sends it first.
+	go ss.pump(first, snap.Seq)
+	return ss
+}
+
+func titleUpdate(m protocol.Message) sdk.SessionUpdate {
+	return sdk.SessionUpdate{SessionInfoUpdate: &sdk.SessionSessionInfoUpdate{Title: sdk.Ptr(title(m))}}
+}
+
+// pump sends first, then every event's updates, in order, until the
+// session is closed.
+func (ss *session) pump(first []sdk.SessionUpdate, snapSeq int64) {
+	defer close(ss.pumped)
+	for _, u := range first {
+		if !ss.send(u) {
+			return
+		}
+	}
+	ss.markSent(snapSeq)
+	for {
+		ev, err := ss.sub.Next(ss.ctx)
+		if err != nil {
+			return
+		}
+		for _, u := range ss.extra(ev) {
+			if !ss.send(u) {
+				return
+			}
+		}
+		ss.markSent(ev.Head().Seq)
+	}
+}
+
+// extra is ev's updates plus what this face does on it: permission
+// requests are asked, a first user message titles the session, a turn's
+// end reports the usage.
+func (ss *session) extra(ev protocol.Event) []sdk.SessionUpdate {
+	ups := ss.tr.updates(ev)
+	switch e := ev.(type) {
+	case protocol.PermissionRequest:
+		ss.ask(e)
+	case protocol.PermissionResolved:
+		ss.mu.Lock()
+		cancel := ss.asking[e.RequestID]
+		delete(ss.asking, e.RequestID)
+		ss.mu.Unlock()
+		if cancel != nil {
+			cancel() // answered elsewhere (an abort): withdraw the question
+		}
+	case protocol.UserMessageAdded:
+		ss.mu.Lock()
+		first := !ss.titled
+		ss.titled = true
+		ss.mu.Unlock()
+		if first {
+			ups = append(ups, titleUpdate(e.Message))
+		}
+	case protocol.TurnEnded:
+		if e.Usage != nil {
+			ups = append(ups, ss.usageUpdate(*e.Usage))
+		}
+	}
+	return ups
+}
+
+// usageUpdate reports the context's size after a response and the
+// session's cost so far, summed from the messages' usage.
+func (ss *session) usageUpdate(last protocol.Usage) sdk.SessionUpdate {
+	used := last.InputTokens + last.CacheReadInputTokens + last.CacheCreationInputTokens + last.OutputTokens
+	var total protocol.Usage
+	for _, m := range ss.ag.Messages().Messages {
+		if m.Usage != nil {
+			total = total.Add(*m.Usage)
+		}
+	}
+	u := &sdk.SessionUsageUpdate{Used: used, Size: ss.contextWindow()}
+	if c := agent.CostUSD(ss.ag.Model(), total); c > 0 {
+		u.Cost = &sdk.Cost{Amount: c, Currency: "USD"}
+	}
+	return sdk.SessionUpdate{UsageUpdate: u}
+}
+
+func (ss *session) contextWindow() int {
+	if w := ss.srv.opts.Agent.ContextWindow; w > 0 {
+		return w
+	}
+	return 200_000
+}
+
+func (ss *session) send(u sdk.SessionUpdate) bool {
+	err := ss.srv.conn.SessionUpdate(ss.ctx, sdk.SessionNotification{SessionId: ss.id, Update: u})
+	if err != nil {
+		ss.srv.log.Debug("session/update not sent", "session", ss.id, "err", err)
+		return ss.ctx.Err() == nil
+	}
+	return true
+}
+
+func (ss *session) markSent(seq int64) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if seq > ss.sent {
+		ss.sent = seq
+	}
+	close(ss.sentCh)
+	ss.sentCh = make(chan struct{})
+}
+
+// waitSent waits until the pump has sent the updates of every event up to
+// seq (and the replay), so that an answer never overtakes its updates.
+func (ss *session) waitSent(ctx context.Context, seq int64) error {
+	for {
+		ss.mu.Lock()
+		done, ch := ss.sent >= seq, ss.sentCh
+		ss.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ss.pumped:
+			return errUnknownSession(ss.id)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// close stops the pump and closes the agent session and its MCP servers.
+func (ss *session) close() error {
+	ss.stop()
+	ss.sub.Close()
+	<-ss.pumped
+	err := ss.ag.Close()
+	if ss.mcp != nil {
+		err = errors.Join(err, ss.mcp.Close())
+	}
+	return err
+}
+
+func (ss *session) terminalOf(toolID string) string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.terminals[toolID]
+}
+
+func (ss *session) setTerminal(toolID, terminalID string) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.terminals[toolID] = terminalID
+}
+
+// cancel aborts the prompt in progress.
+func (ss *session) cancel() {
+	ss.mu.Lock()
+	ss.cancelled = true
+	ss.mu.Unlock()
+	ss.ag.Abort("cancelled by the client")
+}
+
+// prompt runs one user message to its end.
+func (ss *session) prompt(ctx context.Context, text string) (sdk.PromptResponse, error) {
+	ss.mu.Lock()
+	ss.cancelled = false
+	ss.mu.Unlock()
+	if ok, err := ss.command(ctx, text); ok {
+		if err != nil {
+			return sdk.PromptResponse{}, invalidParams("%v", err)
+		}
+		if err := ss.waitSent(ctx, ss.ag.Seq()); err != nil {
+			return sdk.PromptResponse{}, err
+		}
+		return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
+	}
+	h, err := ss.submit(ctx, text)
+	if err != nil {
+		return sdk.PromptResponse{}, err
+	}
+	select {
+	case <-h.Done():
+	case <-ctx.Done():
+		// The request was cancelled ($/cancel_request, or a newer prompt
+		// for the session): stop the run.
+		ss.cancel()
+	}
+	res, runErr := h.Wait(context.WithoutCancel(ctx))
+	// Every update of the run goes out before the answer.
+	if err := ss.waitSent(context.WithoutCancel(ctx), ss.ag.Seq()); err != nil {
+		return sdk.PromptResponse{}, err
+	}
+	ss.mu.Lock()
+	cancelled := ss.cancelled
+	ss.mu.Unlock()
+	switch {
+	case cancelled || errors.Is(runErr, agent.ErrAborted):
+		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+	case errors.Is(runErr, agent.ErrMaxTurns):
+		return sdk.PromptResponse{StopReason: sdk.StopReasonMaxTurnRequests}, nil
+	case errors.Is(runErr, agent.ErrMaxTokens):
+		return sdk.PromptResponse{StopReason: sdk.StopReasonMaxTokens}, nil
+	case runErr != nil:
+		return sdk.PromptResponse{}, sdk.NewInternalError(map[string]any{"error": runErr.Error()})
+	}
+	switch res.StopReason {
+	case "max_tokens":
+		return sdk.PromptResponse{StopReason: sdk.StopReasonMaxTokens}, nil
+	case "refusal":
+		return sdk.PromptResponse{StopReason: sdk.StopReasonRefusal}, nil
+	}
+	return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
+}
+
+// submit queues the prompt: a !command or a message.
+func (ss *session) submit(ctx context.Context, text string) (*agent.Handle, error) {
+	if cmd, ok := strings.CutPrefix(strings.TrimSpace(text), "!"); ok && strings.TrimSpace(cmd) != "" {
+		return ss.ag.SubmitBang(ctx, strings.TrimSpace(cmd))
+	}
+	if strings.TrimSpace(text) == "/compact" {
+		return ss.ag.SubmitCompact(ctx)
+	}
+	return ss.ag.Submit(ctx, text)
+}
+
+// command runs the slash commands that are not queued work (they wait
+// themselves); ok is false for any other prompt.
+func (ss *session) command(ctx context.Context, text string) (ok bool, err error) {
+	switch strings.TrimSpace(text) {
+	case "/clear":
+		return true, ss.ag.Clear(ctx)
+	case "/rewind":
+		return true, ss.rewind(ctx)
+	}
+	return false, nil
+}
+
+// rewind removes the last user message and what followed it.
+func (ss *session) rewind(ctx context.Context) error {
+	msgs := ss.ag.Messages().Messages
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == protocol.RoleUser {
+			return ss.ag.Rewind(ctx, msgs[i].ID)
+		}
+	}
+	return errors.New("there is nothing to rewind")
+}
+
+// setMode changes the permission mode and tells the client.
+func (ss *session) setMode(ctx context.Context, id string) error {
+	m, err := agent.ParsePermissionMode(id)
+	if err != nil || id == "" {
+		return invalidParams("unknown mode %q", id)
+	}
+	if err := ss.ag.SetPermissionMode(m); err != nil {
+		return invalidParams("%v", err)
+	}
+	ss.send(sdk.SessionUpdate{CurrentModeUpdate: &sdk.SessionCurrentModeUpdate{CurrentModeId: sdk.SessionModeId(m)}})
+	return nil
+}
+
+func (ss *session) modes() *sdk.SessionModeState {
+	st := &sdk.SessionModeState{CurrentModeId: sdk.SessionModeId(ss.ag.PermissionMode())}
+	for _, mi := range modeInfo {
+		st.AvailableModes = append(st.AvailableModes, sdk.SessionMode{Id: sdk.SessionModeId(mi.mode), Name: mi.name, Description: sdk.Ptr(mi.about)})
+	}
+	return st
+}
+
+// modelNames are the models offered: the configured ones and the current.
+func (ss *session) modelNames() []string {
+	names := slices.Clone(ss.srv.opts.Models)
+	if cur := ss.ag.Model(); cur != "" && !slices.Contains(names, cur) {
+		names = append([]string{cur}, names...)
+	}
+	return names
+}
+
+func (ss *session) models() *sdk.SessionModelState {
+	names := ss.modelNames()
+	if len(names) == 0 {
+		return nil
+	}
+	st := &sdk.SessionModelState{CurrentModelId: sdk.ModelId(ss.ag.Model())}
+	for _, n := range names {
+		st.AvailableModels = append(st.AvailableModels, sdk.ModelInfo{ModelId: sdk.ModelId(n), Name: n})
+	}
+	return st
+}
+
+func (ss *session) configOptions() []sdk.SessionConfigOption {
+	var modeOpts sdk.SessionConfigSelectOptionsUngrouped
+	for _, mi := range modeInfo {
+		modeOpts = append(modeOpts, sdk.SessionConfigSelectOption{Value: sdk.SessionConfigValueId(mi.mode), Name: mi.name, Description: sdk.Ptr(mi.about)})
+	}
+	mode := sdk.NewSessionConfigOptionSelect(sdk.SessionConfigValueId(ss.ag.PermissionMode()), sdk.SessionConfigSelectOptions{Ungrouped: &modeOpts})
+	mode.Select.Id, mode.Select.Name, mode.Select.Category = configMode, "Mode", sdk.Ptr(sdk.SessionConfigOptionCategoryMode)
+	out := []sdk.SessionConfigOption{mode}
+	if names := ss.modelNames(); len(names) > 0 {
+		var modelOpts sdk.SessionConfigSelectOptionsUngrouped
+		for _, n := range names {
+			modelOpts = append(modelOpts, sdk.SessionConfigSelectOption{Value: sdk.SessionConfigValueId(n), Name: n})
+		}
+		model := sdk.NewSessionConfigOptionSelect(sdk.SessionConfigValueId(ss.ag.Model()), sdk.SessionConfigSelectOptions{Ungrouped: &modelOpts})
+		model.Select.Id, model.Select.Name, model.Select.Category = configModel, "Model", sdk.Ptr(sdk.SessionConfigOptionCategoryModel)
+		out = append(out, model)
+	}
+	return out
+}
