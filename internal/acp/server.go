@@ -336,7 +336,7 @@ func (s *Server) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) 
 
 // ListSessions implements sdk.Agent: the stored sessions of cwd (the
 // default working directory when none is given), newest first, in one page.
-func (s *Server) ListSessions(_ context.Context, p sdk.ListSessionsRequest) (sdk.ListSessionsResponse, error) {
+func (s *Server) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (sdk.ListSessionsResponse, error) {
 	if s.opts.Agent.Store == nil {
 		return sdk.ListSessionsResponse{Sessions: []sdk.SessionInfo{}}, nil
 	}
@@ -350,7 +350,7 @@ func (s *Server) ListSessions(_ context.Context, p sdk.ListSessionsRequest) (sdk
 	if p.Cursor != nil && *p.Cursor != "" {
 		return sdk.ListSessionsResponse{}, invalidParams("unknown cursor %q: the list has one page", *p.Cursor)
 	}
-	infos, err := agent.ListSessions(s.opts.Agent.Store, cwd)
+	infos, err := agent.ListSessions(ctx, s.opts.Agent.Store, cwd)
 	if err != nil {
 		return sdk.ListSessionsResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
 	}

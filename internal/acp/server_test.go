@@ -16,7 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluicehq/sluice/agent"
-	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/model/modeltest"
 )
@@ -170,7 +170,7 @@ func newHarness(t *testing.T, provider model.Provider, o harnessOpts) *harness {
 		err := Serve(ctx, Options{
 			Agent: agent.Options{
 				Provider: provider, WorkDir: work, PermissionMode: o.mode,
-				Store: store.New(filepath.Join(dir, "store")), Stream: modeltest.StreamOptions(),
+				Store: store.NewJSONL(filepath.Join(dir, "store")), Stream: modeltest.StreamOptions(),
 			},
 			Models:  []string{"test-model", "other-model"},
 			Version: "test",
