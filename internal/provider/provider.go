@@ -2,7 +2,8 @@
 // from explicit settings (flags, config) and the environment.
 //
 // An explicit provider name wins. Otherwise the environment decides, in
-// this order: ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) → anthropic,
+// this order: CLAUDE_CODE_USE_BEDROCK → bedrock, CLAUDE_CODE_USE_VERTEX →
+// vertex (as Claude Code reads them), ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) → anthropic,
 // OPENAI_API_KEY → openai, ANTHROPIC_BASE_URL → anthropic and
 // OPENAI_BASE_URL → openai (a local server that needs no key), and with
 // none of them the offline demo, which Open reports so that the CLI can say
@@ -26,15 +27,17 @@ const (
 	Anthropic = "anthropic"
 	OpenAI    = "openai"
 	Demo      = "demo"
+	Bedrock   = "bedrock"
+	Vertex    = "vertex"
 )
 
 // Names lists the providers Open knows.
-var Names = []string{Anthropic, OpenAI, Demo}
+var Names = []string{Anthropic, OpenAI, Bedrock, Vertex, Demo}
 
 // Config is what the user set explicitly (flags, a config file); empty
 // fields are taken from the environment, then from defaults.
 type Config struct {
-	// Provider is "anthropic", "openai" or "demo"; empty picks one from the
+	// Provider is "anthropic", "openai", "bedrock", "vertex" or "demo"; empty picks one from the
 	// environment (SLUICE_PROVIDER, then the keys).
 	Provider string
 	// APIKey overrides ANTHROPIC_API_KEY / OPENAI_API_KEY.
@@ -83,7 +86,7 @@ type Selection struct {
 // (/model); any other name the provider accepts works too.
 func Models(name string) []string {
 	switch name {
-	case Anthropic:
+	case Anthropic, Bedrock, Vertex:
 		return []string{"claude-sonnet-4-6", "claude-opus-4-5", "claude-haiku-4-5"}
 	case OpenAI:
 		return []string{"gpt-4.1", "gpt-4.1-mini", "gpt-4o", "o4-mini"}
@@ -110,6 +113,8 @@ func Open(cfg Config, getenv func(string) string) (*Selection, error) {
 	notice := ""
 	if name == "" {
 		switch {
+		case cloudFromEnv(getenv) != "":
+			name = cloudFromEnv(getenv)
 		case getenv("ANTHROPIC_API_KEY") != "" || getenv("ANTHROPIC_AUTH_TOKEN") != "":
 			name = Anthropic
 		case getenv("OPENAI_API_KEY") != "":
@@ -121,14 +126,6 @@ func Open(cfg Config, getenv func(string) string) (*Selection, error) {
 		default:
 			name, notice = Demo, DemoNotice
 		}
-	}
-	first := func(vs ...string) string {
-		for _, v := range vs {
-			if v = strings.TrimSpace(v); v != "" {
-				return v
-			}
-		}
-		return ""
 	}
 	modelName := first(cfg.Model, getenv("SLUICE_MODEL"))
 	sel := &Selection{Name: name, Notice: notice, StreamOptions: opts}
@@ -170,11 +167,18 @@ func Open(cfg Config, getenv func(string) string) (*Selection, error) {
 		p := openai.New(c)
 		sel.Provider, sel.Model = p, p.Model()
 		sel.BaseURL = first(c.BaseURL, openai.DefaultBaseURL)
+	case Bedrock:
+		sel.Provider, sel.Model, sel.BaseURL, err = openBedrock(cfg, getenv, modelName)
+	case Vertex:
+		sel.Provider, sel.Model, sel.BaseURL, err = openVertex(cfg, getenv, modelName)
 	case Demo:
 		p := demo.New(cfg.Demo)
 		sel.Provider, sel.Model = p, first(modelName, p.Model())
 	default:
 		return nil, fmt.Errorf("unknown provider %q: want one of %s", name, strings.Join(Names, ", "))
+	}
+	if err != nil {
+		return nil, err
 	}
 	return sel, nil
 }

@@ -37,7 +37,7 @@ func TestOpen(t *testing.T) {
 		{"explicit wins", Config{Provider: "OpenAI", Model: "qwen3", BaseURL: "http://h:1/v1"}, map[string]string{"ANTHROPIC_API_KEY": "k", "SLUICE_MODEL": "x"}, OpenAI, "qwen3", "http://h:1/v1", "", ""},
 		{"SLUICE_PROVIDER", Config{}, map[string]string{"SLUICE_PROVIDER": "demo", "ANTHROPIC_API_KEY": "k"}, Demo, "demo", "", "", ""},
 		{"SLUICE_MODEL over ANTHROPIC_MODEL", Config{}, map[string]string{"ANTHROPIC_API_KEY": "k", "ANTHROPIC_MODEL": "a", "SLUICE_MODEL": "s"}, Anthropic, "s", "https://api.anthropic.com", "", ""},
-		{"unknown", Config{Provider: "gemini"}, nil, "", "", "", "", `unknown provider "gemini": want one of anthropic, openai, demo`},
+		{"unknown", Config{Provider: "gemini"}, nil, "", "", "", "", `unknown provider "gemini": want one of anthropic, openai, bedrock, vertex, demo`},
 		{"explicit anthropic without key", Config{Provider: "anthropic"}, map[string]string{"OPENAI_API_KEY": "o"}, "", "", "", "", "set ANTHROPIC_API_KEY"},
 		{"explicit openai without key", Config{Provider: "openai"}, nil, "", "", "", "", "set OPENAI_API_KEY"},
 		{"bad base URL", Config{}, map[string]string{"OPENAI_API_KEY": "o", "OPENAI_BASE_URL": "localhost:11434"}, "", "", "", "", "OPENAI_BASE_URL"},
