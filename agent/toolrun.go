@@ -110,7 +110,7 @@ func (s *Session) execTool(ctx context.Context, msgID string, c toolCall) (model
 	running.Stage = protocol.StageRunning
 	s.publish(running)
 	out := &toolOutput{s: s, ev: running}
-	r, err := t.Run(ctx, &s.toolEnv, c.input, out)
+	r, err := t.Run(tool.WithCallID(ctx, c.id), &s.toolEnv, c.input, out)
 	out.flush()
 
 	end := ev

@@ -80,3 +80,18 @@ type Result struct {
 // ErrOutsideWorkDir is returned for a path outside the working directory
 // and the allowed directories.
 var ErrOutsideWorkDir = errors.New("path is outside the working directory")
+
+type callIDKey struct{}
+
+// WithCallID returns ctx carrying the id of the tool call being run. The
+// agent sets it, so that a tool whose work shows elsewhere (a client's
+// terminal) can say which call it belongs to.
+func WithCallID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, callIDKey{}, id)
+}
+
+// CallID returns the id of the tool call ctx runs ("" outside a call).
+func CallID(ctx context.Context) string {
+	id, _ := ctx.Value(callIDKey{}).(string)
+	return id
+}

@@ -15,4 +15,9 @@
 // adds what is missing: the SDK logs and skips a line that is not JSON, and
 // stops reading at a line longer than its buffer, so lines go through a
 // filter first (conn.go) that answers them with JSON-RPC errors instead.
+//
+// Tools run through the client when it offers to (clienttools.go): Read,
+// Write and Edit use fs/read_text_file and fs/write_text_file (the editor's
+// unsaved buffers are seen, edits land in the editor), and Bash runs in a
+// terminal/create terminal that the tool call embeds.
 package acp

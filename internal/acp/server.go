@@ -188,7 +188,7 @@ func checkCwd(cwd string) (string, error) {
 
 // sessionOptions are the agent options for a session in cwd with the
 // client's MCP servers started.
-func (s *Server) sessionOptions(ctx context.Context, cwd string, dirs []string, servers []sdk.McpServer) (agent.Options, *mcp.Servers, error) {
+func (s *Server) sessionOptions(ctx context.Context, cwd string, dirs []string, servers []sdk.McpServer, ref *sessionRef) (agent.Options, *mcp.Servers, error) {
 	opts := s.opts.Agent
 	opts.WorkDir = cwd
 	opts.AllowedDirs = append(slices.Clone(opts.AllowedDirs), dirs...)
@@ -206,6 +206,10 @@ func (s *Server) sessionOptions(ctx context.Context, cwd string, dirs []string, 
 			s.log.Warn("client MCP servers", "err", err)
 		}
 		opts.ExtraTools = append(opts.ExtraTools, ms.Tools()...)
+	}
+	if opts.Tools == nil {
+		// A program's own tool set is kept as given.
+		opts.Tools = s.clientTools(cwd, ref)
 	}
 	return opts, ms, nil
 }
@@ -260,7 +264,8 @@ func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.N
 	if err != nil {
 		return sdk.NewSessionResponse{}, err
 	}
-	opts, ms, err := s.sessionOptions(ctx, cwd, p.AdditionalDirectories, p.McpServers)
+	ref := &sessionRef{}
+	opts, ms, err := s.sessionOptions(ctx, cwd, p.AdditionalDirectories, p.McpServers, ref)
 	if err != nil {
 		return sdk.NewSessionResponse{}, err
 	}
@@ -269,7 +274,7 @@ func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.N
 		closeMCP(ms)
 		return sdk.NewSessionResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
 	}
-	ss := s.attach(ag, ms, false)
+	ss := s.attach(ag, ms, ref, false)
 	return sdk.NewSessionResponse{
 		SessionId: sdk.SessionId(ag.ID()), Modes: ss.modes(), ConfigOptions: ss.configOptions(), Models: ss.models(),
 	}, nil
@@ -297,7 +302,8 @@ func (s *Server) open(ctx context.Context, id sdk.SessionId, cwd string, dirs []
 			s.log.Warn("closing the session before reopening it", "session", id, "err", err)
 		}
 	}
-	opts, ms, err := s.sessionOptions(ctx, cwd, dirs, servers)
+	ref := &sessionRef{}
+	opts, ms, err := s.sessionOptions(ctx, cwd, dirs, servers, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +315,7 @@ func (s *Server) open(ctx context.Context, id sdk.SessionId, cwd string, dirs []
 		}
 		return nil, invalidParams("cannot open session %s: %v", id, err)
 	}
-	return s.attach(ag, ms, replay), nil
+	return s.attach(ag, ms, ref, replay), nil
 }
 
 // LoadSession implements sdk.AgentLoader: the stored conversation is

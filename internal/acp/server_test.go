@@ -3,9 +3,9 @@ package acp
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -39,6 +39,9 @@ type testClient struct {
 	reads    []string
 	writes   []string
 	notify   chan struct{} // receives (non-blocking) on every update
+
+	terminals map[string]*terminal
+	released  []string
 }
 
 func (c *testClient) SessionUpdate(_ context.Context, n sdk.SessionNotification) error {
@@ -89,20 +92,78 @@ func (c *testClient) WriteTextFile(_ context.Context, p sdk.WriteTextFileRequest
 	return sdk.WriteTextFileResponse{}, nil
 }
 
-func (c *testClient) CreateTerminal(context.Context, sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
-	return sdk.CreateTerminalResponse{}, errors.New("no terminals")
+// terminal is a client terminal: the command runs to its end in the
+// background and its output is kept.
+type terminal struct {
+	cmd    []string
+	done   chan struct{}
+	output []byte
+	code   int
 }
-func (c *testClient) KillTerminal(context.Context, sdk.KillTerminalRequest) (sdk.KillTerminalResponse, error) {
-	return sdk.KillTerminalResponse{}, errors.New("no terminals")
+
+func (c *testClient) CreateTerminal(_ context.Context, p sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
+	cmd := exec.Command(p.Command, p.Args...)
+	if p.Cwd != nil {
+		cmd.Dir = *p.Cwd
+	}
+	term := &terminal{cmd: append([]string{p.Command}, p.Args...), done: make(chan struct{})}
+	go func() {
+		defer close(term.done)
+		term.output, _ = cmd.CombinedOutput()
+		term.code = cmd.ProcessState.ExitCode()
+	}()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.terminals == nil {
+		c.terminals = map[string]*terminal{}
+	}
+	id := "term-" + itoa(len(c.terminals)+1)
+	c.terminals[id] = term
+	return sdk.CreateTerminalResponse{TerminalId: id}, nil
 }
-func (c *testClient) TerminalOutput(context.Context, sdk.TerminalOutputRequest) (sdk.TerminalOutputResponse, error) {
-	return sdk.TerminalOutputResponse{}, errors.New("no terminals")
+
+func (c *testClient) term(id string) (*terminal, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.terminals[id]
+	if !ok {
+		return nil, sdk.NewInvalidParams(map[string]any{"error": "unknown terminal"})
+	}
+	return t, nil
 }
-func (c *testClient) ReleaseTerminal(context.Context, sdk.ReleaseTerminalRequest) (sdk.ReleaseTerminalResponse, error) {
-	return sdk.ReleaseTerminalResponse{}, errors.New("no terminals")
+
+func (c *testClient) KillTerminal(_ context.Context, p sdk.KillTerminalRequest) (sdk.KillTerminalResponse, error) {
+	_, err := c.term(p.TerminalId)
+	return sdk.KillTerminalResponse{}, err
 }
-func (c *testClient) WaitForTerminalExit(context.Context, sdk.WaitForTerminalExitRequest) (sdk.WaitForTerminalExitResponse, error) {
-	return sdk.WaitForTerminalExitResponse{}, errors.New("no terminals")
+
+func (c *testClient) TerminalOutput(_ context.Context, p sdk.TerminalOutputRequest) (sdk.TerminalOutputResponse, error) {
+	t, err := c.term(p.TerminalId)
+	if err != nil {
+		return sdk.TerminalOutputResponse{}, err
+	}
+	<-t.done
+	return sdk.TerminalOutputResponse{Output: string(t.output), ExitStatus: &sdk.TerminalExitStatus{ExitCode: sdk.Ptr(t.code)}}, nil
+}
+
+func (c *testClient) ReleaseTerminal(_ context.Context, p sdk.ReleaseTerminalRequest) (sdk.ReleaseTerminalResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.released = append(c.released, p.TerminalId)
+	return sdk.ReleaseTerminalResponse{}, nil
+}
+
+func (c *testClient) WaitForTerminalExit(ctx context.Context, p sdk.WaitForTerminalExitRequest) (sdk.WaitForTerminalExitResponse, error) {
+	t, err := c.term(p.TerminalId)
+	if err != nil {
+		return sdk.WaitForTerminalExitResponse{}, err
+	}
+	select {
+	case <-t.done:
+		return sdk.WaitForTerminalExitResponse{ExitCode: sdk.Ptr(t.code)}, nil
+	case <-ctx.Done():
+		return sdk.WaitForTerminalExitResponse{}, ctx.Err()
+	}
 }
 
 // snapshot returns the updates so far.
@@ -629,3 +690,74 @@ func TestBadInput(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestClientFilesAndTerminal offers fs and terminal: Read sees the
+// editor's unsaved buffer, Edit lands in the editor (not on the disk), and
+// Bash runs in a client terminal that the tool call embeds.
+func TestClientFilesAndTerminal(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "work", "buf.txt")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("on disk\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	client := &testClient{
+		files:  map[string]string{path: "unsaved buffer\n"},
+		answer: func(sdk.RequestPermissionRequest) sdk.RequestPermissionOutcome { return sdk.NewRequestPermissionOutcomeSelected(optAllowOnce) },
+	}
+	script := modeltest.NewScript(
+		modeltest.Response(modeltest.Start("m1"), modeltest.ToolUse(0, "r1", "Read", map[string]any{"file_path": path}), modeltest.Stop("tool_use")),
+		modeltest.Response(modeltest.Start("m2"), modeltest.ToolUse(0, "e1", "Edit", map[string]any{"file_path": path, "old_string": "unsaved", "new_string": "edited"}), modeltest.Stop("tool_use")),
+		modeltest.Response(modeltest.Start("m3"), modeltest.ToolUse(0, "b1", "Bash", map[string]any{"command": "echo from-terminal"}), modeltest.Stop("tool_use")),
+		modeltest.Answer("m4", "done"),
+	)
+	h := newHarness(t, script, harnessOpts{dir: dir, client: client})
+	h.initialize(sdk.ClientCapabilities{Fs: sdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}, Terminal: true})
+	sess := h.newSession()
+	if resp, err := h.prompt(sess.SessionId, "go"); err != nil || resp.StopReason != sdk.StopReasonEndTurn {
+		t.Fatalf("prompt: %+v, %v", resp, err)
+	}
+	if got := script.Request(1).Messages; !strings.Contains(lastToolResult(got), "unsaved buffer") {
+		t.Errorf("Read's result %q does not show the editor's buffer", lastToolResult(got))
+	}
+	if got := lastToolResult(script.Request(3).Messages); !strings.Contains(got, "from-terminal") {
+		t.Errorf("Bash's result = %q", got)
+	}
+	client.mu.Lock()
+	buf, released := client.files[path], append([]string(nil), client.released...)
+	client.mu.Unlock()
+	if buf != "edited buffer\n" {
+		t.Errorf("editor buffer = %q", buf)
+	}
+	if data, _ := os.ReadFile(path); string(data) != "on disk\n" {
+		t.Errorf("the disk changed: %q", data)
+	}
+	if len(released) != 1 {
+		t.Errorf("released terminals = %v", released)
+	}
+	_, ups := toolUpdates(h.client.snapshot())
+	embedded := false
+	for _, u := range ups {
+		if u.ToolCallId == "b1" && len(u.Content) == 1 && u.Content[0].Terminal != nil && u.Content[0].Terminal.TerminalId == "term-1" {
+			embedded = true
+		}
+	}
+	if !embedded {
+		t.Error("the Bash call does not embed its terminal")
+	}
+}
+
+// lastToolResult is the text of the last tool result in msgs.
+func lastToolResult(msgs []model.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		for _, c := range msgs[i].Content {
+			if c.Type == model.ContentToolResult {
+				return c.Text
+			}
+		}
+	}
+	return ""
+}

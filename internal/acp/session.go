@@ -69,7 +69,7 @@ type session struct {
 
 // attach wires a session to the connection and starts its pump. With
 // replay, the session's stored conversation is sent first.
-func (s *Server) attach(ag *agent.Session, ms *mcp.Servers, replay bool) *session {
+func (s *Server) attach(ag *agent.Session, ms *mcp.Servers, ref *sessionRef, replay bool) *session {
 	ctx, stop := context.WithCancel(s.ctx)
 	ss := &session{
 		srv: s, ag: ag, mcp: ms, id: sdk.SessionId(ag.ID()),
@@ -80,6 +80,7 @@ func (s *Server) attach(ag *agent.Session, ms *mcp.Servers, replay bool) *sessio
 		terminals: map[string]string{},
 	}
 	ss.tr = translator{workDir: ag.WorkDir(), terminal: ss.terminalOf}
+	ref.set(ss)
 	snap, sub := ag.SnapshotAndSubscribe(agent.SubscribeOptions{})
 	ss.sub = sub
 	// Nothing counts as sent until the first updates are out.

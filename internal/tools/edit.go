@@ -21,6 +21,9 @@ const (
 type Edit struct {
 	// DisplayDir is the directory Compact shows paths relative to.
 	DisplayDir string
+	// Files, when set, is where the file is read and written instead of
+	// the disk.
+	Files Files
 }
 
 type editInput struct {
@@ -71,7 +74,7 @@ func (*Edit) TargetPath(params json.RawMessage) string { return targetPath(param
 // Run implements tool.Tool. An old_string that is missing, or ambiguous
 // without replace_all, gives a result with IsError set that tells the model
 // what to do.
-func (*Edit) Run(_ context.Context, env *tool.Env, params json.RawMessage, _ tool.Output) (tool.Result, error) {
+func (e *Edit) Run(ctx context.Context, env *tool.Env, params json.RawMessage, _ tool.Output) (tool.Result, error) {
 	var in editInput
 	if err := decode(params, &in); err != nil {
 		return tool.Result{}, fmt.Errorf("edit: %w", err)
@@ -88,7 +91,16 @@ func (*Edit) Run(_ context.Context, env *tool.Env, params json.RawMessage, _ too
 		return tool.Result{}, fmt.Errorf("edit: %w", err)
 	}
 	var data []byte
-	if existed {
+	switch {
+	case e.Files != nil:
+		// The editor may hold a buffer for a file not saved yet.
+		text, rerr := e.Files.ReadTextFile(ctx, path)
+		if rerr == nil {
+			data, existed = []byte(text), true
+		} else if existed {
+			return tool.Result{}, fmt.Errorf("edit: %w", rerr)
+		}
+	case existed:
 		if data, err = os.ReadFile(path); err != nil {
 			return tool.Result{}, fmt.Errorf("edit: %w", err)
 		}
@@ -99,7 +111,7 @@ func (*Edit) Run(_ context.Context, env *tool.Env, params json.RawMessage, _ too
 			return tool.Result{IsError: true, Content: fmt.Sprintf(
 				"old_string is empty, but %s is not: an empty old_string only creates a new file. Give the text to replace, or use Write to replace the whole file.", path)}, nil
 		}
-		if err := writeFile(path, []byte(in.NewString), mode); err != nil {
+		if err := saveFile(ctx, e.Files, path, in.NewString, mode); err != nil {
 			return tool.Result{}, fmt.Errorf("edit: %w", err)
 		}
 		n := plural(countLines(in.NewString), "line")
@@ -135,7 +147,7 @@ func (*Edit) Run(_ context.Context, env *tool.Env, params json.RawMessage, _ too
 		times = -1
 	}
 	updated := strings.Replace(content, old, repl, times)
-	if err := writeFile(path, []byte(updated), mode); err != nil {
+	if err := saveFile(ctx, e.Files, path, updated, mode); err != nil {
 		return tool.Result{}, fmt.Errorf("edit: %w", err)
 	}
 	n := plural(count, "occurrence")

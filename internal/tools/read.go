@@ -32,6 +32,8 @@ const (
 type Read struct {
 	// DisplayDir is the directory Compact shows paths relative to.
 	DisplayDir string
+	// Files, when set, is where the file is read from instead of the disk.
+	Files Files
 }
 
 type readInput struct {
@@ -95,24 +97,12 @@ func (r *Read) Run(ctx context.Context, env *tool.Env, params json.RawMessage, _
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("read: %w", err)
 	}
-	// Stat before opening: opening a FIFO would block.
-	fi, err := os.Stat(path)
+	src, err := r.open(ctx, path)
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("read: %w", err)
 	}
-	if fi.IsDir() {
-		return tool.Result{}, fmt.Errorf("read: %s: %w (list it with Glob or Bash ls)", path, ErrIsDirectory)
-	}
-	if !fi.Mode().IsRegular() {
-		// A FIFO or a device could block or never end.
-		return tool.Result{}, fmt.Errorf("read: %s: %w: not a regular file", path, ErrInvalidParams)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return tool.Result{}, fmt.Errorf("read: %w", err)
-	}
-	defer f.Close()
-	br := bufio.NewReaderSize(f, 64*1024)
+	defer src.Close()
+	br := bufio.NewReaderSize(src, 64*1024)
 	head, err := br.Peek(sniffLen)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
 		return tool.Result{}, fmt.Errorf("read: %w", err)
@@ -163,6 +153,34 @@ func (r *Read) Run(ctx context.Context, env *tool.Env, params json.RawMessage, _
 		content += fmt.Sprintf("\n\n(Showing lines %d-%d of %d%s. Pass offset=%d to read on.)", start, last, total, why, last+1)
 	}
 	return tool.Result{Content: content, Summary: "Read " + plural(shown, "line")}, nil
+}
+
+// open opens the file at path: through Files when set, else from the disk,
+// refusing directories and what is not a regular file.
+func (r *Read) open(ctx context.Context, path string) (io.ReadCloser, error) {
+	if r.Files != nil {
+		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+			return nil, fmt.Errorf("%s: %w (list it with Glob or Bash ls)", path, ErrIsDirectory)
+		}
+		text, err := r.Files.ReadTextFile(ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		return io.NopCloser(strings.NewReader(text)), nil
+	}
+	// Stat before opening: opening a FIFO would block.
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if fi.IsDir() {
+		return nil, fmt.Errorf("%s: %w (list it with Glob or Bash ls)", path, ErrIsDirectory)
+	}
+	if !fi.Mode().IsRegular() {
+		// A FIFO or a device could block or never end.
+		return nil, fmt.Errorf("%s: %w: not a regular file", path, ErrInvalidParams)
+	}
+	return os.Open(path)
 }
 
 // readLine reads one line without its line ending, keeping at most

@@ -14,6 +14,7 @@ package tools
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,6 +38,16 @@ var (
 	// ErrNoWorkDir is returned when the environment has no working directory.
 	ErrNoWorkDir = errors.New("no working directory")
 )
+
+// Files reads and writes whole text files for Read, Write and Edit when
+// they should not use the local disk directly: an editor that holds unsaved
+// buffers (the Agent Client Protocol's fs/read_text_file and
+// fs/write_text_file). Paths reach it resolved and checked against the
+// working directory. Nil fields mean the local disk.
+type Files interface {
+	ReadTextFile(ctx context.Context, path string) (string, error)
+	WriteTextFile(ctx context.Context, path, content string) error
+}
 
 // Builtins returns the six built-in tools, showing paths in Compact as the
 // model gave them.

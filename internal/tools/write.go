@@ -20,6 +20,8 @@ const newFileMode fs.FileMode = 0o644
 type Write struct {
 	// DisplayDir is the directory Compact shows paths relative to.
 	DisplayDir string
+	// Files, when set, is where the file is written instead of the disk.
+	Files Files
 }
 
 type writeInput struct {
@@ -63,7 +65,7 @@ func (w *Write) Compact(params json.RawMessage) string { return compactPath(w.Di
 func (*Write) TargetPath(params json.RawMessage) string { return targetPath(params) }
 
 // Run implements tool.Tool.
-func (*Write) Run(_ context.Context, env *tool.Env, params json.RawMessage, _ tool.Output) (tool.Result, error) {
+func (w *Write) Run(ctx context.Context, env *tool.Env, params json.RawMessage, _ tool.Output) (tool.Result, error) {
 	var in writeInput
 	if err := decode(params, &in); err != nil {
 		return tool.Result{}, fmt.Errorf("write: %w", err)
@@ -79,7 +81,7 @@ func (*Write) Run(_ context.Context, env *tool.Env, params json.RawMessage, _ to
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("write: %w", err)
 	}
-	if err := writeFile(path, []byte(*in.Content), mode); err != nil {
+	if err := saveFile(ctx, w.Files, path, *in.Content, mode); err != nil {
 		return tool.Result{}, fmt.Errorf("write: %w", err)
 	}
 	n := plural(countLines(*in.Content), "line")
@@ -117,6 +119,15 @@ func existingMode(path string) (mode fs.FileMode, existed bool, err error) {
 		return 0, false, fmt.Errorf("%s: %w: not a regular file", path, ErrInvalidParams)
 	}
 	return fi.Mode().Perm(), true, nil
+}
+
+// saveFile writes content to path through files when set, else to the
+// disk (writeFile).
+func saveFile(ctx context.Context, files Files, path, content string, mode fs.FileMode) error {
+	if files != nil {
+		return files.WriteTextFile(ctx, path, content)
+	}
+	return writeFile(path, []byte(content), mode)
 }
 
 // writeFile replaces path atomically: it writes a temporary file in the same
