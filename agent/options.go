@@ -44,6 +44,12 @@ func ParsePermissionMode(s string) (PermissionMode, error) {
 // mode, tests). It returns a protocol.Decision* value.
 type Approver func(ctx context.Context, req protocol.PermissionRequest) string
 
+// MemoryFile is one of the project's instruction files, as read.
+type MemoryFile struct {
+	Path    string // absolute
+	Content string
+}
+
 // Options configure a session.
 type Options struct {
 	// Provider is the model API. Required.
@@ -52,6 +58,9 @@ type Options struct {
 	Model string
 	// SystemPrompt is added to the built-in system prompt.
 	SystemPrompt string
+	// Memory are the project's instruction files (AGENTS.md, CLAUDE.md),
+	// joined to the system prompt after SystemPrompt, most general first.
+	Memory []MemoryFile
 	// WorkDir is where tools run (default: the process's directory).
 	WorkDir string
 	// AllowedDirs are more directories file tools may touch.

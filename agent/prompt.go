@@ -26,5 +26,14 @@ Keep answers short and direct; use Markdown. When the task is done, say what you
 		sb.WriteString("\n\n")
 		sb.WriteString(s.opts.SystemPrompt)
 	}
+	if len(s.opts.Memory) > 0 {
+		sb.WriteString("\n\nInstructions from the project's memory files follow; later files are more specific and take precedence.")
+		for _, f := range s.opts.Memory {
+			fmt.Fprintf(&sb, "\n\nContents of %s:\n\n%s", f.Path, strings.TrimRight(f.Content, "\n"))
+		}
+	}
 	return sb.String()
 }
+
+// Memory returns the instruction files joined to the system prompt.
+func (s *Session) Memory() []MemoryFile { return append([]MemoryFile(nil), s.opts.Memory...) }

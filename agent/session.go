@@ -178,6 +178,7 @@ func newSession(opts Options, id string) (*Session, error) {
 		ts = tools.BuiltinsIn(wd)
 	}
 	ts = append(append([]tool.Tool(nil), ts...), opts.ExtraTools...)
+	opts.Memory = append([]MemoryFile(nil), opts.Memory...) // the caller's slice may change
 	s := &Session{
 		id:      id,
 		opts:    opts,

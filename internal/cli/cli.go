@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/mcp"
+	"github.com/sluicehq/sluice/internal/memory"
 	"github.com/sluicehq/sluice/internal/provider"
 	"github.com/sluicehq/sluice/internal/provider/demo"
 	"github.com/sluicehq/sluice/model"
@@ -142,6 +143,12 @@ func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Se
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	var mem []agent.MemoryFile
+	if conf.ProjectMemory == nil || *conf.ProjectMemory {
+		if mem, err = memory.Load(wd, getenv("HOME")); err != nil {
+			return nil, err
+		}
+	}
 	var mcpConfig *mcp.Config
 	if len(f.MCPConfigs) > 0 {
 		if mcpConfig, err = mcp.LoadConfig(f.MCPConfigs...); err != nil {
@@ -157,6 +164,7 @@ func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Se
 			Provider:       sel.Provider,
 			Model:          sel.Model,
 			SystemPrompt:   f.SystemPrompt,
+			Memory:         mem,
 			WorkDir:        wd,
 			AllowedDirs:    f.AddDirs,
 			PermissionMode: pm,

@@ -33,6 +33,9 @@ type Config struct {
 	// AutoCompact is the share of the context window past which a session
 	// compacts itself (0.85 by default; negative: never).
 	AutoCompact float64 `json:"autoCompact,omitempty"`
+	// ProjectMemory false stops AGENTS.md and CLAUDE.md files from joining
+	// the system prompt (they do by default).
+	ProjectMemory *bool `json:"projectMemory,omitempty"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("90s").

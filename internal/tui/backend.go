@@ -20,6 +20,8 @@ type backend interface {
 	Model() string
 	SetModel(name string)
 	PermissionMode() agent.PermissionMode
+	// Memory lists the memory files joined to the system prompt (/memory).
+	Memory() []agent.MemoryFile
 	// Running reports the run state of the last runStateChanged; read after
 	// subscribe, later changes arrive as events.
 	Running() bool

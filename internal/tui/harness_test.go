@@ -52,6 +52,9 @@ func (f *fakeBackend) SetModel(n string) {
 	f.mu.Unlock()
 }
 func (f *fakeBackend) PermissionMode() agent.PermissionMode { return agent.ModeDefault }
+func (f *fakeBackend) Memory() []agent.MemoryFile {
+	return []agent.MemoryFile{{Path: "/work/AGENTS.md", Content: "Rules.\nMore rules."}}
+}
 func (f *fakeBackend) Running() bool                        { f.mu.Lock(); defer f.mu.Unlock(); return f.busy }
 func (f *fakeBackend) Run(ctx context.Context, text string) (agent.Result, error) {
 	f.record("Run %s", text)

@@ -37,6 +37,7 @@ var helpText = []string{
 	"  /rewind          go back to one of your messages",
 	"  /resume          continue a stored session",
 	"  /model [name]    show or change the model",
+	"  /memory          the memory files (AGENTS.md, CLAUDE.md) read into the system prompt",
 	"  /exit            quit",
 	"  !command         run a shell command (its output joins the conversation)",
 	"Keys",
@@ -204,6 +205,8 @@ func (m *ui) command(line string) tea.Cmd {
 		m.emit(styleLines(stDim, helpText))
 	case "exit", "quit":
 		return m.quit()
+	case "memory":
+		m.emit(styleLines(stDim, memoryLines(b.Memory())))
 	case "clear":
 		m.queue = nil
 		return func() tea.Msg {
@@ -237,6 +240,18 @@ func (m *ui) command(line string) tea.Cmd {
 		m.status = fmt.Sprintf("unknown command /%s (/help lists them)", name)
 	}
 	return nil
+}
+
+// memoryLines lists the memory files with their sizes.
+func memoryLines(files []agent.MemoryFile) []string {
+	if len(files) == 0 {
+		return []string{"No memory files: AGENTS.md or CLAUDE.md in the working directory, its parents up to the repository root, or ~/.claude/CLAUDE.md join the system prompt."}
+	}
+	lines := []string{"Memory files in the system prompt (later ones take precedence)"}
+	for _, f := range files {
+		lines = append(lines, fmt.Sprintf("  %s (%d lines)", f.Path, strings.Count(strings.TrimRight(f.Content, "\n"), "\n")+1))
+	}
+	return lines
 }
 
 func (m *ui) rewindPicker() {

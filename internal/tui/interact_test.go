@@ -244,6 +244,12 @@ func TestCommands(t *testing.T) {
 		t.Fatalf("/help printed nothing useful:\n%s", h.current().scroll)
 	}
 
+	h.m.submit("/memory")
+	h.send(nopMsg{})
+	if !strings.Contains(h.current().scroll, "/work/AGENTS.md (2 lines)") {
+		t.Fatalf("/memory did not list the memory file:\n%s", h.current().scroll)
+	}
+
 	h.m.submit("/model other-model")
 	h.send(nopMsg{})
 	if h.b.Model() != "other-model" || !strings.Contains(h.current().view, "other-model") {
