@@ -21,22 +21,41 @@ const helpText = `Commands:
 /help — this list
 Anything else goes to the agent.`
 
-// command handles one of the relay's chat commands and reports whether text
-// was one; any other slash command goes to the agent (Claude Code has its
-// own).
-func (r *Relay) command(ctx context.Context, c *chat, text string) bool {
-	name, arg, _ := strings.Cut(text, " ")
-	name, _, _ = strings.Cut(strings.ToLower(name), "@") // /stop@SomeBot in a group
-	arg = strings.TrimSpace(arg)
+// commandName is text's command name, lower case and without a bot's
+// @name (/stop@SomeBot in a group), and its argument.
+func commandName(text string) (name, arg string) {
+	name, arg, _ = strings.Cut(text, " ")
+	name, _, _ = strings.Cut(strings.ToLower(name), "@")
+	return name, strings.TrimSpace(arg)
+}
+
+// commands are the chat commands the relay answers itself.
+var commands = map[string]bool{
+	"/help": true, "/start": true, "/stop": true, "/new": true, "/status": true,
+	"/model": true, "/compact": true, "/allow": true, "/always": true, "/deny": true,
+}
+
+// isCommand reports whether text is one of the relay's chat commands; any
+// other slash command goes to the agent (Claude Code has its own).
+func isCommand(text string) bool {
+	name, _ := commandName(text)
+	return strings.HasPrefix(text, "/") && commands[name]
+}
+
+// command handles one of the relay's chat commands (isCommand).
+func (r *Relay) command(ctx context.Context, c *chat, text string) {
+	name, arg := commandName(text)
 	reply := func(s string) { r.say(ctx, c.id, KindCommand, s) }
 	switch name {
 	case "/help", "/start":
 		reply(helpText)
 	case "/stop":
 		c.mu.Lock()
-		dropped, running, conv := len(c.jobs), c.running, c.conv
+		jobs, running, conv := c.jobs, c.running, c.conv
 		c.jobs = nil
 		c.mu.Unlock()
+		r.drop(ctx, jobs)
+		dropped := len(jobs)
 		msg := "Nothing is running."
 		if running {
 			conv.Abort("stopped from the chat")
@@ -48,22 +67,24 @@ func (r *Relay) command(ctx context.Context, c *chat, text string) bool {
 		reply(msg)
 	case "/new":
 		c.mu.Lock()
+		jobs := c.jobs
 		c.jobs = nil
 		c.mu.Unlock()
+		r.drop(ctx, jobs)
 		conv, err := r.conversation(ctx, c)
 		if err == nil {
 			err = conv.Reset(ctx)
 		}
 		if err != nil {
 			reply("⚠️ " + err.Error())
-			return true
+			return
 		}
 		reply("New conversation started.")
 	case "/status":
 		conv, err := r.conversation(ctx, c)
 		if err != nil {
 			reply("⚠️ " + err.Error())
-			return true
+			return
 		}
 		c.mu.Lock()
 		running, waiting, perms := c.running, len(c.jobs), len(c.perms)
@@ -82,7 +103,7 @@ func (r *Relay) command(ctx context.Context, c *chat, text string) bool {
 		conv, err := r.conversation(ctx, c)
 		if err != nil {
 			reply("⚠️ " + err.Error())
-			return true
+			return
 		}
 		if arg == "" {
 			m := conv.Model()
@@ -90,11 +111,11 @@ func (r *Relay) command(ctx context.Context, c *chat, text string) bool {
 				m = "the backend's default"
 			}
 			reply("Model: " + m)
-			return true
+			return
 		}
 		if err := conv.SetModel(arg); err != nil {
 			reply("⚠️ " + err.Error())
-			return true
+			return
 		}
 		reply("Model set to " + arg + ".")
 	case "/compact":
@@ -106,15 +127,12 @@ func (r *Relay) command(ctx context.Context, c *chat, text string) bool {
 		c.mu.Unlock()
 		if busy {
 			reply("The agent is working; /compact when it is done, or /stop first.")
-			return true
+			return
 		}
 		c.poke()
 	case "/allow", "/always", "/deny":
 		r.answer(ctx, c, name, arg)
-	default:
-		return false
 	}
-	return true
 }
 
 // answer answers the oldest approval request, or the n-th with an

@@ -25,6 +25,9 @@ const (
 	KindCommand    route.Kind = "command"    // an answer to a chat command
 	KindPermission route.Kind = "permission" // a tool approval request
 	KindNotice     route.Kind = "notice"     // "still working"
+	// KindInterrupted tells a chat that the relay stopped (crashed) while
+	// the agent answered its question.
+	KindInterrupted route.Kind = "interrupted"
 )
 
 // Options configure a relay.
@@ -60,11 +63,12 @@ type Relay struct {
 	wg    sync.WaitGroup
 }
 
-// job is a unit of work of a chat's worker: a user message, or a
-// compaction.
+// job is a unit of work of a chat's worker: a user message (with its row
+// in the store's inbox, 0 when it could not be stored), or a compaction.
 type job struct {
-	text    string
-	compact bool
+	question int64
+	text     string
+	compact  bool
 }
 
 type chat struct {
@@ -120,6 +124,9 @@ func (r *Relay) Run(ctx context.Context) error {
 	r.mu.Lock()
 	r.ctx = ctx
 	r.mu.Unlock()
+	if err := r.restore(ctx); err != nil {
+		return err
+	}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); r.queue.Run(ctx) }()
@@ -145,10 +152,62 @@ func (r *Relay) Run(ctx context.Context) error {
 	return context.Cause(ctx)
 }
 
+// restore takes up the questions of the store's inbox, left by a relay
+// that stopped before answering them: those not started wait their turn
+// again; those the agent was answering when the relay died are not run
+// twice (their tools may have run already), and the chat is told.
+func (r *Relay) restore(ctx context.Context) error {
+	qs, err := r.opts.Store.Questions(ctx, r.opts.Channel.Name())
+	if err != nil {
+		return err
+	}
+	for _, q := range qs {
+		if !q.Started {
+			r.ask(q)
+			continue
+		}
+		r.opts.Logger.Warn("relay: a question was being answered when the relay stopped; telling the chat", "chat", q.Chat)
+		r.reply(ctx, q.Chat, []deliver.Message{{Kind: string(KindInterrupted), Text: interrupted(q.Text)}}, q.ID)
+	}
+	if len(qs) > 0 {
+		r.opts.Logger.Info("relay: questions from before", "count", len(qs))
+	}
+	return nil
+}
+
+// interrupted is what a chat is told about a question whose answer a
+// crash cut off.
+func interrupted(question string) string {
+	if q := []rune(question); len(q) > 200 {
+		question = string(q[:200]) + "…"
+	}
+	return fmt.Sprintf("⚠️ The relay stopped while the agent was answering “%s”; the answer was cut off. Send it again to retry.", question)
+}
+
 // handle takes one inbound message: de-duplicated, checked against the
-// allow list, then a command or a job for the chat's worker.
+// allow list, then a command or a question for the chat's worker.
 func (r *Relay) handle(ctx context.Context, in channel.Inbound) {
 	log := r.opts.Logger
+	allowed := len(r.opts.Allow) == 0 || slices.Contains(r.opts.Allow, in.Chat)
+	text := strings.TrimSpace(in.Text)
+	if allowed && text != "" && !isCommand(text) {
+		// A question is marked seen and stored in the inbox in one step:
+		// from now on a crash cannot make it vanish.
+		q, fresh, err := r.opts.Store.Ask(ctx, in.Key, store.Question{Channel: r.opts.Channel.Name(), Chat: in.Chat, Text: text, Created: r.opts.Clock.Now()})
+		switch {
+		case err != nil:
+			// Answered all the same; only a crash before the answer
+			// would lose it now.
+			log.Error("relay: cannot record a question", "err", err)
+			q = store.Question{Chat: in.Chat, Text: text}
+		case !fresh:
+			log.Debug("relay: duplicate inbound message dropped", "chat", in.Chat)
+			return
+		}
+		r.queue.Wake(in.Chat)
+		r.ask(q)
+		return
+	}
 	if in.Key != "" {
 		fresh, err := r.opts.Store.Claim(ctx, r.opts.Channel.Name(), in.Key, r.opts.Clock.Now())
 		if err != nil {
@@ -158,29 +217,43 @@ func (r *Relay) handle(ctx context.Context, in channel.Inbound) {
 			return
 		}
 	}
-	if len(r.opts.Allow) > 0 && !slices.Contains(r.opts.Allow, in.Chat) {
+	if !allowed {
 		log.Warn("relay: message from a chat not allowed", "chat", in.Chat)
 		r.say(ctx, in.Chat, KindCommand, fmt.Sprintf("This bot is private. Its owner can allow this chat with --allow %s.", in.Chat))
 		return
 	}
 	r.queue.Wake(in.Chat)
-	text := strings.TrimSpace(in.Text)
-	if text == "" {
-		return
+	if text != "" {
+		r.command(ctx, r.chat(in.Chat), text)
 	}
-	c := r.chat(in.Chat)
-	if strings.HasPrefix(text, "/") && r.command(ctx, c, text) {
-		return
-	}
+}
+
+// ask queues a question for its chat's worker.
+func (r *Relay) ask(q store.Question) {
+	c := r.chat(q.Chat)
 	c.mu.Lock()
 	running := c.running
-	c.jobs = append(c.jobs, job{text: text})
+	c.jobs = append(c.jobs, job{question: q.ID, text: q.Text})
 	conv := c.conv
 	c.mu.Unlock()
 	if running && r.opts.Interrupt && conv != nil {
 		conv.Abort("interrupted by a new message")
 	}
 	c.poke()
+}
+
+// drop removes the questions of jobs from the inbox (the user withdrew
+// them).
+func (r *Relay) drop(ctx context.Context, jobs []job) {
+	var ids []int64
+	for _, j := range jobs {
+		if j.question != 0 {
+			ids = append(ids, j.question)
+		}
+	}
+	if err := r.opts.Store.Drop(ctx, ids...); err != nil {
+		r.opts.Logger.Error("relay: cannot drop withdrawn questions", "err", err)
+	}
 }
 
 // chat returns the chat's state, starting its worker on first use. The
@@ -245,9 +318,14 @@ func (r *Relay) work(ctx context.Context, stop <-chan struct{}, c *chat) {
 			return
 		default:
 		}
+		if !j.compact && j.question != 0 {
+			if err := r.opts.Store.Start(ctx, j.question); err != nil {
+				r.opts.Logger.Error("relay: cannot mark a question started", "err", err)
+			}
+		}
 		conv, err := r.conversation(ctx, c)
 		if err != nil {
-			r.say(ctx, c.id, route.Error, "⚠️ cannot start the agent: "+err.Error())
+			r.reply(ctx, c.id, []deliver.Message{{Kind: string(route.Error), Text: "⚠️ cannot start the agent: " + err.Error()}}, j.question)
 			continue
 		}
 		if j.compact {
@@ -258,12 +336,14 @@ func (r *Relay) work(ctx context.Context, stop <-chan struct{}, c *chat) {
 			r.say(ctx, c.id, KindCommand, msg)
 			continue
 		}
-		r.run(ctx, stop, c, conv, j.text)
+		r.run(ctx, stop, c, conv, j)
 	}
 }
 
-// run drives one user message through the agent and routes what it says.
-func (r *Relay) run(ctx context.Context, stop <-chan struct{}, c *chat, conv backend.Conversation, text string) {
+// run drives one question through the agent and routes what it says: the
+// interstitials as they come, the rest with the question's leaving the
+// inbox.
+func (r *Relay) run(ctx context.Context, stop <-chan struct{}, c *chat, conv backend.Conversation, j *job) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -274,9 +354,9 @@ func (r *Relay) run(ctx context.Context, stop <-chan struct{}, c *chat, conv bac
 		case <-runCtx.Done():
 		}
 	}()
-	rn, err := conv.Start(runCtx, text)
+	rn, err := conv.Start(runCtx, j.text)
 	if err != nil {
-		r.say(ctx, c.id, route.Error, "⚠️ "+err.Error())
+		r.reply(ctx, c.id, []deliver.Message{{Kind: string(route.Error), Text: "⚠️ " + err.Error()}}, j.question)
 		return
 	}
 	defer rn.Close()
@@ -285,12 +365,6 @@ func (r *Relay) run(ctx context.Context, stop <-chan struct{}, c *chat, conv bac
 	c.mu.Unlock()
 	w := r.watch(runCtx, c.id)
 	rt := route.New(r.opts.Channel.Limit())
-	send := func(ms []route.Message) {
-		for _, m := range ms {
-			r.say(ctx, c.id, m.Kind, m.Text)
-			w.activity()
-		}
-	}
 	for {
 		ev, err := rn.Next(runCtx)
 		if err != nil {
@@ -299,7 +373,10 @@ func (r *Relay) run(ctx context.Context, stop <-chan struct{}, c *chat, conv bac
 			}
 			break
 		}
-		send(rt.Apply(ev))
+		for _, m := range rt.Apply(ev) {
+			r.say(ctx, c.id, m.Kind, m.Text)
+			w.activity()
+		}
 		switch e := ev.(type) {
 		case protocol.PermissionRequest:
 			c.mu.Lock()
@@ -313,12 +390,24 @@ func (r *Relay) run(ctx context.Context, stop <-chan struct{}, c *chat, conv bac
 			c.mu.Unlock()
 		}
 	}
-	send(rt.Finish(rn.Result()))
+	var rest []deliver.Message
+	for _, m := range rt.Finish(rn.Result()) {
+		rest = append(rest, deliver.Message{Kind: string(m.Kind), Text: m.Text})
+	}
+	r.reply(ctx, c.id, rest, j.question)
 	w.stop()
 	c.mu.Lock()
 	c.running = false
 	c.perms = nil
 	c.mu.Unlock()
+}
+
+// reply queues the messages that answer a question (0: none) and takes
+// the question out of the inbox, in one step.
+func (r *Relay) reply(ctx context.Context, chatID string, msgs []deliver.Message, question int64) {
+	if err := r.queue.Answer(ctx, chatID, msgs, question); err != nil {
+		r.opts.Logger.Error("relay: cannot queue an answer", "chat", chatID, "err", err)
+	}
 }
 
 // say queues a message for a chat; a storage failure is logged (the

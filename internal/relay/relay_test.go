@@ -4,8 +4,11 @@ import (
 	"context"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,7 +29,19 @@ import (
 	"github.com/sluicehq/sluice/model/modeltest"
 )
 
+// relayProcessEnv makes the test binary 'sluice relay' with its arguments,
+// for tests that kill a relay process.
+const relayProcessEnv = "SLUICE_TEST_RELAY_PROCESS"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(relayProcessEnv) != "" {
+		// The relay's own children (the fake claude) are not relays.
+		os.Unsetenv(relayProcessEnv)
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
 	fakeclaude.Main()
 	goleak.VerifyTestMain(m)
 }
@@ -306,5 +321,82 @@ func TestStuckChatOverTelegram(t *testing.T) {
 	}
 	if len(to7) != 2 || to7[0] != "I'll run the command." || to7[1] != "The command printed: hello" {
 		t.Errorf("chat 7 got %q", to7)
+	}
+}
+
+// TestCrashWhileAnswering: the relay process is killed (SIGKILL) while the
+// agent answers one question and another waits. After a restart on the
+// same state, the first chat is told its answer was cut off — the
+// question is not run twice — and the waiting question is answered.
+func TestCrashWhileAnswering(t *testing.T) {
+	f := telegramfake.New()
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	dir := runs(t)
+	t.Setenv("SLUICE_FAKE_CLAUDE_DIR", dir)
+	t.Setenv("TELEGRAM_BOT_TOKEN", telegramfake.Token)
+	state := t.TempDir()
+	args := []string{"telegram", "--state-dir", state, "--base-url", srv.URL, "--allow", "7",
+		"--backend", "claude", "--claude-bin", os.Args[0], "--min-interval", "0", "--chat-interval", "0"}
+
+	var stderr syncBuffer
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), relayProcessEnv+"=1")
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The first answer hangs after its first remark, the second waits.
+	f.UserSays(7, "hang:tool_use_bash.ndjson:24")
+	f.UserSays(7, "trace_a.ndjson")
+	if _, err := f.WaitSent(waitCtx(t), 1); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	// Kill once the remark's delivery is recorded and both questions are
+	// (a kill between the platform's taking a message and its row going
+	// sends it again: at least once, see the README).
+	st := openStore(t, filepath.Join(state, "telegram.db"))
+	ctx := waitCtx(t)
+	for {
+		items, err1 := st.Pending(ctx, "telegram")
+		qs, err2 := st.Questions(ctx, "telegram")
+		if err1 == nil && err2 == nil && len(items) == 0 && len(qs) == 2 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("outbox %+v, inbox %+v", items, qs)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	st.Close()
+	cmd.Process.Kill()
+	cmd.Wait()
+
+	stop, stderr2 := mainInBackground(t, args...)
+	sent, err := f.WaitSent(waitCtx(t), 3)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr2.String())
+	}
+	if sent[0].Text != "I'll run the command." {
+		t.Errorf("before the crash: %q", sent[0].Text)
+	}
+	if !strings.Contains(sent[1].Text, "cut off") || !strings.Contains(sent[1].Text, "hang:tool_use_bash.ndjson:24") {
+		t.Errorf("after the restart, first: %q", sent[1].Text)
+	}
+	if len([]rune(sent[2].Text)) != 1485 {
+		t.Errorf("the waiting question's answer: %.60q (%d characters)", sent[2].Text, len([]rune(sent[2].Text)))
+	}
+	if code := stop(); code != 0 {
+		t.Errorf("exit code %d: %s", code, stderr2.String())
+	}
+	inv, err := fakeclaude.Invocations(dir)
+	if err != nil || len(inv) != 2 || inv[1].Prompt != "trace_a.ndjson" {
+		t.Errorf("claude ran %+v (%v); want the cut-off question once, then the waiting one", inv, err)
+	}
+	if len(f.Sent()) != 3 {
+		t.Errorf("sent %d messages, want 3", len(f.Sent()))
 	}
 }

@@ -215,6 +215,32 @@ func (q *Queue) Enqueue(ctx context.Context, chatID, kind, text string) error {
 	return nil
 }
 
+// Message is a message to queue.
+type Message struct{ Kind, Text string }
+
+// Answer stores messages for chat, queued behind the chat's earlier ones,
+// and removes question (when not 0) from the store's inbox in the same
+// transaction: the question's answer and its leaving the inbox are one
+// step, whenever the process dies.
+func (q *Queue) Answer(ctx context.Context, chatID string, msgs []Message, question int64) error {
+	now := q.clock.Now()
+	items := make([]store.Item, len(msgs))
+	for i, m := range msgs {
+		items[i] = store.Item{Channel: q.channel, Chat: chatID, Kind: m.Kind, Text: m.Text, Created: now}
+	}
+	items, err := q.store.Answer(ctx, items, question)
+	if err != nil {
+		return err
+	}
+	q.mu.Lock()
+	for _, it := range items {
+		q.add(it)
+	}
+	q.mu.Unlock()
+	q.poke()
+	return nil
+}
+
 // Wake unparks a chat that the platform refused: it spoke again.
 func (q *Queue) Wake(chatID string) {
 	q.mu.Lock()
@@ -265,9 +291,14 @@ func (q *Queue) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
-		it, wait := q.next(q.clock.Now())
+		now := q.clock.Now()
+		it, wait := q.next(now)
 		if it == nil {
-			if err := q.sleep(ctx, wait); err != nil {
+			until := time.Time{}
+			if wait >= 0 {
+				until = now.Add(wait)
+			}
+			if err := q.sleep(ctx, until); err != nil {
 				return err
 			}
 			continue
@@ -303,11 +334,13 @@ func (q *Queue) send(ctx context.Context, it store.Item) {
 	q.settle(context.WithoutCancel(ctx), it, err)
 }
 
-// sleep waits for d (forever when d < 0), a poke or ctx.
-func (q *Queue) sleep(ctx context.Context, d time.Duration) error {
+// sleep waits until the clock shows until (forever when it is zero), a
+// poke or ctx. The deadline is absolute, the timer's duration taken when
+// it starts: the clock may have moved on since next looked at it.
+func (q *Queue) sleep(ctx context.Context, until time.Time) error {
 	var timeout <-chan time.Time
-	if d >= 0 {
-		t := q.clock.NewTimer(d)
+	if !until.IsZero() {
+		t := q.clock.NewTimer(until.Sub(q.clock.Now()))
 		defer t.Stop()
 		timeout = t.C()
 	}

@@ -152,7 +152,7 @@ func (h *harness) idle() {
 func (h *harness) settled() {
 	h.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for h.q.sending() {
+	for h.q.sending() || len(h.q.wake) > 0 {
 		if time.Now().After(deadline) {
 			h.t.Fatal("a send never settled")
 		}

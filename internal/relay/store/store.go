@@ -1,8 +1,14 @@
 // Package store keeps the relay's state in one SQLite file
 // (modernc.org/sqlite, no cgo): the outbox of messages not yet taken by the
-// platform, the inbound messages already seen (de-duplication), and small
-// values such as the long-poll cursor, WeChat's context tokens and the
-// Claude Code session of each chat.
+// platform, the inbox of users' questions not yet answered, the inbound
+// messages already seen (de-duplication), and small values such as the
+// long-poll cursor, WeChat's context tokens and the Claude Code session of
+// each chat.
+//
+// A question enters the inbox in the same transaction that marks its
+// inbound message seen, and leaves it in the same transaction that puts
+// its answer in the outbox: whenever the process dies, a question seen is
+// either answered in the outbox or still in the inbox — never neither.
 //
 // Message text lives here until delivered; credentials never do (the
 // channels keep them in their own 0600 file).
@@ -16,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"time"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
@@ -45,6 +52,15 @@ CREATE TABLE IF NOT EXISTS seen (
 	at_ms   INTEGER NOT NULL,
 	PRIMARY KEY (channel, key)
 );
+CREATE TABLE IF NOT EXISTS inbox (
+	id         INTEGER PRIMARY KEY AUTOINCREMENT,
+	channel    TEXT NOT NULL,
+	chat       TEXT NOT NULL,
+	text       TEXT NOT NULL,
+	started    INTEGER NOT NULL DEFAULT 0,
+	created_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS inbox_channel ON inbox(channel, id);
 CREATE TABLE IF NOT EXISTS kv (
 	key   TEXT PRIMARY KEY,
 	value TEXT NOT NULL
@@ -87,17 +103,149 @@ type Item struct {
 // Enqueue adds a message to the outbox and returns it with its id; ids
 // increase in the order messages are added.
 func (s *Store) Enqueue(ctx context.Context, it Item) (Item, error) {
-	res, err := s.db.ExecContext(ctx,
-		`INSERT INTO outbox(channel, chat, kind, text, created_ms) VALUES(?, ?, ?, ?, ?)`,
-		it.Channel, it.Chat, it.Kind, it.Text, it.Created.UnixMilli())
+	items, err := s.Answer(ctx, []Item{it}, 0)
 	if err != nil {
-		return Item{}, fmt.Errorf("store: enqueue: %w", err)
+		return Item{}, err
 	}
-	it.ID, err = res.LastInsertId()
+	return items[0], nil
+}
+
+// Answer adds messages to the outbox and, when question is not 0, removes
+// that question from the inbox, in one transaction. It returns the items
+// with their ids.
+func (s *Store) Answer(ctx context.Context, items []Item, question int64) ([]Item, error) {
+	out := slices.Clone(items)
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		for i, it := range out {
+			res, err := tx.ExecContext(ctx,
+				`INSERT INTO outbox(channel, chat, kind, text, created_ms) VALUES(?, ?, ?, ?, ?)`,
+				it.Channel, it.Chat, it.Kind, it.Text, it.Created.UnixMilli())
+			if err != nil {
+				return err
+			}
+			if out[i].ID, err = res.LastInsertId(); err != nil {
+				return err
+			}
+		}
+		if question != 0 {
+			_, err := tx.ExecContext(ctx, `DELETE FROM inbox WHERE id = ?`, question)
+			return err
+		}
+		return nil
+	})
 	if err != nil {
-		return Item{}, fmt.Errorf("store: enqueue: %w", err)
+		return nil, fmt.Errorf("store: enqueue: %w", err)
 	}
-	return it, nil
+	return out, nil
+}
+
+// tx runs f in a transaction, committed when f returns nil.
+func (s *Store) tx(ctx context.Context, f func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := f(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// Question is a user's message to the agent that has no answer yet.
+type Question struct {
+	ID      int64
+	Channel string
+	Chat    string
+	Text    string
+	// Started says the agent began answering it: if it is still here
+	// after a restart, the answer was cut off.
+	Started bool
+	Created time.Time
+}
+
+// Ask records an inbound message key, as Claim does, and when it is new
+// adds q to the inbox in the same transaction. It returns q with its id,
+// or false for a message seen before. An empty key is never a duplicate.
+func (s *Store) Ask(ctx context.Context, key string, q Question) (Question, bool, error) {
+	fresh := true
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if key != "" {
+			res, err := tx.ExecContext(ctx,
+				`INSERT OR IGNORE INTO seen(channel, key, at_ms) VALUES(?, ?, ?)`, q.Channel, key, q.Created.UnixMilli())
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			if fresh = n == 1; !fresh {
+				return nil
+			}
+		}
+		res, err := tx.ExecContext(ctx,
+			`INSERT INTO inbox(channel, chat, text, created_ms) VALUES(?, ?, ?, ?)`,
+			q.Channel, q.Chat, q.Text, q.Created.UnixMilli())
+		if err != nil {
+			return err
+		}
+		q.ID, err = res.LastInsertId()
+		return err
+	})
+	if err != nil {
+		return Question{}, false, fmt.Errorf("store: ask: %w", err)
+	}
+	return q, fresh, nil
+}
+
+// Questions returns the inbox of a channel, oldest first.
+func (s *Store) Questions(ctx context.Context, channel string) ([]Question, error) {
+	rows, err := s.db.QueryContext(ctx,
+		`SELECT id, chat, text, started, created_ms FROM inbox WHERE channel = ? ORDER BY id`, channel)
+	if err != nil {
+		return nil, fmt.Errorf("store: questions: %w", err)
+	}
+	defer rows.Close()
+	var qs []Question
+	for rows.Next() {
+		q := Question{Channel: channel}
+		var ms int64
+		if err := rows.Scan(&q.ID, &q.Chat, &q.Text, &q.Started, &ms); err != nil {
+			return nil, fmt.Errorf("store: questions: %w", err)
+		}
+		q.Created = time.UnixMilli(ms)
+		qs = append(qs, q)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: questions: %w", err)
+	}
+	return qs, nil
+}
+
+// Start marks a question as being answered.
+func (s *Store) Start(ctx context.Context, id int64) error {
+	if _, err := s.db.ExecContext(ctx, `UPDATE inbox SET started = 1 WHERE id = ?`, id); err != nil {
+		return fmt.Errorf("store: start: %w", err)
+	}
+	return nil
+}
+
+// Drop removes questions from the inbox unanswered (the user withdrew
+// them: /stop, /new).
+func (s *Store) Drop(ctx context.Context, ids ...int64) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		for _, id := range ids {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM inbox WHERE id = ?`, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: drop: %w", err)
+	}
+	return nil
 }
 
 // Pending returns the outbox of a channel, oldest first.

@@ -108,3 +108,62 @@ func TestKV(t *testing.T) {
 		t.Errorf("Get after delete: %v", err)
 	}
 }
+
+// TestInbox: a question enters with its key, once; survives a reopen with
+// its started mark; leaves with its answer in one step, or when dropped.
+func TestInbox(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "relay.db")
+	s := open(t, path)
+	at := time.UnixMilli(1_700_000_000_000)
+	ask := func(key, chat, text string) (Question, bool) {
+		t.Helper()
+		q, fresh, err := s.Ask(ctx, key, Question{Channel: "telegram", Chat: chat, Text: text, Created: at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q, fresh
+	}
+	q1, fresh := ask("k1", "7", "first")
+	if !fresh || q1.ID == 0 {
+		t.Fatalf("first ask: %+v %v", q1, fresh)
+	}
+	if _, fresh := ask("k1", "7", "first"); fresh {
+		t.Error("a key asked twice was fresh twice")
+	}
+	if fresh, _ := s.Claim(ctx, "telegram", "k1", at); fresh {
+		t.Error("Ask did not mark the key seen")
+	}
+	q2, _ := ask("k2", "7", "second")
+	q3, _ := ask("", "8", "no key")
+	if err := s.Start(ctx, q1.ID); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	s = open(t, path)
+	defer s.Close()
+	qs, err := s.Questions(ctx, "telegram")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(qs) != 3 || qs[0].Text != "first" || !qs[0].Started || qs[1].Started || qs[2].Chat != "8" || !qs[0].Created.Equal(at) {
+		t.Fatalf("after reopen: %+v", qs)
+	}
+	items, err := s.Answer(ctx, []Item{
+		{Channel: "telegram", Chat: "7", Kind: "final", Text: "a1", Created: at},
+		{Channel: "telegram", Chat: "7", Kind: "final", Text: "a2", Created: at},
+	}, q1.ID)
+	if err != nil || len(items) != 2 || items[0].ID == 0 || items[1].ID <= items[0].ID {
+		t.Fatalf("answer: %+v %v", items, err)
+	}
+	if err := s.Drop(ctx, q2.ID, q3.ID); err != nil {
+		t.Fatal(err)
+	}
+	qs, _ = s.Questions(ctx, "telegram")
+	pending, _ := s.Pending(ctx, "telegram")
+	if len(qs) != 0 || len(pending) != 2 {
+		t.Errorf("inbox %+v, outbox %+v", qs, pending)
+	}
+}

@@ -116,6 +116,7 @@ func (c *conversation) Start(ctx context.Context, text string) (backend.Run, err
 	cmd := exec.Command(c.b.cfg.Command, args...)
 	cmd.Dir = c.b.cfg.WorkDir
 	cmd.Env = c.b.cfg.Env
+	cmd.SysProcAttr = procAttr()
 	cmd.Stdin = strings.NewReader(text)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
