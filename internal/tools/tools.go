@@ -49,11 +49,11 @@ type Files interface {
 	WriteTextFile(ctx context.Context, path, content string) error
 }
 
-// Builtins returns the six built-in tools, showing paths in Compact as the
+// Builtins returns the built-in tools, showing paths in Compact as the
 // model gave them.
 func Builtins() []tool.Tool { return BuiltinsIn("") }
 
-// BuiltinsIn returns the six built-in tools, showing paths in Compact
+// BuiltinsIn returns the built-in tools, showing paths in Compact
 // relative to workDir when they are inside it. workDir only affects display:
 // calls run in their Env's WorkDir.
 func BuiltinsIn(workDir string) []tool.Tool {
@@ -64,6 +64,7 @@ func BuiltinsIn(workDir string) []tool.Tool {
 		&Edit{DisplayDir: workDir},
 		&Glob{DisplayDir: workDir},
 		&Grep{DisplayDir: workDir},
+		&TodoWrite{},
 	}
 }
 
