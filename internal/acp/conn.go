@@ -58,9 +58,7 @@ func filterLines(in io.Reader, out io.Writer, errs io.Writer, max int) error {
 		default:
 			line = append(line, chunk...)
 		}
-		if tooLong {
-			writeError(errs, nil, codeInvalidRequest, fmt.Sprintf("message longer than %d bytes skipped", max))
-		} else if len(line) > max {
+		if tooLong || len(line) > max {
 			writeError(errs, nil, codeInvalidRequest, fmt.Sprintf("message longer than %d bytes skipped", max))
 		} else if msg, ok := checkLine(line, errs); ok {
 			if _, werr := out.Write(msg); werr != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,11 +43,15 @@ type testClient struct {
 
 	terminals map[string]*terminal
 	released  []string
+	chunks    int // agent_message_chunk updates
 }
 
 func (c *testClient) SessionUpdate(_ context.Context, n sdk.SessionNotification) error {
 	c.mu.Lock()
 	c.updates = append(c.updates, n)
+	if n.Update.AgentMessageChunk != nil {
+		c.chunks++
+	}
 	c.mu.Unlock()
 	select {
 	case c.notify <- struct{}{}:
@@ -175,7 +180,7 @@ func (c *testClient) snapshot() []sdk.SessionNotification {
 
 // harness is a Server on pipes with a Go SDK client on the other end.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	client *testClient
 	conn   *sdk.ClientSideConnection
 	dir    string
@@ -207,7 +212,7 @@ type harnessOpts struct {
 	client *testClient
 }
 
-func newHarness(t *testing.T, provider model.Provider, o harnessOpts) *harness {
+func newHarness(t testing.TB, provider model.Provider, o harnessOpts) *harness {
 	t.Helper()
 	dir := o.dir
 	if dir == "" {
@@ -240,6 +245,7 @@ func newHarness(t *testing.T, provider model.Provider, o harnessOpts) *harness {
 		h.done <- err
 	}()
 	h.conn = sdk.NewClientSideConnection(c, toAgentW, fromAgentR)
+	h.conn.SetLogger(slog.New(slog.DiscardHandler))
 	t.Cleanup(func() {
 		toAgentW.Close()
 		select {
