@@ -26,6 +26,9 @@ func (s *Session) runBang(j *job) Result {
 	s.marks[msg.ID] = mark
 	s.mu.Unlock()
 	s.publish(protocol.UserMessageAdded{Message: msg})
+	// Recorded before the command starts, so that a crash while it runs
+	// leaves the command, and what of its output streamed, in the session.
+	s.persistMessage(msg.ID, &mark)
 
 	bash := s.tool("Bash")
 	if bash == nil {
@@ -70,15 +73,11 @@ func (s *Session) runBang(j *job) Result {
 	title := !s.titled
 	s.titled = true
 	s.mu.Unlock()
-	final, _ := s.message(j.id)
-	recs := []record{}
+	recs := []record{{Type: recContext, Time: s.now(), Context: []model.Message{ctxMsg}}}
 	if title {
-		recs = append(recs, record{Type: recTitle, Time: s.now(), Title: titleOf(final)})
+		recs = append(recs, record{Type: recTitle, Time: s.now(), Title: titleOf(msg)})
 	}
-	recs = append(recs,
-		record{Type: recMessage, Time: s.now(), Message: &final, Mark: &mark},
-		record{Type: recContext, Time: s.now(), Context: []model.Message{ctxMsg}})
-	s.persist(recs...)
+	s.persistMessage(j.id, &mark, recs...)
 	res.Text = content
 	return res
 }

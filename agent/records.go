@@ -25,6 +25,10 @@ const (
 	recCompact = "compact" // a summary appended; the context folded
 	recRewind  = "rewind"
 	recClear   = "clear"
+	// recEvent is a streamed event of the message being answered, written
+	// as it streams (in small batches) so that a crash keeps what was
+	// shown. A later message record with the same id supersedes them.
+	recEvent = "event"
 )
 
 type record struct {
@@ -37,6 +41,8 @@ type record struct {
 	Context  []model.Message   `json:"context,omitempty"`
 	KeepFrom int               `json:"keepFrom,omitempty"`
 	Anchor   string            `json:"anchor,omitempty"`
+	Method   string            `json:"method,omitempty"`
+	Event    json.RawMessage   `json:"event,omitempty"`
 }
 
 // encodeRecord is r as one line of JSON (no HTML escaping: session files
@@ -88,14 +94,18 @@ func Open(opts Options, id string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.log = l
+	s.log = newJournal(l)
 	s.start()
 	return s, nil
 }
 
 // replay rebuilds the display list, the context and the rewind marks.
 func (s *Session) replay(recs []json.RawMessage) ([]protocol.Message, error) {
-	display := []protocol.Message{}
+	var d replayList
+	// streamed holds the messages that event records changed since their
+	// last message record: a crash cut them. recorded holds those with a
+	// message record, whose response is then in the context already.
+	streamed, recorded := map[string]bool{}, map[string]bool{}
 	for i, raw := range recs {
 		var r record
 		if err := json.Unmarshal(raw, &r); err != nil {
@@ -109,16 +119,37 @@ func (s *Session) replay(recs []json.RawMessage) ([]protocol.Message, error) {
 			}
 		case recTitle:
 			s.titled = true
+		case recEvent:
+			ev, err := protocol.Decode(r.Method, r.Event)
+			if err == nil {
+				err = d.apply(ev)
+			}
+			if err != nil {
+				s.opts.Logger.Warn("skipped a streamed event of the session file", "index", i, "err", err)
+				continue
+			}
+			switch e := ev.(type) {
+			case protocol.AssistantMessageDiscarded:
+				delete(streamed, e.MessageID)
+			default:
+				if id := streamsInto(ev); id != "" {
+					streamed[id] = true
+				}
+			}
 		case recMessage:
 			if r.Message == nil {
 				continue
 			}
 			m := r.Message.Clone()
+			display := d.messages()
 			if n := len(display); n > 0 && display[n-1].ID == m.ID {
 				display[n-1] = m
 			} else {
 				display = append(display, m)
 			}
+			d.msgs = display
+			delete(streamed, m.ID)
+			recorded[m.ID] = true
 			if r.Mark != nil {
 				s.marks[m.ID] = *r.Mark
 			}
@@ -131,24 +162,108 @@ func (s *Session) replay(recs []json.RawMessage) ([]protocol.Message, error) {
 			keep := min(max(r.KeepFrom, 0), len(s.ctxMsgs))
 			s.ctxMsgs = foldContext(r.Message.Blocks[0].Content, s.ctxMsgs[keep:])
 			s.epoch++
-			display = append(display, r.Message.Clone())
+			d.msgs = append(d.messages(), r.Message.Clone())
 		case recRewind:
-			var err error
-			if display, err = s.rewindTo(display, r.Anchor); err != nil {
+			display, err := s.rewindTo(d.messages(), r.Anchor)
+			if err != nil {
 				s.opts.Logger.Warn("skipped a rewind record", "anchor", r.Anchor, "err", err)
+				continue
 			}
+			d.msgs = display
 		case recClear:
-			display = []protocol.Message{}
+			d.msgs = []protocol.Message{}
+			clear(streamed)
 			s.ctxMsgs = nil
 			s.epoch++
 		}
 	}
+	display := d.messages()
 	for i := range display {
-		endUnfinished(&display[i])
+		m := &display[i]
+		cut := streamed[m.ID]
+		endUnfinished(m)
+		if !cut || m.Role != protocol.RoleAssistant {
+			continue
+		}
+		// The process died while this answer streamed: show it as
+		// interrupted, and let the model see what it had said.
+		m.Blocks = append(m.Blocks, protocol.Block{Type: protocol.BlockError, Content: crashNote})
+		if !recorded[m.ID] && i == len(display)-1 {
+			s.ctxMsgs = append(s.ctxMsgs, crashContext(*m)...)
+		}
 	}
 	s.ctxMsgs = repairContext(s.ctxMsgs)
 	s.ctxTokens = estimateTokens(s.ctxMsgs)
 	return display, nil
+}
+
+// crashNote ends an answer that a crash cut.
+const crashNote = "Interrupted: sluice stopped before this answer was finished"
+
+// crashPrompt tells the model, on the next request, that its last answer
+// was cut by a crash rather than finished.
+const crashPrompt = "[Response interrupted: sluice stopped before it was finished]"
+
+// crashContext is what the model is sent of an answer a crash cut: its
+// text, then a note that it was interrupted. Reasoning (its signature is
+// lost) and tool calls (their parameters may be cut, and they never ran)
+// are left out.
+func crashContext(m protocol.Message) []model.Message {
+	var content []model.Content
+	for _, b := range m.Blocks {
+		if b.Type == protocol.BlockText && b.Content != "" {
+			content = append(content, model.Content{Type: model.ContentText, Text: b.Content})
+		}
+	}
+	var out []model.Message
+	if len(content) > 0 {
+		out = append(out, model.Message{Role: model.RoleAssistant, Content: content})
+	}
+	return append(out, model.Message{Role: model.RoleUser, Content: []model.Content{{Type: model.ContentText, Text: crashPrompt}}})
+}
+
+// streamsInto is the message whose content an event streams ("" for the
+// events that add notes or end a turn: they follow the message's record).
+func streamsInto(ev protocol.Event) string {
+	switch e := ev.(type) {
+	case protocol.AssistantMessageAdded:
+		return e.Message.ID
+	case protocol.AssistantContentUpdated:
+		return e.MessageID
+	case protocol.AssistantReasoningUpdated:
+		return e.MessageID
+	case protocol.ToolBlockUpdated:
+		return e.MessageID
+	}
+	return ""
+}
+
+// replayList is the display list being rebuilt. Runs of event records are
+// applied with the one reducer (protocol.List); other records edit the
+// plain slice. Switching costs a copy of the message headers, once per
+// run of events, not per event.
+type replayList struct {
+	msgs []protocol.Message
+	live *protocol.List // non-nil while applying events
+}
+
+func (d *replayList) messages() []protocol.Message {
+	if d.live != nil {
+		d.msgs = d.live.Snapshot().Messages
+		d.live = nil
+	}
+	if d.msgs == nil {
+		d.msgs = []protocol.Message{}
+	}
+	return d.msgs
+}
+
+func (d *replayList) apply(ev protocol.Event) error {
+	if d.live == nil {
+		d.live = protocol.NewList(protocol.Snapshot{Messages: d.msgs})
+		d.msgs = nil
+	}
+	return d.live.Apply(protocol.WithHeader(ev, protocol.Header{Seq: d.live.Seq() + 1}))
 }
 
 // endUnfinished ends the blocks that a crash left streaming or running.
@@ -163,11 +278,15 @@ func endUnfinished(m *protocol.Message) {
 		case protocol.BlockTool:
 			if b.Stage != protocol.StageEnd {
 				no := false
-				b.Stage, b.Success, b.Error = protocol.StageEnd, &no, "interrupted"
+				b.Stage, b.Success, b.Error = protocol.StageEnd, &no, interruptedTool
 			}
 		}
 	}
 }
+
+// interruptedTool is the error of a tool call that a crash cut, and the
+// result the model is sent for it.
+const interruptedTool = "interrupted: sluice stopped while the tool was running; its output is lost"
 
 // repairContext makes a context that a crash cut after a tool call valid:
 // every tool use gets a result.
@@ -182,7 +301,7 @@ func repairContext(msgs []model.Message) []model.Message {
 	var results []model.Content
 	for _, c := range last.Content {
 		if c.Type == model.ContentToolUse {
-			results = append(results, model.Content{Type: model.ContentToolResult, ID: c.ID, Text: "interrupted", IsError: true})
+			results = append(results, model.Content{Type: model.ContentToolResult, ID: c.ID, Text: interruptedTool, IsError: true})
 		}
 	}
 	if len(results) > 0 {

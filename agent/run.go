@@ -73,15 +73,15 @@ func (s *Session) runMessage(j *job) (res Result) {
 		calls := out.att.toolCalls()
 		switch {
 		case len(calls) > 0 && out.stopReason != model.StopMaxTokens:
-			results := s.runTools(ctx, out.att.msgID, calls, &res)
-			s.endRound(out, results)
+			s.recordResponse(out)
+			s.recordToolResults(out.att.msgID, s.runTools(ctx, out.att.msgID, calls, &res))
 			if err := abortCause(ctx); err != nil {
 				res.Err = err
 				return res
 			}
 		case out.stopReason == model.StopMaxTokens || out.stopReason == model.StopContextLimit:
 			continuations++
-			s.endRound(out, nil)
+			s.endRound(out)
 			if continuations > s.opts.MaxContinuations {
 				res.Err = fmt.Errorf("%w (%d continuations); ask for a shorter answer or raise --max-tokens", ErrMaxTokens, s.opts.MaxContinuations)
 				s.noteOn(out.att, res.Err.Error())
@@ -98,9 +98,9 @@ func (s *Session) runMessage(j *job) (res Result) {
 		case out.stopReason == model.StopPauseTurn:
 			// A server-side tool paused a long turn: send it back as it is
 			// and the model continues.
-			s.endRound(out, nil)
+			s.endRound(out)
 		default:
-			s.endRound(out, nil)
+			s.endRound(out)
 			res.Text = s.messageText(out.att.msgID)
 			return res
 		}
@@ -177,29 +177,36 @@ func abortCause(ctx context.Context) error {
 	return fmt.Errorf("%w: %v", ErrAborted, cause)
 }
 
-// endRound records a finished response (and its tool results) in the
-// model's context and the session file.
-func (s *Session) endRound(out responseOutcome, toolResults []model.Content) {
-	content := assistantContent(out.resp, out.stopReason)
-	var ctxRecs []model.Message
-	if len(content) > 0 {
-		ctxRecs = append(ctxRecs, model.Message{Role: model.RoleAssistant, Content: content})
+// endRound records a finished response that calls no tools.
+func (s *Session) endRound(out responseOutcome) { s.recordResponse(out) }
+
+// recordResponse records a finished response in the model's context and
+// the session file. A response that calls tools is recorded before they
+// run: a crash while they run leaves the calls recorded, and a restore
+// answers them as interrupted (repairContext).
+func (s *Session) recordResponse(out responseOutcome) {
+	var more []record
+	if content := assistantContent(out.resp, out.stopReason); len(content) > 0 {
+		m := model.Message{Role: model.RoleAssistant, Content: content}
+		s.mu.Lock()
+		s.ctxMsgs = append(s.ctxMsgs, m)
+		s.mu.Unlock()
+		more = append(more, record{Type: recContext, Time: s.now(), Context: []model.Message{m}})
 	}
-	if len(toolResults) > 0 {
-		ctxRecs = append(ctxRecs, model.Message{Role: model.RoleUser, Content: toolResults})
+	s.persistMessage(out.att.msgID, nil, more...)
+}
+
+// recordToolResults records the results of a response's tool calls.
+func (s *Session) recordToolResults(msgID string, results []model.Content) {
+	var more []record
+	if len(results) > 0 {
+		m := model.Message{Role: model.RoleUser, Content: results}
+		s.mu.Lock()
+		s.ctxMsgs = append(s.ctxMsgs, m)
+		s.mu.Unlock()
+		more = append(more, record{Type: recContext, Time: s.now(), Context: []model.Message{m}})
 	}
-	s.mu.Lock()
-	s.ctxMsgs = append(s.ctxMsgs, ctxRecs...)
-	s.mu.Unlock()
-	msg, ok := s.message(out.att.msgID)
-	recs := []record{}
-	if ok {
-		recs = append(recs, record{Type: recMessage, Time: s.now(), Message: &msg})
-	}
-	if len(ctxRecs) > 0 {
-		recs = append(recs, record{Type: recContext, Time: s.now(), Context: ctxRecs})
-	}
-	s.persist(recs...)
+	s.persistMessage(msgID, nil, more...)
 }
 
 // assistantContent is what of a response goes back to the model: empty
@@ -241,14 +248,11 @@ func (s *Session) interrupted(att *attempt, aborted bool) {
 	s.mu.Lock()
 	s.ctxMsgs = append(s.ctxMsgs, ctxRecs...)
 	s.mu.Unlock()
-	recs := []record{}
-	if msg, ok := s.message(att.msgID); ok {
-		recs = append(recs, record{Type: recMessage, Time: s.now(), Message: &msg})
-	}
+	var more []record
 	if len(ctxRecs) > 0 {
-		recs = append(recs, record{Type: recContext, Time: s.now(), Context: ctxRecs})
+		more = append(more, record{Type: recContext, Time: s.now(), Context: ctxRecs})
 	}
-	s.persist(recs...)
+	s.persistMessage(att.msgID, nil, more...)
 }
 
 // addUserMessage publishes a user message and adds it to the context.

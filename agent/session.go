@@ -3,7 +3,6 @@ package agent
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -71,7 +70,7 @@ type Session struct {
 	id   string
 	opts Options
 	bus  *bus
-	log  store.Log // nil when not persisted
+	log  *journal // nil when not persisted
 
 	tools   []tool.Tool
 	toolEnv tool.Env
@@ -136,13 +135,17 @@ func New(opts Options) (*Session, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.log = l
-		if err := s.appendRecords(record{Type: recMeta, Time: s.now(), Meta: &metaRecord{
+		meta, err := encodeRecord(record{Type: recMeta, Time: s.now(), Meta: &metaRecord{
 			ID: s.id, WorkDir: s.toolEnv.WorkDir, Provider: opts.Provider.Name(), Model: s.model, Version: 1,
-		}}); err != nil {
-			l.Close()
-			return nil, err
+		}})
+		if err == nil {
+			err = l.Append(context.Background(), meta)
 		}
+		if err != nil {
+			l.Close()
+			return nil, fmt.Errorf("%w: %w", ErrNotSaved, err)
+		}
+		s.log = newJournal(l)
 	}
 	s.start()
 	return s, nil
@@ -298,9 +301,13 @@ func (s *Session) worker() {
 func (s *Session) runJob(j *job) {
 	switch j.kind {
 	case jobMessage:
+		_ = s.saveErr() // reported by the run it happened in
 		j.result = s.runMessage(j)
+		s.reportSaveErr(&j.result)
 	case jobBang:
+		_ = s.saveErr()
 		j.result = s.runBang(j)
+		s.reportSaveErr(&j.result)
 	case jobCompact:
 		j.result.Err = s.compact(j.ctx)
 	case jobRewind:
@@ -565,7 +572,7 @@ func (s *Session) Close() error {
 	<-s.done
 	s.bus.closeAll()
 	if s.log != nil {
-		return s.log.Close()
+		return s.log.close()
 	}
 	return nil
 }
@@ -580,6 +587,9 @@ func (s *Session) publish(ev protocol.Event) protocol.Event {
 		// agent; say so loudly rather than corrupting every consumer.
 		panic(fmt.Sprintf("agent: published an inconsistent event: %v", err))
 	}
+	if s.log != nil && journaled(out) {
+		s.log.addEvent(out)
+	}
 	return out
 }
 
@@ -589,26 +599,64 @@ func (s *Session) publishPart(p model.Part) {
 	s.bus.publishPartLocked(p)
 }
 
-// persist appends records to the session file. A failure is logged: the
-// session goes on in memory.
+// persist writes records to the store after everything streamed before
+// them, and waits until they are durable. A failure is logged and kept for
+// the run's result (ErrNotSaved): the session goes on in memory.
 func (s *Session) persist(recs ...record) {
 	if s.log == nil || len(recs) == 0 {
 		return
 	}
-	if err := s.appendRecords(recs...); err != nil {
+	s.log.addRecords(recs)
+	s.flush()
+}
+
+// persistMessage is persist with a record of message id's current state
+// first. The copy is taken and queued under bus.mu, so that the record
+// stands exactly after the events it reflects.
+func (s *Session) persistMessage(id string, mark *ctxMark, more ...record) {
+	if s.log == nil {
+		return
+	}
+	var recs []record
+	s.bus.mu.Lock()
+	if i := s.bus.list.Index(id); id != "" && i >= 0 {
+		m := s.bus.list.At(i)
+		recs = append(recs, record{Type: recMessage, Time: s.now(), Message: &m, Mark: mark})
+	}
+	s.log.addRecords(append(recs, more...))
+	s.bus.mu.Unlock()
+	s.flush()
+}
+
+func (s *Session) flush() {
+	if err := s.log.flush(); err != nil {
 		s.opts.Logger.Error("session file write failed", "session", s.id, "err", err)
 	}
 }
 
-// appendRecords encodes recs and appends them to the log.
-func (s *Session) appendRecords(recs ...record) error {
-	raw := make([]json.RawMessage, len(recs))
-	for i, r := range recs {
-		b, err := encodeRecord(r)
-		if err != nil {
-			return err
-		}
-		raw[i] = b
+// reportSaveErr makes a failure to save the session during a run part of
+// its result and of the display: a run whose answer was not saved must not
+// look like a success (a full disk while print mode runs exits non-zero).
+func (s *Session) reportSaveErr(res *Result) {
+	err := s.saveErr()
+	if err == nil {
+		return
 	}
-	return s.log.Append(context.Background(), raw...)
+	s.noteOnLast(err.Error())
+	s.flush()
+	_ = s.saveErr() // the note itself could not be saved either
+	if res.Err == nil {
+		res.Err = err
+	} else {
+		res.Err = errors.Join(res.Err, err)
+	}
+}
+
+// saveErr returns the first failure to save the session since it was last
+// called (nil when not persisted).
+func (s *Session) saveErr() error {
+	if s.log == nil {
+		return nil
+	}
+	return s.log.takeErr()
 }
