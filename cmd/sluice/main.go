@@ -40,7 +40,9 @@ func main() {
 }
 
 func run(args []string, stdio Stdio) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A closed terminal or a dropped SSH session (SIGHUP) ends sluice as
+	// SIGTERM does: the run is aborted, what streamed is saved, tools stop.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	if len(args) > 0 {
 		switch args[0] {
