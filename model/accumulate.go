@@ -26,6 +26,7 @@ type accBlock struct {
 	typ       BlockType
 	id, name  string
 	raw       json.RawMessage
+	caller    json.RawMessage
 	text      strings.Builder // text, reasoning, redacted data
 	signature strings.Builder
 	input     strings.Builder // tool use or raw block input JSON
@@ -54,7 +55,7 @@ func (a *Accumulator) Add(p Part) error {
 			a.pos = make(map[int]int)
 		}
 		a.pos[p.Index] = len(a.blocks)
-		a.last = &accBlock{index: p.Index, typ: p.Block, id: p.ID, name: p.Name, raw: p.Raw}
+		a.last = &accBlock{index: p.Index, typ: p.Block, id: p.ID, name: p.Name, raw: p.Raw, caller: p.Caller}
 		a.blocks = append(a.blocks, a.last)
 	case PartBlockDelta:
 		b := a.block(p.Index)
@@ -166,7 +167,7 @@ func (b *accBlock) content() (Content, bool) {
 		if !json.Valid(input) {
 			return Content{}, false
 		}
-		return Content{Type: ContentToolUse, ID: b.id, Name: b.name, Input: input}, true
+		return Content{Type: ContentToolUse, ID: b.id, Name: b.name, Input: input, Caller: b.caller}, true
 	case BlockRaw:
 		raw := b.raw
 		if b.input.Len() > 0 || len(b.fields) > 0 {
@@ -264,7 +265,7 @@ func contentParts(index int, c Content, yield func(Part) bool) bool {
 		start.Block = BlockRedactedReasoning
 		delta(DeltaRedacted, c.Data)
 	case ContentToolUse:
-		start.Block, start.ID, start.Name = BlockToolUse, c.ID, c.Name
+		start.Block, start.ID, start.Name, start.Caller = BlockToolUse, c.ID, c.Name, c.Caller
 		input := string(c.Input)
 		if input == "" {
 			input = "{}"

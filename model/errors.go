@@ -26,6 +26,15 @@ var (
 	// ErrInvalidRequest: the request could not be built (an invalid JSON
 	// tool input or schema). Never retried.
 	ErrInvalidRequest = errors.New("model request is invalid")
+	// ErrResponseTooLarge: the answer's body passed the maximum response
+	// size (StreamOptions.MaxResponseSize). Never retried: the same request
+	// would get the same answer.
+	ErrResponseTooLarge = errors.New("model answer exceeds the maximum response size")
+	// ErrRedirect: the server redirected the request somewhere sluice does
+	// not follow (another host, which must not get the credentials, or a
+	// redirect that would turn the POST into a GET). Never retried: the
+	// base URL needs fixing.
+	ErrRedirect = errors.New("model API redirected the request")
 )
 
 // APIError is an error answer of a model API, in the HTTP status or as an

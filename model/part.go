@@ -100,6 +100,10 @@ type Part struct {
 	ID   string          // PartMessageStart: message id; PartBlockStart: tool use id
 	Name string          // PartBlockStart: tool name (or raw block's type)
 	Raw  json.RawMessage // PartBlockStart of BlockRaw: the block as started
+	// Caller is, on the PartBlockStart of a tool use that code running on
+	// the server made (Anthropic's programmatic tool calling), who called
+	// it, as the server said: it goes back to the server with the call.
+	Caller json.RawMessage
 
 	Model        string // PartMessageStart
 	StopReason   string // PartMessageDelta

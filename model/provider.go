@@ -16,9 +16,9 @@ type Provider interface {
 	// iterator may be ranged over only once. Once ctx is done, Stream must
 	// return promptly (Stream in this package waits for it). A provider
 	// that reads an HTTP body wraps it with WatchBody so that the
-	// watchdog sees its bytes.
+	// watchdog sees the answer arrive and its size is bounded.
 	Stream(ctx context.Context, req *Request) iter.Seq2[Part, error]
 	// Complete sends req without streaming (the fallback after repeated
-	// streaming failures).
+	// streaming failures). Its body, too, is read through WatchBody.
 	Complete(ctx context.Context, req *Request) (*Response, error)
 }

@@ -40,6 +40,10 @@ type Content struct {
 	Name string `json:"name,omitempty"`
 	// Input is a tool use's complete JSON input.
 	Input json.RawMessage `json:"input,omitempty"`
+	// Caller is who called a tool use that code running on the server
+	// made (programmatic tool calling), as the server said; the server
+	// wants it back with the call.
+	Caller json.RawMessage `json:"caller,omitempty"`
 	// IsError marks a failed tool result.
 	IsError bool `json:"isError,omitempty"`
 	// Citations are a text block's citations as the server sent them.
@@ -91,6 +95,13 @@ type Usage struct {
 	OutputTokens             int `json:"output_tokens"`
 	CacheCreationInputTokens int `json:"cache_creation_input_tokens,omitempty"`
 	CacheReadInputTokens     int `json:"cache_read_input_tokens,omitempty"`
+	// ContextTokens is the size of the context (input, cache read and
+	// cache creation) of the latest model request behind the response, when
+	// the provider knows it: the request sluice sent, or the last one the
+	// server made itself (after compacting it server-side). It differs
+	// from the billed InputTokens of a response that ran server tools,
+	// which add up every request the server made. 0 when unknown.
+	ContextTokens int `json:"context_tokens,omitempty"`
 }
 
 // Stop reasons (Anthropic's names; other providers' are translated).

@@ -8,6 +8,7 @@ import (
 	"iter"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -22,6 +23,10 @@ const (
 	DefaultStallWarning    = 10 * time.Second
 	DefaultIdleTimeout     = 60 * time.Second
 	DefaultCompleteTimeout = 10 * time.Minute
+	// DefaultMaxResponseSize bounds one answer's body. The longest real
+	// answers (128k output tokens streamed a few tokens per event, web
+	// search results) stay well under it.
+	DefaultMaxResponseSize = 64 << 20
 )
 
 // StreamOptions configure Stream. The zero value gives the defaults.
@@ -41,10 +46,18 @@ type StreamOptions struct {
 	// MaxRetryAfter caps the wait a server asks for in retry-after-ms or
 	// retry-after; 0 means DefaultMaxRetryAfter.
 	MaxRetryAfter time.Duration
-	// StallWarning is how long without a byte makes Stream yield
+	// StallWarning is how long without content makes Stream yield
 	// PartStalled (the attempt goes on); IdleTimeout how long aborts the
 	// attempt and retries it. 0 means the default, a negative value never.
+	// Content is a part of the response: keep-alives (ping events,
+	// comments) may keep the connection open but are not progress, so
+	// that a server that only pings does not hang the call.
 	StallWarning, IdleTimeout time.Duration
+	// MaxResponseSize bounds the bytes of one answer's body, streamed or
+	// not (providers read it through WatchBody): past it the attempt fails
+	// with ErrResponseTooLarge. 0 means DefaultMaxResponseSize, a negative
+	// value no bound.
+	MaxResponseSize int64
 	// CompleteTimeout bounds the non-streaming fallback request, which has
 	// no bytes to watch until it is answered whole: 0 means
 	// DefaultCompleteTimeout, a negative value no bound.
@@ -62,7 +75,8 @@ type StreamOptions struct {
 
 // StreamOptionsFromEnv reads SLUICE_STREAM_STALL_WARNING and
 // SLUICE_STREAM_IDLE_TIMEOUT (Go durations such as "90s"; "0" turns the
-// watch off) and SLUICE_STREAM_MAX_RETRIES through getenv (os.Getenv), on
+// watch off), SLUICE_STREAM_MAX_RETRIES and SLUICE_MAX_RESPONSE_SIZE (bytes,
+// with an optional KiB, MiB or GiB suffix) through getenv (os.Getenv), on
 // top of opts.
 func StreamOptionsFromEnv(opts StreamOptions, getenv func(string) string) (StreamOptions, error) {
 	for _, v := range []struct {
@@ -95,7 +109,34 @@ func StreamOptionsFromEnv(opts StreamOptions, getenv func(string) string) (Strea
 		}
 		opts.MaxRetries = n
 	}
+	if s := getenv("SLUICE_MAX_RESPONSE_SIZE"); s != "" {
+		n, err := parseSize(s)
+		if err != nil {
+			return opts, fmt.Errorf("SLUICE_MAX_RESPONSE_SIZE=%q: want a size in bytes such as 128MiB", s)
+		}
+		opts.MaxResponseSize = n
+	}
 	return opts, nil
+}
+
+// parseSize reads a positive number of bytes with an optional binary
+// suffix.
+func parseSize(s string) (int64, error) {
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}} {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, mult = strings.TrimSpace(n), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 || n > (1<<62)/mult {
+		return 0, errors.New("not a size")
+	}
+	return n * mult, nil
 }
 
 func (o StreamOptions) withDefaults() StreamOptions {
@@ -117,6 +158,9 @@ func (o StreamOptions) withDefaults() StreamOptions {
 	defDur(&o.StallWarning, DefaultStallWarning)
 	defDur(&o.IdleTimeout, DefaultIdleTimeout)
 	defDur(&o.CompleteTimeout, DefaultCompleteTimeout)
+	if o.MaxResponseSize == 0 {
+		o.MaxResponseSize = DefaultMaxResponseSize
+	}
 	if o.Clock == nil {
 		o.Clock = SystemClock
 	}
@@ -151,10 +195,11 @@ func (o StreamOptions) withDefaults() StreamOptions {
 //   - 400, 401, 403, 404, 413, a context overflow (ErrContextOverflow) and
 //     any error the server marked x-should-retry: false are not retried:
 //     Stream yields the error, whose message says what to do.
-//   - The watchdog measures the time since the last byte of the response
-//     (providers wrap their body with WatchBody) or the last part: past
-//     StallWarning it yields PartStalled once, past IdleTimeout it aborts
-//     the attempt and retries it.
+//   - The watchdog measures the time since the response arrived or last
+//     made progress (a part): past StallWarning it yields PartStalled once,
+//     past IdleTimeout it aborts the attempt and retries it. Keep-alives
+//     (pings, comments) are no progress.
+//   - An answer larger than MaxResponseSize fails with ErrResponseTooLarge.
 //   - After FallbackAfter consecutive failed streams, and before giving up
 //     on a retryable failure, one non-streaming request (Provider.Complete)
 //     is tried; its response is yielded as the same parts a stream would
@@ -246,7 +291,8 @@ func (s *streamer) delay(n int, err error) time.Duration {
 func retryable(err error) bool {
 	var apiErr *APIError
 	switch {
-	case errors.Is(err, ErrContextOverflow), errors.Is(err, ErrEventTooLarge), errors.Is(err, ErrInvalidRequest):
+	case errors.Is(err, ErrContextOverflow), errors.Is(err, ErrEventTooLarge), errors.Is(err, ErrInvalidRequest),
+		errors.Is(err, ErrResponseTooLarge), errors.Is(err, ErrRedirect):
 		return false
 	case errors.As(err, &apiErr):
 		return apiErr.Retryable()
@@ -277,7 +323,7 @@ var errAttemptOver = errors.New("model: attempt over")
 // part was yielded.
 func (s *streamer) attempt(ctx context.Context, yield func(Part, error) bool) (err error, stopped, began bool) {
 	actx, cancel := context.WithCancelCause(ctx)
-	w := &watch{clock: s.o.Clock}
+	w := &watch{clock: s.o.Clock, max: s.o.MaxResponseSize}
 	w.touch()
 	actx = context.WithValue(actx, watchKey{}, w)
 
@@ -387,6 +433,7 @@ func (s *streamer) nextCheck(idle time.Duration, stalled bool) time.Duration {
 // as parts.
 func (s *streamer) complete(ctx context.Context, yield func(Part, error) bool) (err error, stopped bool) {
 	cctx, cancel := context.WithCancelCause(ctx)
+	cctx = context.WithValue(cctx, watchKey{}, &watch{clock: s.o.Clock, max: s.o.MaxResponseSize})
 	type result struct {
 		resp *Response
 		err  error
@@ -426,39 +473,72 @@ func (s *streamer) complete(ctx context.Context, yield func(Part, error) bool) (
 	return nil, false
 }
 
-// watch is the time of the last sign of life of an attempt: a byte read or
-// a part yielded.
+// watch is the time of the last sign of life of an attempt (its response's
+// arrival, or a part yielded) and the bound of its body.
 type watch struct {
 	clock Clock
 	last  atomic.Int64 // Unix nanoseconds
+	max   int64        // bytes of the body, or < 0 for no bound
 }
 
 func (w *watch) touch() { w.last.Store(w.clock.Now().UnixNano()) }
 
 type watchKey struct{}
 
-// WatchBody wraps the body of a streaming response so that the watchdog of
-// the Stream call that ctx belongs to sees every byte read from it; it
-// also counts the response's arrival as a sign of life. Outside Stream it
-// returns body unchanged. Providers call it on their response body.
+// WatchBody wraps the body of a response (streamed, or the non-streaming
+// fallback's) for the Stream call that ctx belongs to: the response's
+// arrival is a sign of life for its watchdog, and reading past
+// StreamOptions.MaxResponseSize fails with ErrResponseTooLarge. The bytes
+// themselves are no sign of life: a server that sends only keep-alives
+// must not hold the call forever, so the watchdog waits for parts. Outside
+// Stream the default bound applies. Providers call it on every response
+// body they read.
 func WatchBody(ctx context.Context, body io.ReadCloser) io.ReadCloser {
 	w, _ := ctx.Value(watchKey{}).(*watch)
-	if w == nil {
+	limit := int64(DefaultMaxResponseSize)
+	if w != nil {
+		w.touch()
+		limit = w.max
+	}
+	if limit < 0 {
 		return body
 	}
-	w.touch()
-	return &watchedBody{body, w}
+	return &boundedBody{ReadCloser: body, left: limit, max: limit}
 }
 
-type watchedBody struct {
+// boundedBody fails once more than max bytes have been read.
+type boundedBody struct {
 	io.ReadCloser
-	w *watch
+	left, max int64
+	err       error
 }
 
-func (b *watchedBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if n > 0 {
-		b.w.touch()
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
 	}
-	return n, err
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1] // one byte more tells a body of exactly max from a longer one
+	}
+	n, err := b.ReadCloser.Read(p)
+	if int64(n) <= b.left {
+		b.left -= int64(n)
+		return n, err
+	}
+	n, b.left = int(b.left), 0
+	b.err = fmt.Errorf("%w of %s (SLUICE_MAX_RESPONSE_SIZE)", ErrResponseTooLarge, formatSize(b.max))
+	return n, b.err
+}
+
+// formatSize writes n bytes in the largest binary unit that divides it.
+func formatSize(n int64) string {
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return fmt.Sprintf("%d %s", n/u.size, u.name)
+		}
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

@@ -369,67 +369,143 @@ func TestStreamStallAndIdleTimeout(t *testing.T) {
 	}
 }
 
-// Bytes that make no part (pings, a long event arriving slowly) keep the
-// watchdog quiet: it watches bytes, not parts.
-func TestStreamWatchesBytes(t *testing.T) {
+// Bytes that make no part (keep-alives: pings, comments) do not keep the
+// watchdog quiet: a server that only pings is stalled, then timed out and
+// retried.
+func TestStreamKeepAlivesAreNoProgress(t *testing.T) {
 	t.Parallel()
 	clock := modeltest.NewClock(time.Unix(0, 0))
 	pr, pw := io.Pipe()
 	read := make(chan struct{})
-	slow := func(ctx context.Context, yield func(model.Part, error) bool) {
+	pinging := func(ctx context.Context, yield func(model.Part, error) bool) {
 		body := model.WatchBody(ctx, pr)
 		defer body.Close()
+		stop := context.AfterFunc(ctx, func() { pr.CloseWithError(ctx.Err()) })
+		defer stop()
 		if !yield(model.Part{Type: model.PartMessageStart}, nil) {
 			return
 		}
 		buf := make([]byte, 64)
 		for {
-			_, err := body.Read(buf)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
+			if _, err := body.Read(buf); err != nil {
 				yield(model.Part{}, err)
 				return
 			}
-			read <- struct{}{} // the watchdog has seen the byte
-		}
-		for p := range answer.Parts() {
-			if p.Type != model.PartMessageStart && !yield(p, nil) {
-				return
-			}
+			read <- struct{}{} // the byte has gone through the watched body
 		}
 	}
-	f := &fake{attempts: []func(context.Context, func(model.Part, error) bool){slow}}
-	opts := model.StreamOptions{Clock: clock, StallWarning: 10 * time.Second, IdleTimeout: 20 * time.Second}
-	var got []model.PartType
-	done := make(chan error)
+	f := &fake{attempts: []func(context.Context, func(model.Part, error) bool){pinging, ok}}
+	opts := model.StreamOptions{Clock: clock, StallWarning: 10 * time.Second, IdleTimeout: 20 * time.Second,
+		Sleep: func(context.Context, time.Duration) error { return nil }}
+	parts := make(chan model.Part, 64)
+	done := make(chan error, 1)
 	go func() {
-		defer close(done)
+		defer close(parts)
 		for p, err := range model.Stream(t.Context(), f, &model.Request{}, opts) {
 			if err != nil {
 				done <- err
 				return
 			}
-			got = append(got, p.Type)
+			parts <- p
 		}
+		done <- nil
 	}()
-	// A byte every 8s for 80s: never 10s without one.
-	for range 10 {
-		clock.WaitArmed(1)
-		clock.Advance(8 * time.Second)
-		if _, err := pw.Write([]byte(": ping\n")); err != nil {
+	expect := func(want model.PartType) model.Part {
+		t.Helper()
+		p := <-parts
+		if p.Type != want {
+			t.Fatalf("got %v, want %v", p.Type, want)
+		}
+		return p
+	}
+	ping := func() {
+		t.Helper()
+		if _, err := pw.Write([]byte(": ping\n\nevent: ping\ndata: {\"type\":\"ping\"}\n\n")); err != nil {
 			t.Fatal(err)
 		}
 		<-read
 	}
-	pw.Close()
+	expect(model.PartMessageStart)
+	// A keep-alive every 8 s: at 16 s without content the call is
+	// stalled, at 24 s it is retried.
+	clock.WaitArmed(1)
+	clock.Advance(8 * time.Second)
+	ping()
+	clock.WaitArmed(1)
+	clock.Advance(8 * time.Second)
+	if p := expect(model.PartStalled); p.Idle != 16*time.Second {
+		t.Fatalf("idle %v", p.Idle)
+	}
+	ping()
+	clock.WaitArmed(1)
+	clock.Advance(8 * time.Second)
+	if p := expect(model.PartRetry); !errors.Is(p.Retry.Err, model.ErrIdleTimeout) {
+		t.Fatalf("retry cause %v", p.Retry.Err)
+	}
+	var got []model.Part
+	for p := range parts {
+		got = append(got, p)
+	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	for _, typ := range got {
-		if typ == model.PartStalled || typ == model.PartRetry {
-			t.Fatalf("got %v while bytes kept arriving", got)
+	if r := final(t, got); r.Content[0].Text != "hello" || f.calls != 2 {
+		t.Fatalf("%d attempts, %+v", f.calls, r)
+	}
+}
+
+// A body past the maximum response size fails the call, clearly, and is
+// not retried: the same request would get the same answer.
+func TestStreamMaxResponseSize(t *testing.T) {
+	t.Parallel()
+	huge := func(ctx context.Context, yield func(model.Part, error) bool) {
+		body := model.WatchBody(ctx, io.NopCloser(strings.NewReader(strings.Repeat("x", 1<<16))))
+		defer body.Close()
+		n, err := io.Copy(io.Discard, body)
+		if n != 1<<12 {
+			err = fmt.Errorf("read %d bytes before failing with %v", n, err)
+		}
+		yield(model.Part{}, err)
+	}
+	f := &fake{attempts: []func(context.Context, func(model.Part, error) bool){huge, ok}}
+	_, delays, err := run(t, f, model.StreamOptions{MaxResponseSize: 1 << 12})
+	if !errors.Is(err, model.ErrResponseTooLarge) || len(delays) != 0 || f.calls != 1 {
+		t.Fatalf("err %v after %d retries", err, len(delays))
+	}
+	if !strings.Contains(err.Error(), "4 KiB") || !strings.Contains(err.Error(), "SLUICE_MAX_RESPONSE_SIZE") {
+		t.Fatalf("message %q", err)
+	}
+	// Exactly the bound is fine.
+	exact := func(ctx context.Context, yield func(model.Part, error) bool) {
+		body := model.WatchBody(ctx, io.NopCloser(strings.NewReader(strings.Repeat("x", 1<<12))))
+		if _, err := io.Copy(io.Discard, body); err != nil {
+			yield(model.Part{}, err)
+			return
+		}
+		ok(ctx, yield)
+	}
+	f = &fake{attempts: []func(context.Context, func(model.Part, error) bool){exact}}
+	if _, _, err := run(t, f, model.StreamOptions{MaxResponseSize: 1 << 12}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStreamOptionsMaxResponseSizeFromEnv(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		env  string
+		want int64
+		bad  bool
+	}{{"1048576", 1 << 20, false}, {"128MiB", 128 << 20, false}, {"2 GiB", 2 << 30, false}, {"64KiB", 64 << 10, false},
+		{"-1", 0, true}, {"0", 0, true}, {"lots", 0, true}, {"1.5GiB", 0, true}} {
+		o, err := model.StreamOptionsFromEnv(model.StreamOptions{}, func(k string) string {
+			if k == "SLUICE_MAX_RESPONSE_SIZE" {
+				return c.env
+			}
+			return ""
+		})
+		if (err != nil) != c.bad || o.MaxResponseSize != c.want {
+			t.Errorf("%q: %d, %v", c.env, o.MaxResponseSize, err)
 		}
 	}
 }

@@ -145,9 +145,16 @@ func (p *Provider) Complete(ctx context.Context, req *model.Request) (*model.Res
 		return nil, err
 	}
 	defer resp.Body.Close()
+	data, err := p.api.Document(ctx, resp)
+	if err != nil {
+		return nil, err
+	}
 	var w wireResponse
-	if err := json.NewDecoder(resp.Body).Decode(&w); err != nil {
-		return nil, fmt.Errorf("anthropic: %w: reading the answer: %v", model.ErrMalformedEvent, err)
+	if err := json.Unmarshal(data, &w); err != nil {
+		return nil, fmt.Errorf("anthropic: %w: reading the answer: %v: %s", model.ErrMalformedEvent, err, httpapi.Snippet(data))
+	}
+	if w.Type != "message" && w.Content == nil {
+		return nil, fmt.Errorf("anthropic: %w: the answer is not a message: %s", model.ErrMalformedEvent, httpapi.Snippet(data))
 	}
 	return w.response()
 }

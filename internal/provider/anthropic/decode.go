@@ -30,6 +30,20 @@ func decode(r io.Reader, maxEventSize int, wrap func(*model.APIError) error, yie
 type decoder struct {
 	wrap  func(*model.APIError) error
 	usage model.Usage // totals so far: message_start's, updated by message_delta
+
+	// whole is the content that message_start gave whole (a server that
+	// sends a finished message in message_start and then only
+	// message_stop), with its stop reason: given as blocks before the
+	// message delta unless the stream starts blocks of its own.
+	whole               []model.Content
+	wholeStop, wholeSeq string
+	streamed            bool // a content_block_start came
+	delta               bool // a message_delta came
+
+	// startInput holds, by block index, the input of a tool use given
+	// whole in its content_block_start: it becomes the block's one delta at
+	// its stop unless input_json_delta streams the input instead.
+	startInput map[int]string
 }
 
 // event handles one SSE event. It returns done when the response is over
@@ -75,11 +89,21 @@ func (d *decoder) event(sseType string, data []byte, yield func(model.Part, erro
 		if p.Text == "" && p.Delta != model.DeltaRaw {
 			return false, nil // an empty fragment (input_json_delta opens with one) says nothing
 		}
+		if p.Delta == model.DeltaInputJSON {
+			delete(d.startInput, index) // the streamed input is the input
+		}
 		return !emit(p), nil
 	case "content_block_start":
-		p, redacted, err := blockStart(index, block)
+		p, input, redacted, err := blockStart(index, block)
 		if err != nil {
 			return false, malformed(sseType, data, err)
+		}
+		d.streamed = true
+		if input != "" {
+			if d.startInput == nil {
+				d.startInput = make(map[int]string)
+			}
+			d.startInput[index] = input
 		}
 		if !emit(p) {
 			return true, nil
@@ -91,6 +115,12 @@ func (d *decoder) event(sseType string, data []byte, yield func(model.Part, erro
 		}
 		return false, nil
 	case "content_block_stop":
+		if input, ok := d.startInput[index]; ok {
+			delete(d.startInput, index)
+			if !emit(model.Part{Type: model.PartBlockDelta, Index: index, Delta: model.DeltaInputJSON, Text: input}) {
+				return true, nil
+			}
+		}
 		return !emit(model.Part{Type: model.PartBlockStop, Index: index}), nil
 	case "message_start":
 		p := model.Part{Type: model.PartMessageStart}
@@ -103,15 +133,33 @@ func (d *decoder) event(sseType string, data []byte, yield func(model.Part, erro
 				p.Model, err = jsonscan.String(v)
 			case "usage":
 				err = readUsage(v, &d.usage)
+			case "content":
+				err = jsonscan.Array(v, func(b []byte) error {
+					c, err := contentOf(b)
+					d.whole = append(d.whole, c)
+					return err
+				})
+			case "stop_reason":
+				d.wholeStop, err = jsonscan.String(v)
+			case "stop_sequence":
+				d.wholeSeq, err = jsonscan.String(v)
 			}
 			return err
 		})
 		if err != nil {
 			return false, malformed(sseType, data, err)
 		}
+		// The request sluice sent is the one message_start counts;
+		// message_delta's input adds up every request of a server tool's
+		// iterations.
+		d.usage.ContextTokens = d.usage.InputTokens + d.usage.CacheReadInputTokens + d.usage.CacheCreationInputTokens
 		p.Usage = d.usage
 		return !emit(p), nil
 	case "message_delta":
+		if !d.flushWhole(yield) {
+			return true, nil
+		}
+		d.delta = true
 		p := model.Part{Type: model.PartMessageDelta}
 		err := jsonscan.Object(delta, func(k, v []byte) error {
 			var err error
@@ -132,6 +180,15 @@ func (d *decoder) event(sseType string, data []byte, yield func(model.Part, erro
 		p.Usage = d.usage
 		return !emit(p), nil
 	case "message_stop":
+		if !d.flushWhole(yield) {
+			return true, nil
+		}
+		if !d.delta && d.wholeStop != "" {
+			// The stop reason came with the whole message in message_start.
+			if !emit(model.Part{Type: model.PartMessageDelta, StopReason: d.wholeStop, StopSequence: d.wholeSeq, Usage: d.usage}) {
+				return true, nil
+			}
+		}
 		emit(model.Part{Type: model.PartMessageStop})
 		return true, nil
 	case "error":
@@ -154,12 +211,36 @@ func (d *decoder) event(sseType string, data []byte, yield func(model.Part, erro
 	return false, nil // ping, and event types added after this was written
 }
 
+// flushWhole yields the content message_start gave whole, once, unless
+// the stream started blocks of its own (which then are the content). It
+// reports whether the consumer wants more.
+func (d *decoder) flushWhole(yield func(model.Part, error) bool) bool {
+	whole := d.whole
+	d.whole = nil
+	if d.streamed || len(whole) == 0 {
+		return true
+	}
+	r := model.Response{Content: whole}
+	for p := range r.Parts() {
+		switch p.Type {
+		case model.PartBlockStart, model.PartBlockDelta, model.PartBlockStop:
+			if !yield(p, nil) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // blockStart reads a content_block_start's block. A block's text starts
 // empty, whatever the start says: only deltas add to it (servers have been
-// seen sending the same text in the start and in a delta).
-func blockStart(index int, block []byte) (p model.Part, redacted string, err error) {
+// seen sending the same text in the start and in a delta). A tool use's
+// input is another matter: some servers give it whole in the start and
+// stream no input_json_delta, so a non-empty input is returned for the
+// caller to give as the block's delta if none comes.
+func blockStart(index int, block []byte) (p model.Part, input, redacted string, err error) {
 	p = model.Part{Type: model.PartBlockStart, Index: index}
-	var typ, id, name, data []byte
+	var typ, id, name, data, in, caller []byte
 	err = jsonscan.Object(block, func(k, v []byte) error {
 		var err error
 		switch string(k) {
@@ -171,11 +252,15 @@ func blockStart(index int, block []byte) (p model.Part, redacted string, err err
 			name = v
 		case "data":
 			data = v
+		case "input":
+			in = v
+		case "caller":
+			caller = v
 		}
 		return err
 	})
 	if err != nil {
-		return p, "", err
+		return p, "", "", err
 	}
 	switch string(typ) {
 	case "text":
@@ -190,6 +275,12 @@ func blockStart(index int, block []byte) (p model.Part, redacted string, err err
 		if p.ID, err = jsonscan.String(id); err == nil {
 			p.Name, err = jsonscan.String(name)
 		}
+		if caller != nil && !jsonscan.IsNull(caller) {
+			p.Caller = append([]byte(nil), caller...) // valid JSON, as jsonscan checked
+		}
+		if in != nil && !emptyInput(in) {
+			input = string(in)
+		}
 	default:
 		// Server tools, their results, compaction and kinds added later
 		// pass through whole, to be sent back unchanged.
@@ -198,7 +289,21 @@ func blockStart(index int, block []byte) (p model.Part, redacted string, err err
 		p.Name = string(typ)
 		p.Raw = append([]byte(nil), block...)
 	}
-	return p, redacted, err
+	return p, input, redacted, err
+}
+
+// emptyInput reports whether a tool use's start input says nothing: {},
+// null, or an empty string.
+func emptyInput(v []byte) bool {
+	empty := true
+	if jsonscan.IsNull(v) || string(v) == `""` {
+		return true
+	}
+	err := jsonscan.Object(v, func(k, v []byte) error {
+		empty = false
+		return nil
+	})
+	return err == nil && empty
 }
 
 // blockDelta reads a content_block_delta's delta.
@@ -250,7 +355,9 @@ func blockDelta(index int, delta []byte) (model.Part, error) {
 
 // readUsage updates u with the counts present in the usage object v; a
 // count that is absent or null keeps its value (message_delta repeats only
-// some).
+// some). When the server lists the requests it made itself (iterations:
+// a compaction, then the message), the last one's input is the context's
+// size.
 func readUsage(v []byte, u *model.Usage) error {
 	if jsonscan.IsNull(v) {
 		return nil
@@ -258,6 +365,20 @@ func readUsage(v []byte, u *model.Usage) error {
 	return jsonscan.Object(v, func(k, v []byte) error {
 		var dst *int
 		switch string(k) {
+		case "iterations":
+			if jsonscan.IsNull(v) {
+				return nil
+			}
+			var last model.Usage
+			n := 0
+			err := jsonscan.Array(v, func(it []byte) error {
+				last, n = model.Usage{}, n+1
+				return readUsage(it, &last)
+			})
+			if err == nil && n > 0 {
+				u.ContextTokens = last.InputTokens + last.CacheReadInputTokens + last.CacheCreationInputTokens
+			}
+			return err
 		case "input_tokens":
 			dst = &u.InputTokens
 		case "output_tokens":

@@ -51,10 +51,11 @@ type redactedBlock struct {
 }
 
 type toolUseBlock struct {
-	Type  string          `json:"type"`
-	ID    string          `json:"id"`
-	Name  string          `json:"name"`
-	Input json.RawMessage `json:"input"`
+	Type   string          `json:"type"`
+	ID     string          `json:"id"`
+	Name   string          `json:"name"`
+	Input  json.RawMessage `json:"input"`
+	Caller json.RawMessage `json:"caller,omitempty"`
 }
 
 type toolResultBlock struct {
@@ -130,7 +131,7 @@ func block(c model.Content) any {
 		if len(input) == 0 {
 			input = json.RawMessage("{}")
 		}
-		return toolUseBlock{Type: "tool_use", ID: c.ID, Name: c.Name, Input: input}
+		return toolUseBlock{Type: "tool_use", ID: c.ID, Name: c.Name, Input: input, Caller: c.Caller}
 	case model.ContentToolResult:
 		return toolResultBlock{Type: "tool_result", ToolUseID: c.ID, Content: c.Text, IsError: c.IsError}
 	case model.ContentRaw:
@@ -144,6 +145,7 @@ func block(c model.Content) any {
 
 // wireResponse is a non-streaming answer.
 type wireResponse struct {
+	Type         string            `json:"type"`
 	ID           string            `json:"id"`
 	Model        string            `json:"model"`
 	Content      []json.RawMessage `json:"content"`
@@ -154,38 +156,56 @@ type wireResponse struct {
 
 func (w *wireResponse) response() (*model.Response, error) {
 	r := &model.Response{ID: w.ID, Model: w.Model, StopReason: w.StopReason, StopSequence: w.StopSequence, Usage: w.Usage}
+	r.Usage.ContextTokens = w.Usage.InputTokens + w.Usage.CacheReadInputTokens + w.Usage.CacheCreationInputTokens
 	for _, raw := range w.Content {
-		var b struct {
-			Type      string          `json:"type"`
-			Text      string          `json:"text"`
-			Thinking  string          `json:"thinking"`
-			Signature string          `json:"signature"`
-			Data      string          `json:"data"`
-			ID        string          `json:"id"`
-			Name      string          `json:"name"`
-			Input     json.RawMessage `json:"input"`
-			Citations json.RawMessage `json:"citations"`
-		}
-		if err := json.Unmarshal(raw, &b); err != nil {
-			return nil, fmt.Errorf("anthropic: %w: content block: %v", model.ErrMalformedEvent, err)
-		}
-		var c model.Content
-		switch b.Type {
-		case "text":
-			c = model.Content{Type: model.ContentText, Text: b.Text}
-			if len(b.Citations) > 0 && string(b.Citations) != "null" {
-				c.Citations = b.Citations
-			}
-		case "thinking":
-			c = model.Content{Type: model.ContentReasoning, Text: b.Thinking, Signature: b.Signature}
-		case "redacted_thinking":
-			c = model.Content{Type: model.ContentRedactedReasoning, Data: b.Data}
-		case "tool_use":
-			c = model.Content{Type: model.ContentToolUse, ID: b.ID, Name: b.Name, Input: b.Input}
-		default:
-			c = model.Content{Type: model.ContentRaw, Name: b.Type, Raw: raw}
+		c, err := contentOf(raw)
+		if err != nil {
+			return nil, err
 		}
 		r.Content = append(r.Content, c)
 	}
 	return r, nil
+}
+
+// contentOf reads one whole content block, as a non-streaming answer and
+// a message_start that carries its content give it.
+func contentOf(raw json.RawMessage) (model.Content, error) {
+	var b struct {
+		Type      string          `json:"type"`
+		Text      string          `json:"text"`
+		Thinking  string          `json:"thinking"`
+		Signature string          `json:"signature"`
+		Data      string          `json:"data"`
+		ID        string          `json:"id"`
+		Name      string          `json:"name"`
+		Input     json.RawMessage `json:"input"`
+		Citations json.RawMessage `json:"citations"`
+		Caller    json.RawMessage `json:"caller"`
+	}
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return model.Content{}, fmt.Errorf("anthropic: %w: content block: %v", model.ErrMalformedEvent, err)
+	}
+	switch b.Type {
+	case "text":
+		c := model.Content{Type: model.ContentText, Text: b.Text}
+		if len(b.Citations) > 0 && string(b.Citations) != "null" {
+			c.Citations = b.Citations
+		}
+		return c, nil
+	case "thinking":
+		return model.Content{Type: model.ContentReasoning, Text: b.Thinking, Signature: b.Signature}, nil
+	case "redacted_thinking":
+		return model.Content{Type: model.ContentRedactedReasoning, Data: b.Data}, nil
+	case "tool_use":
+		return model.Content{Type: model.ContentToolUse, ID: b.ID, Name: b.Name, Input: b.Input, Caller: nonNull(b.Caller)}, nil
+	}
+	return model.Content{Type: model.ContentRaw, Name: b.Type, Raw: append(json.RawMessage(nil), raw...)}, nil
+}
+
+// nonNull is v, or nil for an absent or null value.
+func nonNull(v json.RawMessage) json.RawMessage {
+	if len(v) == 0 || string(v) == "null" {
+		return nil
+	}
+	return append(json.RawMessage(nil), v...)
 }

@@ -8,10 +8,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -39,18 +41,41 @@ type Client struct {
 // status is 2xx. Otherwise it returns the answer as an error: a
 // *model.APIError, wrapped with model.ErrContextOverflow when Overflow says
 // so. Network errors are returned wrapped, naming the provider.
+//
+// Redirects are followed only to the same scheme and host, and only those
+// that keep the method and body (307, 308): the credentials in header must
+// never reach another host, and a 301/302/303 would silently turn the POST
+// into a GET without its body. Any other redirect fails with
+// model.ErrRedirect, naming where it pointed.
 func (c *Client) Post(ctx context.Context, url string, header http.Header, body []byte) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", c.Provider, model.ErrInvalidRequest, err)
 	}
 	req.Header = header
-	client := c.HTTP
-	if client == nil {
-		client = http.DefaultClient
+	client := http.Client{}
+	if c.HTTP != nil {
+		client = *c.HTTP
+	}
+	next := client.CheckRedirect
+	client.CheckRedirect = func(r *http.Request, via []*http.Request) error {
+		if err := checkRedirect(r, via); err != nil {
+			return err
+		}
+		if next != nil {
+			return next(r, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
 	}
 	resp, err := client.Do(req)
 	if err != nil {
+		var redirect *redirectError
+		if errors.As(err, &redirect) {
+			return nil, fmt.Errorf("%s: %w", c.Provider, redirect)
+		}
 		return nil, fmt.Errorf("%s: %w", c.Provider, err)
 	}
 	if resp.StatusCode/100 == 2 {
@@ -58,6 +83,47 @@ func (c *Client) Post(ctx context.Context, url string, header http.Header, body 
 	}
 	defer resp.Body.Close()
 	return nil, c.Error(resp)
+}
+
+// redirectError is a redirect Post refuses to follow.
+type redirectError struct {
+	status   int
+	from, to string
+	why      string
+}
+
+func (e *redirectError) Error() string {
+	return fmt.Sprintf("%v: %d from %s to %s, %s; set the base URL to where the API is", model.ErrRedirect, e.status, e.from, e.to, e.why)
+}
+
+func (e *redirectError) Unwrap() error { return model.ErrRedirect }
+
+// checkRedirect refuses a redirect off the first request's scheme and
+// host, and one that changed the method (net/http turns a POST into a
+// bodiless GET on 301, 302 and 303).
+func checkRedirect(r *http.Request, via []*http.Request) error {
+	first, prev := via[0], via[len(via)-1]
+	status := 0
+	if r.Response != nil {
+		status = r.Response.StatusCode
+	}
+	e := &redirectError{status: status, from: redact(prev.URL), to: redact(r.URL)}
+	switch {
+	case r.URL.Scheme != first.URL.Scheme || !strings.EqualFold(r.URL.Host, first.URL.Host):
+		e.why = "another host, which must not get the credentials"
+	case r.Method != first.Method:
+		e.why = fmt.Sprintf("which would turn the %s into a %s without its body", first.Method, r.Method)
+	default:
+		return nil
+	}
+	return e
+}
+
+// redact is u without user information or query, for an error message.
+func redact(u *url.URL) string {
+	c := *u
+	c.User, c.RawQuery, c.Fragment = nil, "", ""
+	return c.String()
 }
 
 // Error builds the error for resp, an error answer, reading (some of) its
@@ -188,15 +254,61 @@ func shouldRetry(h http.Header) *bool {
 
 // CheckEventStream returns an error wrapping model.ErrNotEventStream when a
 // 2xx answer is plainly not an event stream: an HTML page (a proxy's login
-// or error page) or a JSON document. Other content types are left to the
-// decoder, which fails the same way on a body holding no event.
+// or error page) or a JSON document. A JSON error document (a 200 whose
+// body says {"type":"error",...}) is the *model.APIError it describes.
+// Other content types are left to the decoder, which fails the same way on
+// a body holding no event.
 func CheckEventStream(provider string, resp *http.Response) error {
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if mt != "text/html" && mt != "application/json" {
 		return nil
 	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	if e := ErrorDocument(provider, body); e != nil {
+		return e
+	}
 	return fmt.Errorf("%s: %w (%s): %s", provider, model.ErrNotEventStream, mt, Snippet(body))
+}
+
+// ErrorDocument returns the *model.APIError that body describes when it is
+// a JSON error document in one of the shapes ParseError reads (Status 0:
+// it came in a 2xx answer), or nil for any other body.
+func ErrorDocument(provider string, body []byte) *model.APIError {
+	var top struct {
+		Error  json.RawMessage `json:"error"`
+		Type   string          `json:"type"`
+		Object string          `json:"object"`
+	}
+	if json.Unmarshal(body, &top) != nil {
+		return nil
+	}
+	hasError := len(top.Error) > 0 && string(top.Error) != "null"
+	if !hasError && top.Type != "error" && top.Object != "error" {
+		return nil
+	}
+	e := &model.APIError{Provider: provider}
+	e.Type, e.Message = ParseError(body)
+	if e.Type == "" && e.Message == "" {
+		e.Message = Snippet(body)
+	}
+	return e
+}
+
+// Document reads the whole body of resp, a 2xx answer to a non-streaming
+// request, through model.WatchBody (bounded by the maximum response size).
+// A JSON error document is returned as the *model.APIError it describes,
+// wrapped as Wrap does, so that a 200 carrying an error is never taken for
+// an empty answer.
+func (c *Client) Document(ctx context.Context, resp *http.Response) ([]byte, error) {
+	body := model.WatchBody(ctx, resp.Body)
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading the answer: %w", c.Provider, err)
+	}
+	if e := ErrorDocument(c.Provider, data); e != nil {
+		return nil, c.Wrap(e)
+	}
+	return data, nil
 }
 
 // Snippet is the start of body as one short line, for an error message.

@@ -25,6 +25,9 @@ func (c *Client) Stream(ctx context.Context, url string, header http.Header, bod
 	}
 	defer resp.Body.Close()
 	if err := CheckEventStream(c.Provider, resp); err != nil {
+		if e, ok := err.(*model.APIError); ok {
+			err = c.Wrap(e)
+		}
 		yield(model.Part{}, err)
 		return
 	}

@@ -176,6 +176,12 @@ func (t *translator) choice(c []byte) error {
 		if r.v == nil || jsonscan.IsNull(r.v) {
 			continue
 		}
+		if r.v[0] == '[' {
+			if err := contentParts(r.v, model.BlockText, t.text); err != nil {
+				return err
+			}
+			continue
+		}
 		s, err := jsonscan.String(r.v)
 		if err != nil {
 			return err
@@ -208,6 +214,52 @@ func (t *translator) choice(c []byte) error {
 		return t.close()
 	}
 	return nil
+}
+
+// contentParts reads content given as an array of parts, as Mistral
+// sends it: {"type":"text","text":...} parts are text (of kind),
+// {"type":"thinking","thinking":[parts]} parts are reasoning whose own
+// parts are text. Parts of other types (references, images) are skipped.
+func contentParts(v []byte, kind model.BlockType, text func(model.BlockType, string) error) error {
+	return jsonscan.Array(v, func(part []byte) error {
+		var typ, txt, thinking []byte
+		err := jsonscan.Object(part, func(k, v []byte) error {
+			var err error
+			switch string(k) {
+			case "type":
+				typ, err = jsonscan.Unquote(v)
+			case "text":
+				txt = v
+			case "thinking":
+				thinking = v
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		switch string(typ) {
+		case "text":
+			s, err := jsonscan.String(txt)
+			if err != nil {
+				return err
+			}
+			return text(kind, s)
+		case "thinking":
+			switch {
+			case thinking == nil || jsonscan.IsNull(thinking):
+				return nil
+			case thinking[0] == '[':
+				return contentParts(thinking, model.BlockReasoning, text)
+			}
+			s, err := jsonscan.String(thinking)
+			if err != nil {
+				return err
+			}
+			return text(model.BlockReasoning, s)
+		}
+		return nil
+	})
 }
 
 // text adds s to the open block of kind, opening one if needed.

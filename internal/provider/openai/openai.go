@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/internal/provider/httpapi"
+	"github.com/sluicehq/sluice/internal/provider/jsonscan"
 	"github.com/sluicehq/sluice/model"
 )
 
@@ -144,9 +145,12 @@ func (p *Provider) Complete(ctx context.Context, req *model.Request) (*model.Res
 		return nil, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
+	data, err := p.api.Document(ctx, resp)
 	if err != nil {
-		return nil, fmt.Errorf("openai: reading the answer: %w", err)
+		return nil, err
+	}
+	if !hasChoices(data) {
+		return nil, fmt.Errorf("openai: %w: the answer holds no choices: %s", model.ErrMalformedEvent, httpapi.Snippet(data))
 	}
 	var acc model.Accumulator
 	var failed error
@@ -166,4 +170,16 @@ func (p *Provider) Complete(ctx context.Context, req *model.Request) (*model.Res
 		return nil, failed
 	}
 	return acc.Response(), nil
+}
+
+// hasChoices reports whether a chat completion document has its choices.
+func hasChoices(data []byte) bool {
+	found := false
+	_ = jsonscan.Object(data, func(k, v []byte) error {
+		if string(k) == "choices" && len(v) > 0 && v[0] == '[' {
+			found = true
+		}
+		return nil
+	})
+	return found
 }

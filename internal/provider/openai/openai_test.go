@@ -63,6 +63,8 @@ func TestFixtures(t *testing.T) {
 		{"vllm_tool_call_stream.sse", []model.Content{text("Let me check."), tool("chatcmpl-tool-1a2b3c", "get_weather", `{"city": "Paris"}`), tool("chatcmpl-tool-4d5e6f", "get_time", `{}`)}, model.StopToolUse, model.Usage{InputTokens: 212, OutputTokens: 39}},
 		{"llamacpp_usage_in_finish_chunk.sse", []model.Content{reasoning("The user greets me. Reply briefly."), text("Hello! 你好 👋")}, model.StopEndTurn, model.Usage{InputTokens: 9, OutputTokens: 12}},
 		{"openrouter_reasoning_comments.sse", []model.Content{reasoning("The user wants a haiku."), text("Autumn wind rises\nleaves")}, model.StopEndTurn, model.Usage{InputTokens: 10, OutputTokens: 30, CacheReadInputTokens: 4}},
+		{"mistral_thinking_parts.sse", []model.Content{reasoning("Twelve times twelve is 144."), text("12 × 12 = 144")}, model.StopEndTurn, model.Usage{InputTokens: 12, OutputTokens: 48}},
+		{"mistral_tool_call.sse", []model.Content{tool("Xq3bN7pLm", "get_weather", `{"city": "Lyon"}`)}, model.StopToolUse, model.Usage{InputTokens: 98, OutputTokens: 19}},
 		{"compat_tool_calls_without_ids.sse", []model.Content{text("Checking both."), tool("call_chatcmpl-local-7_1", "read_file", `{"path":"a.txt"}`), tool("call_chatcmpl-local-7_2", "list_dir", `{}`)}, model.StopToolUse, model.Usage{InputTokens: 50, OutputTokens: 30}},
 	}
 	files, _ := filepath.Glob("testdata/*.sse")
