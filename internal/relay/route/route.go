@@ -1,8 +1,9 @@
 // Package route decides which chat messages one agent run produces, turn
 // by turn, from the run's session events (seed 004 §5).
 //
-// The text of each model turn (the text blocks of one assistant message) is
-// buffered until the turn ends. A turn whose stop reason is tool_use is an
+// The run's events are reduced into a protocol.List (the one reducer); the
+// text of each model turn (the text blocks of one assistant message) is
+// read from it when the turn ends. A turn whose stop reason is tool_use is an
 // interstitial — a short remark between tool calls — and goes out at once.
 // Any other stop reason (end_turn, max_tokens, stop_sequence, pause_turn,
 // refusal and reasons not invented yet) makes the turn part of the final
@@ -16,7 +17,6 @@
 package route
 
 import (
-	"slices"
 	"strings"
 
 	"github.com/sluicehq/sluice/internal/relay/split"
@@ -46,84 +46,62 @@ type Message struct {
 }
 
 // Router follows one run. It is not safe for concurrent use.
+//
+// It keeps no text of its own: the run's messages are a protocol.List —
+// the reducer every face uses, which also drops discarded attempts — and a
+// turn's text is read from it when the turn ends.
 type Router struct {
 	limit   int
-	turns   map[string]*turn
-	order   []string // ids of the buffered turns, in order of first text
-	final   []string // texts of the final turns so far
-	cut     bool     // the last final turn hit max_tokens: the next one continues it
-	errors  []string
+	list    protocol.List
+	routed  map[string]bool // messages whose turn ended: sent or part of the final answer
+	final   []string        // texts of the final turns so far
+	cut     bool            // the last final turn hit max_tokens: the next one continues it
+	loose   []string        // errors that name no message of the run
 	sent    bool
 	stopped bool
-}
-
-// turn buffers the text blocks of one assistant message.
-type turn struct {
-	blocks map[int]*strings.Builder
-}
-
-func (t *turn) text() string {
-	idx := make([]int, 0, len(t.blocks))
-	for i := range t.blocks {
-		idx = append(idx, i)
-	}
-	slices.Sort(idx)
-	var b strings.Builder
-	for _, i := range idx {
-		b.WriteString(t.blocks[i].String())
-	}
-	return b.String()
 }
 
 // New returns a router for a channel whose messages hold at most limit
 // UTF-16 code units (at least split.MinLimit).
 func New(limit int) *Router {
-	return &Router{limit: limit, turns: map[string]*turn{}}
+	return &Router{limit: limit, routed: map[string]bool{}}
 }
 
 // Apply takes the run's next event and returns the messages to send now.
 func (r *Router) Apply(ev protocol.Event) []Message {
-	switch ev := ev.(type) {
-	case protocol.AssistantContentUpdated:
-		if ev.Chunk == "" {
-			return nil
+	// The list holds this run only, from an empty start: events are
+	// numbered in arrival order, whatever the backend numbered them
+	// (Claude Code's stream has no seq; the agent's starts mid-session).
+	h := ev.Head()
+	ev = protocol.WithHeader(ev, protocol.Header{SessionID: h.SessionID, Seq: r.list.Seq() + 1})
+	if err := r.list.Apply(ev); err != nil {
+		// An event that fits no message of the run; of those only an
+		// error (a backend's own failure) says something.
+		if e, ok := ev.(protocol.ErrorBlockAdded); ok && e.Error != "" {
+			r.loose = append(r.loose, e.Error)
 		}
-		t := r.turns[ev.MessageID]
-		if t == nil {
-			t = &turn{blocks: map[int]*strings.Builder{}}
-			r.turns[ev.MessageID] = t
-			r.order = append(r.order, ev.MessageID)
-		}
-		b := t.blocks[ev.BlockIndex]
-		if b == nil {
-			b = &strings.Builder{}
-			t.blocks[ev.BlockIndex] = b
-		}
-		b.WriteString(ev.Chunk)
-	case protocol.AssistantMessageDiscarded:
-		// A failed attempt that will be retried: its text comes again.
-		r.drop(ev.MessageID)
-	case protocol.TurnEnded:
-		text := r.take(ev.MessageID)
-		if ev.StopReason == "tool_use" {
-			r.cut = false
-			return r.out(Interstitial, text)
-		}
-		switch {
-		case text == "":
-		case r.cut && len(r.final) > 0:
-			// The agent continued a response cut by the output limit:
-			// the text goes on mid-sentence, with no blank line.
-			r.final[len(r.final)-1] += text
-		default:
-			r.final = append(r.final, text)
-		}
-		r.cut = ev.StopReason == "max_tokens"
-	case protocol.ErrorBlockAdded:
-		if ev.Error != "" {
-			r.errors = append(r.errors, ev.Error)
-		}
+		return nil
 	}
+	e, ok := ev.(protocol.TurnEnded)
+	if !ok {
+		return nil
+	}
+	text := r.text(e.MessageID)
+	r.routed[e.MessageID] = true
+	if e.StopReason == "tool_use" {
+		r.cut = false
+		return r.out(Interstitial, text)
+	}
+	switch {
+	case text == "":
+	case r.cut && len(r.final) > 0:
+		// The agent continued a response cut by the output limit: the
+		// text goes on mid-sentence, with no blank line.
+		r.final[len(r.final)-1] += text
+	default:
+		r.final = append(r.final, text)
+	}
+	r.cut = e.StopReason == "max_tokens"
 	return nil
 }
 
@@ -136,33 +114,45 @@ func (r *Router) Finish(result string) []Message {
 	}
 	r.stopped = true
 	out := r.out(Final, strings.Join(r.final, "\n\n"))
-	for len(r.order) > 0 {
-		out = append(out, r.out(Partial, r.take(r.order[0]))...)
+	var errs []string
+	for i := range r.list.Len() {
+		m := r.list.At(i)
+		if m.Role == protocol.RoleAssistant && !r.routed[m.ID] {
+			out = append(out, r.out(Partial, joinText(m))...)
+		}
+		for _, b := range m.Blocks {
+			if b.Type == protocol.BlockError && b.Content != "" {
+				errs = append(errs, b.Content)
+			}
+		}
 	}
 	if !r.sent {
 		out = append(out, r.out(Result, trim(result))...)
 	}
-	for _, e := range r.errors {
+	for _, e := range append(errs, r.loose...) {
 		out = append(out, r.out(Error, "⚠️ "+e)...)
 	}
 	return out
 }
 
-// take removes a turn's buffer and returns its text, trimmed.
-func (r *Router) take(id string) string {
-	t := r.turns[id]
-	r.drop(id)
-	if t == nil {
+// text is the text of message id in the list, trimmed.
+func (r *Router) text(id string) string {
+	i := r.list.Index(id)
+	if i < 0 {
 		return ""
 	}
-	return trim(t.text())
+	return joinText(r.list.At(i))
 }
 
-func (r *Router) drop(id string) {
-	delete(r.turns, id)
-	if i := slices.Index(r.order, id); i >= 0 {
-		r.order = slices.Delete(r.order, i, i+1)
+// joinText joins the text blocks of m, as the reducer holds them, trimmed.
+func joinText(m protocol.Message) string {
+	var b strings.Builder
+	for _, blk := range m.Blocks {
+		if blk.Type == protocol.BlockText {
+			b.WriteString(blk.Content)
+		}
 	}
+	return trim(b.String())
 }
 
 // out splits text into messages of kind k.

@@ -219,6 +219,24 @@ func TestRouter(t *testing.T) {
 			want: []sent{{"apply", Interstitial, ""}, {"apply", Interstitial, ""}, {"apply", Interstitial, ""}},
 		},
 		{
+			name: "an error that names no message (the backend failed) still goes",
+			evs: seq(
+				added("m1"), text("m1", 0, "Half an ans", 3),
+				protocol.ErrorBlockAdded{Error: "claude: exit status 1"},
+			),
+			want: []sent{{"finish", Partial, "Half an ans"}, {"finish", Error, "⚠️ claude: exit status 1"}},
+		},
+		{
+			name: "events numbered mid-session, some merged, route as any",
+			evs: seq(
+				protocol.WithHeader(protocol.UserMessageAdded{Message: protocol.Message{ID: "u1", Role: protocol.RoleUser, Blocks: []protocol.Block{{Type: protocol.BlockText, Content: "question"}}}}, protocol.Header{Seq: 41}),
+				protocol.WithHeader(added("m1"), protocol.Header{Seq: 42}),
+				protocol.WithHeader(protocol.AssistantContentUpdated{MessageID: "m1", Chunk: "merged answer", Stage: protocol.StageStreaming}, protocol.Header{FirstSeq: 43, Seq: 47}),
+				protocol.WithHeader(ended("m1", "end_turn"), protocol.Header{Seq: 48}),
+			),
+			want: []sent{{"finish", Final, "merged answer"}},
+		},
+		{
 			name: "nothing at all: no message",
 			evs:  seq(added("m1"), tool("m1", 0), ended("m1", "tool_use")),
 			want: nil,

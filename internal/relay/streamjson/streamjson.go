@@ -40,13 +40,19 @@ type Result struct {
 }
 
 // Decoder turns lines into events. It is not safe for concurrent use.
+//
+// Block indices are the session protocol's: the blocks a message has in
+// the reduced list, counted from 0 without gaps. Claude Code's indices
+// count every block, also those that make no event (a server tool's
+// result), so the decoder maps them.
 type Decoder struct {
 	seq        int64
 	sessionID  string
 	open       string          // the message started and not stopped
 	streamed   map[string]bool // messages that came as stream events
-	blocks     map[string]int  // text blocks seen per message from assistant lines
-	isText     map[int]bool    // text blocks of the open message
+	blocks     map[string]int  // blocks made so far per message
+	index      map[int]int     // the open message's stream index → block index
+	isText     map[int]bool    // text blocks of the open message, by stream index
 	isThinking map[int]bool    // its thinking blocks
 	last       string          // the last assistant message
 	result     *Result
@@ -54,7 +60,7 @@ type Decoder struct {
 
 // NewDecoder returns a decoder at the start of a run.
 func NewDecoder() *Decoder {
-	return &Decoder{streamed: map[string]bool{}, blocks: map[string]int{}, isText: map[int]bool{}, isThinking: map[int]bool{}}
+	return &Decoder{streamed: map[string]bool{}, blocks: map[string]int{}, index: map[int]int{}, isText: map[int]bool{}, isThinking: map[int]bool{}}
 }
 
 // SessionID is the session id from system/init (or any line), or "".
@@ -167,6 +173,7 @@ func (d *Decoder) streamEvent(e *streamEvent) []protocol.Event {
 		d.open = e.Message.ID
 		d.last = e.Message.ID
 		d.streamed[e.Message.ID] = true
+		clear(d.index)
 		clear(d.isText)
 		clear(d.isThinking)
 		evs = append(evs, protocol.AssistantMessageAdded{Message: protocol.Message{ID: e.Message.ID, Role: protocol.RoleAssistant}})
@@ -178,12 +185,12 @@ func (d *Decoder) streamEvent(e *streamEvent) []protocol.Event {
 		case "text":
 			// The block starts empty whatever the start says (seed 002).
 			d.isText[e.Index] = true
-			evs = append(evs, protocol.AssistantContentUpdated{MessageID: d.open, BlockIndex: e.Index, Stage: protocol.StageStreaming})
+			evs = append(evs, protocol.AssistantContentUpdated{MessageID: d.open, BlockIndex: d.block(e.Index), Stage: protocol.StageStreaming})
 		case "thinking", "redacted_thinking":
 			d.isThinking[e.Index] = true
-			evs = append(evs, protocol.AssistantReasoningUpdated{MessageID: d.open, BlockIndex: e.Index, Stage: protocol.StageStreaming})
+			evs = append(evs, protocol.AssistantReasoningUpdated{MessageID: d.open, BlockIndex: d.block(e.Index), Stage: protocol.StageStreaming})
 		case "tool_use", "server_tool_use":
-			evs = append(evs, protocol.ToolBlockUpdated{MessageID: d.open, BlockIndex: e.Index, ToolID: e.ContentBlock.ID, Name: e.ContentBlock.Name, Stage: protocol.StageStart})
+			evs = append(evs, protocol.ToolBlockUpdated{MessageID: d.open, BlockIndex: d.block(e.Index), ToolID: e.ContentBlock.ID, Name: e.ContentBlock.Name, Stage: protocol.StageStart})
 		}
 	case "content_block_delta":
 		if d.open == "" || e.Delta == nil {
@@ -191,18 +198,23 @@ func (d *Decoder) streamEvent(e *streamEvent) []protocol.Event {
 		}
 		switch {
 		case e.Delta.Type == "text_delta" && e.Delta.Text != "":
-			d.isText[e.Index] = true
-			evs = append(evs, protocol.AssistantContentUpdated{MessageID: d.open, BlockIndex: e.Index, Chunk: e.Delta.Text, Stage: protocol.StageStreaming})
+			if _, started := d.index[e.Index]; !started {
+				// A text delta without its start: the block begins here.
+				d.isText[e.Index] = true
+			} else if !d.isText[e.Index] {
+				return nil
+			}
+			evs = append(evs, protocol.AssistantContentUpdated{MessageID: d.open, BlockIndex: d.block(e.Index), Chunk: e.Delta.Text, Stage: protocol.StageStreaming})
 		case e.Delta.Type == "thinking_delta" && e.Delta.Thinking != "" && d.isThinking[e.Index]:
-			evs = append(evs, protocol.AssistantReasoningUpdated{MessageID: d.open, BlockIndex: e.Index, Chunk: e.Delta.Thinking, Stage: protocol.StageStreaming})
+			evs = append(evs, protocol.AssistantReasoningUpdated{MessageID: d.open, BlockIndex: d.block(e.Index), Chunk: e.Delta.Thinking, Stage: protocol.StageStreaming})
 		}
 	case "content_block_stop":
 		switch {
 		case d.open == "":
 		case d.isText[e.Index]:
-			evs = append(evs, protocol.AssistantContentUpdated{MessageID: d.open, BlockIndex: e.Index, Stage: protocol.StageEnd})
+			evs = append(evs, protocol.AssistantContentUpdated{MessageID: d.open, BlockIndex: d.block(e.Index), Stage: protocol.StageEnd})
 		case d.isThinking[e.Index]:
-			evs = append(evs, protocol.AssistantReasoningUpdated{MessageID: d.open, BlockIndex: e.Index, Stage: protocol.StageEnd})
+			evs = append(evs, protocol.AssistantReasoningUpdated{MessageID: d.open, BlockIndex: d.block(e.Index), Stage: protocol.StageEnd})
 		}
 	case "message_delta":
 		if d.open != "" && e.Delta != nil && e.Delta.StopReason != "" {
@@ -212,6 +224,18 @@ func (d *Decoder) streamEvent(e *streamEvent) []protocol.Event {
 		d.open = ""
 	}
 	return evs
+}
+
+// block returns the block index of the open message's stream index i,
+// giving it the next one on first use.
+func (d *Decoder) block(i int) int {
+	b, ok := d.index[i]
+	if !ok {
+		b = d.blocks[d.open]
+		d.blocks[d.open]++
+		d.index[i] = b
+	}
+	return b
 }
 
 // assistant reads an assistant line. With partial messages on, its content
@@ -227,9 +251,9 @@ func (d *Decoder) assistant(m *apiMessage) []protocol.Event {
 		evs = append(evs, protocol.AssistantMessageAdded{Message: protocol.Message{ID: m.ID, Role: protocol.RoleAssistant}})
 	}
 	for _, b := range m.Content {
-		i := d.blocks[m.ID]
-		d.blocks[m.ID]++
 		if b.Type == "text" && b.Text != "" {
+			i := d.blocks[m.ID]
+			d.blocks[m.ID]++
 			evs = append(evs,
 				protocol.AssistantContentUpdated{MessageID: m.ID, BlockIndex: i, Chunk: b.Text, Stage: protocol.StageStreaming},
 				protocol.AssistantContentUpdated{MessageID: m.ID, BlockIndex: i, Stage: protocol.StageEnd})
@@ -260,7 +284,12 @@ func (d *Decoder) resultLine(l *line) []protocol.Event {
 		}
 		// On failure the result field holds the error, not an answer.
 		r.Text = ""
-		evs = append(evs, protocol.ErrorBlockAdded{MessageID: d.last, Error: msg})
+		// After the last message's blocks; with no message, an error of
+		// the run as a whole (MessageID "").
+		evs = append(evs, protocol.ErrorBlockAdded{MessageID: d.last, BlockIndex: d.blocks[d.last], Error: msg})
+		if d.last != "" {
+			d.blocks[d.last]++
+		}
 	}
 	return append(evs, protocol.RunStateChanged{State: protocol.RunIdle})
 }

@@ -221,3 +221,68 @@ func FuzzDecoder(f *testing.F) {
 		}
 	})
 }
+
+// TestBlockIndicesFitTheReducer: blocks that make no event (a server
+// tool's result) leave no gap in the block indices, an assistant line's
+// tool blocks neither, and a failed result's error goes after the last
+// message's blocks instead of over its text.
+func TestBlockIndicesFitTheReducer(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		lines []string
+		want  []string // per message: its blocks' types and contents
+	}{
+		{
+			name: "stream with a block the decoder skips",
+			lines: []string{
+				`{"type":"stream_event","event":{"type":"message_start","message":{"id":"m1"}}}`,
+				`{"type":"stream_event","event":{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}}`,
+				`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Searching. "}}}`,
+				`{"type":"stream_event","event":{"type":"content_block_stop","index":0}}`,
+				`{"type":"stream_event","event":{"type":"content_block_start","index":1,"content_block":{"type":"web_search_tool_result"}}}`,
+				`{"type":"stream_event","event":{"type":"content_block_stop","index":1}}`,
+				`{"type":"stream_event","event":{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"Found it."}}}`,
+				`{"type":"stream_event","event":{"type":"content_block_stop","index":2}}`,
+				`{"type":"stream_event","event":{"type":"message_delta","delta":{"stop_reason":"end_turn"}}}`,
+				`{"type":"stream_event","event":{"type":"message_stop"}}`,
+				`{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["it broke"]}`,
+			},
+			want: []string{"text:Searching. |text:Found it.|error:it broke"},
+		},
+		{
+			name: "assistant lines, one block each",
+			lines: []string{
+				`{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"Running."}]}}`,
+				`{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t1","name":"Bash"}]}}`,
+				`{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"Ran."}],"stop_reason":"end_turn"}}`,
+			},
+			want: []string{"text:Running.|text:Ran."},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d := NewDecoder()
+			var evs []protocol.Event
+			for _, l := range tt.lines {
+				e, err := d.Line([]byte(l))
+				if err != nil {
+					t.Fatal(err)
+				}
+				evs = append(evs, e...)
+			}
+			var got []string
+			for _, m := range reduce(t, evs) {
+				var bs []string
+				for _, b := range m.Blocks {
+					bs = append(bs, string(b.Type)+":"+b.Content)
+				}
+				got = append(got, strings.Join(bs, "|"))
+			}
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
