@@ -61,6 +61,9 @@ type Options struct {
 	// Memory are the project's instruction files (AGENTS.md, CLAUDE.md),
 	// joined to the system prompt after SystemPrompt, most general first.
 	Memory []MemoryFile
+	// BaseSystemPrompt, when set, replaces the built-in system prompt
+	// (claude --system-prompt); SystemPrompt is still added to it.
+	BaseSystemPrompt string
 	// WorkDir is where tools run (default: the process's directory).
 	WorkDir string
 	// AllowedDirs are more directories file tools may touch.

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/cli"
@@ -28,28 +31,11 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 	fs := flag.NewFlagSet("sluice", flag.ContinueOnError)
 	fs.SetOutput(stdio.Err)
 	var (
-		af           cli.AgentFlags
-		print        bool
-		outputFormat string
-		inputFormat  string
-		partial      bool
-		verbose      bool
-		cont         bool
-		resume       string
-		printVersion bool
+		af cli.AgentFlags
+		cf cli.ClaudeFlags
 	)
 	af.Register(fs)
-	fs.BoolVar(&print, "p", false, "print mode: answer the prompt and exit (same as --print)")
-	fs.BoolVar(&print, "print", false, "print mode: answer the prompt and exit")
-	fs.StringVar(&outputFormat, "output-format", "text", "print mode output: text, json or stream-json")
-	fs.StringVar(&inputFormat, "input-format", "text", "print mode input: text, or stream-json (user messages as JSON lines on stdin)")
-	fs.BoolVar(&partial, "include-partial-messages", false, "stream-json: include each model stream event")
-	fs.BoolVar(&verbose, "verbose", false, "log more on stderr (accepted for Claude Code compatibility; never required)")
-	fs.BoolVar(&cont, "c", false, "continue the most recent session of this directory (same as --continue)")
-	fs.BoolVar(&cont, "continue", false, "continue the most recent session of this directory")
-	fs.StringVar(&resume, "r", "", "resume the session with this id (same as --resume)")
-	fs.StringVar(&resume, "resume", "", "resume the session with this id")
-	fs.BoolVar(&printVersion, "version", false, "print the version and exit")
+	cf.Register(fs)
 	fs.Usage = func() {
 		usage(stdio.Err)
 		fmt.Fprintln(stdio.Err, "\nFlags of the agent:")
@@ -62,16 +48,32 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 	if err != nil {
 		return 2
 	}
-	if printVersion {
+	if cf.Version {
 		fmt.Fprintln(stdio.Out, "sluice", cli.Version)
 		return 0
 	}
-	if cont && resume != "" {
+	if cf.Continue && cf.Resume != "" {
 		fmt.Fprintln(stdio.Err, "sluice: --continue and --resume exclude each other")
 		return 2
 	}
+	for _, n := range cf.Notes() {
+		fmt.Fprintln(stdio.Err, n)
+	}
+	if err := cf.ApplyTo(&af); err != nil {
+		fmt.Fprintln(stdio.Err, "sluice:", err)
+		return 2
+	}
+	baseSystem, err := cf.ReplacementSystemPrompt()
+	if err != nil {
+		fmt.Fprintln(stdio.Err, "sluice:", err)
+		return 2
+	}
+	if err := checkAgents(cf.Agents); err != nil {
+		fmt.Fprintln(stdio.Err, "sluice:", err)
+		return 2
+	}
 	level := slog.LevelWarn
-	if verbose {
+	if cf.Verbose {
 		level = slog.LevelInfo
 	}
 	logger := slog.New(slog.NewTextHandler(stdio.Err, &slog.HandlerOptions{Level: level}))
@@ -81,6 +83,10 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 		return 2
 	}
 	defer setup.Close()
+	setup.Options.BaseSystemPrompt = baseSystem
+	if cf.NoSessionPersistence {
+		setup.Options.Store = nil
+	}
 	if n := setup.Selection.Notice; n != "" {
 		fmt.Fprintln(stdio.Err, n)
 	}
@@ -89,11 +95,11 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 	}
 	prompt := strings.Join(pos, " ")
 
-	if !print {
-		return runTUI(ctx, setup, prompt, cont, resume, stdio)
+	if !cf.WantsPrint(isTerminalWriter(stdio.Out)) {
+		return runTUI(ctx, setup, prompt, cf.Continue, cf.Resume, stdio)
 	}
 	cfg := printmode.Config{
-		OutputFormat: outputFormat, InputFormat: inputFormat, IncludePartial: partial,
+		OutputFormat: cf.OutputFormat, InputFormat: cf.InputFormat, IncludePartial: cf.Partial,
 		Model: setup.Selection.Model, PermissionMode: string(setup.Options.PermissionMode),
 		APIKeySource: setup.APIKeySource(os.Getenv), Version: cli.Version,
 		AddDirs: af.AddDirs, MaxRetries: setup.Options.Stream.MaxRetries,
@@ -108,13 +114,12 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 		fmt.Fprintln(stdio.Err, "sluice:", err)
 		return 2
 	}
-	if prompt == "" && inputFormat != printmode.FormatStreamJSON {
-		data, err := io.ReadAll(io.LimitReader(stdio.In, 64<<20))
+	if cf.InputFormat != printmode.FormatStreamJSON {
+		prompt, err = joinStdinPrompt(prompt, stdio.In)
 		if err != nil {
-			fmt.Fprintln(stdio.Err, "sluice: reading the prompt from stdin:", err)
+			fmt.Fprintln(stdio.Err, "sluice:", err)
 			return 2
 		}
-		prompt = strings.TrimSpace(string(data))
 		if prompt == "" {
 			fmt.Fprintln(stdio.Err, `sluice: no prompt: give one as an argument (sluice -p "...") or on stdin`)
 			return 2
@@ -123,7 +128,7 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 	// Nobody is there to answer a permission prompt: what the mode does
 	// not allow is denied, and the result lists the denials.
 	setup.Options.Approve = func(context.Context, protocol.PermissionRequest) string { return protocol.DecisionDeny }
-	sess, err := setup.OpenSession(cont, resume)
+	sess, err := setup.OpenSession(cf.Continue, cf.Resume)
 	if err != nil {
 		fmt.Fprintln(stdio.Err, "sluice:", err)
 		return 1
@@ -157,6 +162,116 @@ func runTUI(ctx context.Context, setup *cli.Setup, prompt string, cont bool, res
 		return 1
 	}
 	return 0
+}
+
+// maxStdinPrompt bounds a prompt read from stdin; a longer one is an
+// error, never cut.
+const maxStdinPrompt = 64 << 20
+
+// stdinWait is how long a prompt argument waits for piped stdin to start,
+// as Claude Code waits: a pipe that nobody writes to (an inherited one)
+// must not hang a run whose prompt is on the command line.
+const stdinWait = 3 * time.Second
+
+// joinStdinPrompt joins the prompt argument and what is piped on stdin as
+// Claude Code joins them: the argument, a newline, then stdin's text. A
+// lone "-" argument only says "read stdin" (claude -p -). Stdin that is a
+// terminal is not read.
+func joinStdinPrompt(arg string, in io.Reader) (string, error) {
+	if arg == "-" {
+		arg = ""
+	}
+	if f, ok := in.(*os.File); ok && isTerminal(f) {
+		return strings.TrimSpace(arg), nil
+	}
+	data, err := readStdin(in, arg != "")
+	if err != nil {
+		return "", err
+	}
+	text := strings.TrimSpace(string(data))
+	switch {
+	case arg == "":
+		return text, nil
+	case text == "":
+		return arg, nil
+	}
+	return arg + "\n" + text, nil
+}
+
+// readStdin reads all of in, up to maxStdinPrompt. With mayGiveUp, no byte
+// within stdinWait means no input.
+func readStdin(in io.Reader, mayGiveUp bool) ([]byte, error) {
+	type result struct {
+		data []byte
+		err  error
+	}
+	first := make(chan struct{})
+	done := make(chan result, 1)
+	go func() {
+		var buf bytes.Buffer
+		r := io.LimitReader(in, maxStdinPrompt+1)
+		p := make([]byte, 32<<10)
+		once := false
+		for {
+			n, err := r.Read(p)
+			buf.Write(p[:n])
+			if n > 0 && !once {
+				once = true
+				close(first)
+			}
+			if err == io.EOF {
+				done <- result{buf.Bytes(), nil}
+				return
+			}
+			if err != nil {
+				done <- result{nil, err}
+				return
+			}
+		}
+	}()
+	if mayGiveUp {
+		t := time.NewTimer(stdinWait)
+		defer t.Stop()
+		select {
+		case <-first:
+		case r := <-done:
+			return checkStdin(r.data, r.err)
+		case <-t.C:
+			return nil, nil
+		}
+	}
+	r := <-done
+	return checkStdin(r.data, r.err)
+}
+
+func checkStdin(data []byte, err error) ([]byte, error) {
+	if err != nil {
+		return nil, fmt.Errorf("reading the prompt from stdin: %w", err)
+	}
+	if len(data) > maxStdinPrompt {
+		return nil, fmt.Errorf("the prompt on stdin is longer than %d MiB", maxStdinPrompt>>20)
+	}
+	return data, nil
+}
+
+// checkAgents refuses subagent definitions (--agents) until subagents
+// exist: a run that was asked for them must not silently go without.
+func checkAgents(spec string) error {
+	spec = strings.TrimSpace(spec)
+	if spec == "" {
+		return nil
+	}
+	var defs map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(spec), &defs); err != nil {
+		data, rerr := os.ReadFile(spec)
+		if rerr != nil || json.Unmarshal(data, &defs) != nil {
+			return fmt.Errorf("--agents: want a JSON object of agent definitions or a file holding one")
+		}
+	}
+	if len(defs) > 0 {
+		return fmt.Errorf("--agents: subagents are not supported yet (asked for %d)", len(defs))
+	}
+	return nil
 }
 
 func isTerminal(f *os.File) bool {

@@ -291,7 +291,7 @@ func newResultLine(sess *agent.Session, res agent.Result, answer string, err err
 func readUserLines(ctx context.Context, r io.Reader, out chan<- string) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
-		line, err := br.ReadBytes('\n')
+		line, err := readLine(br, MaxInputLine)
 		if len(strings.TrimSpace(string(line))) > 0 {
 			text, perr := userText(line)
 			if perr != nil {
@@ -346,6 +346,29 @@ func userText(line []byte) (string, error) {
 		}
 	}
 	return sb.String(), nil
+}
+
+// MaxInputLine bounds one line of stream-json input, as sluice rpc bounds
+// one message (rpc.DefaultMaxMessageBytes): a longer line is an error, and
+// is never held in memory whole.
+const MaxInputLine = 16 << 20
+
+// ErrLineTooLong is returned for an input line longer than MaxInputLine.
+var ErrLineTooLong = fmt.Errorf("input line longer than %d MiB", MaxInputLine>>20)
+
+// readLine reads one line (with its newline, if any) of at most max bytes.
+func readLine(br *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		frag, err := br.ReadSlice('\n')
+		if len(line)+len(frag) > max {
+			return nil, ErrLineTooLong
+		}
+		line = append(line, frag...)
+		if err != bufio.ErrBufferFull {
+			return line, err
+		}
+	}
 }
 
 // writer serialises output lines.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -18,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/printmode/printmodetest"
 	"github.com/sluicehq/sluice/internal/provider/anthropic"
+	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/protocol"
 )
@@ -448,3 +450,32 @@ func TestWriteError(t *testing.T) {
 type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+// A stream-json input line past MaxInputLine ends the input with an error
+// and is never held whole: the reader sees the bound, not the line.
+func TestInputLineCap(t *testing.T) {
+	t.Parallel()
+	sess := newSession(t)
+	long := io.MultiReader(strings.NewReader(`{"type":"user","message":{"role":"user","content":"`),
+		io.LimitReader(repeatReader('a'), MaxInputLine), strings.NewReader("\"}}\n"))
+	var stdout, stderr bytes.Buffer
+	code := Run(t.Context(), sess, "", Config{
+		OutputFormat: FormatStreamJSON, InputFormat: FormatStreamJSON,
+		Stdin: long, Stdout: &stdout, Stderr: &stderr,
+	})
+	if code != 1 || !strings.Contains(stderr.String(), ErrLineTooLong.Error()) {
+		t.Fatalf("exit %d, stderr %q; want 1 and %q", code, stderr.String(), ErrLineTooLong)
+	}
+	if MaxInputLine != rpc.DefaultMaxMessageBytes {
+		t.Errorf("MaxInputLine %d differs from sluice rpc's %d", MaxInputLine, rpc.DefaultMaxMessageBytes)
+	}
+}
+
+type repeatReader byte
+
+func (r repeatReader) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(r)
+	}
+	return len(p), nil
+}

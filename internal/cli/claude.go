@@ -1,0 +1,329 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// ClaudeFlags are the flags of Claude Code's headless use (claude -p, and
+// the command lines that the Agent SDK, cc-connect and chat bridges spawn)
+// that sluice's agent command takes besides AgentFlags. Both spellings work,
+// --flag=value and --flag value (the SDK writes the first).
+//
+// Flags that sluice cannot honour yet are accepted, and each one given is
+// reported by Notes as one line for stderr: never an unknown-flag error,
+// never a silent change of behaviour.
+type ClaudeFlags struct {
+	Print        bool
+	OutputFormat string
+	InputFormat  string
+	Partial      bool
+	Verbose      bool
+	Continue     bool
+	Resume       string
+	Version      bool
+
+	SystemPrompt           string
+	SystemPromptFile       string
+	AppendSystemPromptFile string
+	AllowedTools           stringList
+	DisallowedTools        stringList
+	Tools                  optionalString
+	PermissionPromptTool   string
+	AllowDangerouslySkip   bool
+	ReplayUserMessages     bool
+	SessionID              string
+	ForkSession            bool
+	NoSessionPersistence   bool
+	ResumeSessionAt        string
+	MaxBudgetUSD           float64
+	FallbackModel          string
+	MaxThinkingTokens      int
+	MaxContextTokens       int
+	Thinking               string
+	Effort                 string
+	JSONSchema             string
+	SettingSources         optionalString
+	StrictMCPConfig        bool
+	IncludeHookEvents      bool
+	AwaitInitialize        bool
+	Betas                  stringList
+	Debug                  optionalBool
+	DebugFile              string
+	Agents                 string
+	Agent                  string
+
+	fs *flag.FlagSet
+}
+
+// acceptedOnly are Claude Code's flags that sluice takes but does not act
+// on, with why; Notes reports those given.
+var acceptedOnly = map[string]string{
+	"betas":                                  "beta headers are not sent",
+	"effort":                                 "use --max-thinking-tokens to set the thinking budget",
+	"fallback-model":                         "the stream retries on the same model",
+	"setting-sources":                        "sluice reads no Claude Code settings files",
+	"settings":                               "sluice reads no Claude Code settings",
+	"plugin-dir":                             "plugins are not supported",
+	"plugin-dir-no-mcp":                      "plugins are not supported",
+	"debug":                                  "use --verbose for sluice's diagnostics",
+	"debug-file":                             "use --verbose for sluice's diagnostics (on stderr)",
+	"mcp-debug":                              "use --verbose for sluice's diagnostics",
+	"include-hook-events":                    "hook lifecycle events are not emitted",
+	"thinking-display":                       "thinking is shown as the model sends it",
+	"task-budget":                            "task budgets are not supported",
+	"permission-prompts":                     "permission prompts go to --permission-prompt-tool stdio, or are denied",
+	"name":                                   "sessions are named after their first message",
+	"disable-slash-commands":                 "sluice's print mode has no slash commands",
+	"ide":                                    "no IDE is connected",
+	"chrome":                                 "no browser is connected",
+	"no-chrome":                              "no browser is connected",
+	"exclude-dynamic-system-prompt-sections": "sluice's system prompt has no dynamic sections to drop",
+	"forward-subagent-text":                  "subagents are not supported yet",
+	"prompt-suggestions":                     "prompt suggestions are not made",
+	"initialize-fields":                      "settings and disallowed tools come from the command line",
+	"managed-settings":                       "sluice reads no managed settings",
+	"managed-settings-in-initialize":         "sluice reads no managed settings",
+	"session-mirror":                         "sessions are not mirrored",
+	"project-config-root":                    "sluice reads no Claude Code project configuration",
+	"resume-drops-turn":                      "a resumed session keeps its turns",
+	"channels":                               "channels are not supported",
+	"agent":                                  "subagents are not supported yet",
+	"bare":                                   "sluice has no hooks, plugins or settings to skip",
+	"autocompact":                            "use --auto-compact",
+	"thinking":                               "use --max-thinking-tokens (adaptive thinking is not supported)",
+	// Not yet honoured by this build.
+	"allowedTools":           "tool rules are not applied yet",
+	"allowed-tools":          "tool rules are not applied yet",
+	"disallowedTools":        "tool rules are not applied yet",
+	"disallowed-tools":       "tool rules are not applied yet",
+	"tools":                  "every built-in tool is offered",
+	"permission-prompt-tool": "permission prompts are denied",
+	"replay-user-messages":   "user messages are not echoed",
+	"session-id":             "the session gets a new id",
+	"fork-session":           "the resumed session is continued in place",
+	"resume-session-at":      "the whole resumed session is kept",
+	"max-budget-usd":         "no cost limit is applied",
+	"json-schema":            "the answer is not structured",
+	"await-initialize":       "the first message does not wait for initialize",
+}
+
+// Register adds the flags to fs.
+func (c *ClaudeFlags) Register(fs *flag.FlagSet) {
+	c.fs = fs
+	fs.BoolVar(&c.Print, "p", false, "print mode: answer the prompt and exit (same as --print)")
+	fs.BoolVar(&c.Print, "print", false, "print mode: answer the prompt and exit (also chosen when --output-format or --input-format asks for JSON and stdout is not a terminal)")
+	fs.StringVar(&c.OutputFormat, "output-format", "text", "print mode output: text, json or stream-json")
+	fs.StringVar(&c.InputFormat, "input-format", "text", "print mode input: text, or stream-json (user messages and control requests as JSON lines on stdin)")
+	fs.BoolVar(&c.Partial, "include-partial-messages", false, "stream-json: include each model stream event")
+	fs.BoolVar(&c.Verbose, "verbose", false, "log more on stderr (accepted for Claude Code compatibility; never required)")
+	fs.BoolVar(&c.Continue, "c", false, "continue the most recent session of this directory (same as --continue)")
+	fs.BoolVar(&c.Continue, "continue", false, "continue the most recent session of this directory")
+	fs.StringVar(&c.Resume, "r", "", "resume the session with this id (same as --resume)")
+	fs.StringVar(&c.Resume, "resume", "", "resume the session with this id")
+	fs.BoolVar(&c.Version, "v", false, "print the version and exit (same as --version)")
+	fs.BoolVar(&c.Version, "version", false, "print the version and exit")
+
+	fs.StringVar(&c.SystemPrompt, "system-prompt", "", "the system prompt, in place of sluice's")
+	fs.StringVar(&c.SystemPromptFile, "system-prompt-file", "", "read the system prompt from this file")
+	fs.StringVar(&c.AppendSystemPromptFile, "append-system-prompt-file", "", "read text to add to the system prompt from this file")
+	for _, n := range []string{"allowedTools", "allowed-tools"} {
+		fs.Var(&c.AllowedTools, n, `tool rules that run without asking, comma or space separated: Bash(git log:*), Edit, Read(./src/**), mcp__server__tool (repeatable)`)
+	}
+	for _, n := range []string{"disallowedTools", "disallowed-tools"} {
+		fs.Var(&c.DisallowedTools, n, "tool rules that are always refused, in --allowedTools' syntax (repeatable)")
+	}
+	fs.Var(&c.Tools, "tools", `the built-in tools offered to the model, comma separated ("" for none, "default" for all)`)
+	fs.StringVar(&c.PermissionPromptTool, "permission-prompt-tool", "", `who answers permission prompts: "stdio" asks the host with can_use_tool control requests`)
+	fs.BoolVar(&c.AllowDangerouslySkip, "allow-dangerously-skip-permissions", false, "let the session switch to bypassPermissions later (set_permission_mode)")
+	fs.BoolVar(&c.ReplayUserMessages, "replay-user-messages", false, "stream-json: echo each user message read from stdin back on stdout")
+	fs.StringVar(&c.SessionID, "session-id", "", "the id of the new session (a UUID)")
+	fs.BoolVar(&c.ForkSession, "fork-session", false, "with --resume or --continue: continue in a new session, leaving the old one as it was")
+	fs.BoolVar(&c.NoSessionPersistence, "no-session-persistence", false, "do not save the session")
+	fs.StringVar(&c.ResumeSessionAt, "resume-session-at", "", "with --resume: resume at this message (the messages after it are dropped)")
+	fs.Float64Var(&c.MaxBudgetUSD, "max-budget-usd", 0, "stop the run once it has cost this many dollars")
+	fs.StringVar(&c.FallbackModel, "fallback-model", "", "accepted for Claude Code compatibility")
+	fs.IntVar(&c.MaxThinkingTokens, "max-thinking-tokens", 0, "extended thinking budget in tokens (same as --thinking-budget)")
+	fs.IntVar(&c.MaxContextTokens, "max-context-tokens", 0, "the model's context window in tokens (same as --context-window)")
+	fs.StringVar(&c.Thinking, "thinking", "", `"disabled" turns thinking off; others are accepted for Claude Code compatibility`)
+	fs.StringVar(&c.Effort, "effort", "", "accepted for Claude Code compatibility")
+	fs.StringVar(&c.JSONSchema, "json-schema", "", "JSON schema of a structured answer (result.structured_output)")
+	fs.Var(&c.SettingSources, "setting-sources", "accepted for Claude Code compatibility")
+	fs.BoolVar(&c.StrictMCPConfig, "strict-mcp-config", false, "use only the MCP servers of --mcp-config (sluice reads no others)")
+	fs.BoolVar(&c.IncludeHookEvents, "include-hook-events", false, "accepted for Claude Code compatibility")
+	fs.BoolVar(&c.AwaitInitialize, "await-initialize", false, "stream-json: wait for the host's initialize control request before the first message")
+	fs.Var(&c.Betas, "betas", "accepted for Claude Code compatibility")
+	fs.Var(&c.Debug, "d", "accepted for Claude Code compatibility (same as --debug)")
+	fs.Var(&c.Debug, "debug", "accepted for Claude Code compatibility")
+	fs.StringVar(&c.DebugFile, "debug-file", "", "accepted for Claude Code compatibility")
+	fs.StringVar(&c.Agents, "agents", "", "subagent definitions (JSON); subagents are not supported yet, so defining any is an error")
+	fs.StringVar(&c.Agent, "agent", "", "accepted for Claude Code compatibility")
+	for _, n := range []string{
+		"settings", "plugin-dir", "plugin-dir-no-mcp", "thinking-display", "task-budget", "permission-prompts",
+		"name", "initialize-fields", "managed-settings", "project-config-root", "resume-drops-turn", "channels",
+		"autocompact",
+	} {
+		fs.Var(new(stringList), n, "accepted for Claude Code compatibility")
+	}
+	for _, n := range []string{
+		"mcp-debug", "disable-slash-commands", "ide", "chrome", "no-chrome", "exclude-dynamic-system-prompt-sections",
+		"forward-subagent-text", "managed-settings-in-initialize", "session-mirror", "bare", "prompt-suggestions",
+	} {
+		fs.Var(new(optionalBool), n, "accepted for Claude Code compatibility")
+	}
+	fs.Var(new(stringList), "n", "accepted for Claude Code compatibility (same as --name)")
+}
+
+// Given reports whether the flag name was on the command line.
+func (c *ClaudeFlags) Given(name string) bool { return setFlags(c.fs)[name] }
+
+// Notes are the stderr lines for the given flags that sluice accepts but
+// does not honour, one per flag, in a stable order.
+func (c *ClaudeFlags) Notes() []string {
+	set := setFlags(c.fs)
+	var names []string
+	for n := range set {
+		short := map[string]string{"d": "debug", "n": "name"}
+		if long, ok := short[n]; ok {
+			n = long
+		}
+		if _, ok := acceptedOnly[n]; ok {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	names = compactStrings(names)
+	var out []string
+	for _, n := range names {
+		if n == "thinking" && c.Thinking == "disabled" {
+			continue // honoured: no thinking budget
+		}
+		out = append(out, fmt.Sprintf("sluice: --%s is accepted for Claude Code compatibility and ignored: %s", n, acceptedOnly[n]))
+	}
+	return out
+}
+
+func compactStrings(s []string) []string {
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// WantsPrint reports whether the agent runs in print mode: -p, or, as
+// Claude Code decides when the SDKs spawn it without -p, a JSON input or
+// output format with stdout not a terminal.
+func (c *ClaudeFlags) WantsPrint(stdoutTerminal bool) bool {
+	if c.Print {
+		return true
+	}
+	if stdoutTerminal {
+		return false
+	}
+	set := setFlags(c.fs)
+	return (set["output-format"] && c.OutputFormat != "text") || (set["input-format"] && c.InputFormat != "text")
+}
+
+// ToolList splits rule lists as Claude Code takes them: each value may
+// hold several rules separated by commas or spaces, but never inside
+// parentheses (Bash(git log:*) is one rule).
+func ToolList(values []string) []string {
+	var out []string
+	for _, v := range values {
+		depth, start := 0, 0
+		flush := func(end int) {
+			if r := strings.TrimSpace(v[start:end]); r != "" {
+				out = append(out, r)
+			}
+		}
+		for i, r := range v {
+			switch {
+			case r == '(':
+				depth++
+			case r == ')' && depth > 0:
+				depth--
+			case (r == ',' || r == ' ') && depth == 0:
+				flush(i)
+				start = i + 1
+			}
+		}
+		flush(len(v))
+	}
+	return out
+}
+
+// ApplyTo carries the flags that are spellings of AgentFlags' into af:
+// --max-thinking-tokens, --thinking=disabled, --max-context-tokens,
+// --append-system-prompt-file.
+func (c *ClaudeFlags) ApplyTo(af *AgentFlags) error {
+	if c.MaxThinkingTokens < 0 || c.MaxContextTokens < 0 {
+		return fmt.Errorf("--max-thinking-tokens and --max-context-tokens must not be negative")
+	}
+	if c.MaxContextTokens > 0 {
+		af.ContextWindow = c.MaxContextTokens
+	}
+	if c.MaxThinkingTokens > 0 {
+		af.ThinkingBudget = c.MaxThinkingTokens
+	}
+	if c.Thinking == "disabled" {
+		af.ThinkingBudget = 0
+	}
+	if c.AppendSystemPromptFile != "" {
+		b, err := os.ReadFile(c.AppendSystemPromptFile)
+		if err != nil {
+			return fmt.Errorf("--append-system-prompt-file: %w", err)
+		}
+		af.SystemPrompt = strings.TrimSpace(strings.Join([]string{af.SystemPrompt, string(b)}, "\n\n"))
+	}
+	return nil
+}
+
+// ReplacementSystemPrompt is the system prompt that replaces sluice's
+// (--system-prompt or its file), or "" for sluice's own.
+func (c *ClaudeFlags) ReplacementSystemPrompt() (string, error) {
+	if c.SystemPrompt != "" && c.SystemPromptFile != "" {
+		return "", fmt.Errorf("--system-prompt and --system-prompt-file exclude each other")
+	}
+	if c.SystemPromptFile != "" {
+		b, err := os.ReadFile(c.SystemPromptFile)
+		if err != nil {
+			return "", fmt.Errorf("--system-prompt-file: %w", err)
+		}
+		return string(b), nil
+	}
+	return c.SystemPrompt, nil
+}
+
+// optionalString is a string flag that remembers whether it was given, so
+// that an empty value ("--tools=") differs from none.
+type optionalString struct {
+	Value string
+	Given bool
+}
+
+func (o *optionalString) String() string { return o.Value }
+func (o *optionalString) Set(v string) error {
+	o.Value, o.Given = v, true
+	return nil
+}
+
+// optionalBool is a flag that may be given bare (--debug) or with a value
+// (--debug=api), as commander's optional arguments are; the value is kept.
+type optionalBool struct {
+	On    bool
+	Value string
+}
+
+func (o *optionalBool) String() string   { return strconv.FormatBool(o.On) }
+func (o *optionalBool) IsBoolFlag() bool { return true }
+func (o *optionalBool) Set(v string) error {
+	o.On, o.Value = v != "false", v
+	return nil
+}
