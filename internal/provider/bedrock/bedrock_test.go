@@ -765,3 +765,38 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzChunks frames each line of its input as a chunk, with valid
+// checksums, so that the fuzzer reaches the Messages API events inside
+// Bedrock's frames rather than stopping at a frame's CRC.
+func FuzzChunks(f *testing.F) {
+	for _, name := range []string{"tool_use_response.sse", "redacted_thinking.sse", "compaction_usage.sse"} {
+		var lines [][]byte
+		for _, ev := range sseEvents(f, fixture(f, name)) {
+			lines = append(lines, ev)
+		}
+		f.Add(bytes.Join(lines, []byte("\n")))
+	}
+	f.Add([]byte(`{"type":"content_block_delta","index":3,"delta":{"type":"input_json_delta","partial_json":"{"}}` + "\n" + `{"type":"message_stop"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var body bytes.Buffer
+		for line := range bytes.SplitSeq(data, []byte("\n")) {
+			body.Write(chunkFrame(t, line))
+		}
+		n := 0
+		var acc model.Accumulator
+		decode(&body, 0, func(e *model.APIError) error { return e }, func(p model.Part, err error) bool {
+			n++
+			if n > 2*len(data)+2 {
+				t.Fatalf("%d parts from %d bytes", n, len(data))
+			}
+			if err == nil {
+				_ = acc.Add(p)
+			}
+			return true
+		})
+		if _, err := json.Marshal(acc.Response()); err != nil {
+			t.Fatalf("accumulated response does not marshal: %v", err)
+		}
+	})
+}

@@ -177,3 +177,10 @@ func chunk(payload []byte) ([]byte, error) {
 	n, err := base64.StdEncoding.Decode(data, b64)
 	return data[:n], err
 }
+
+// DecodeStream decodes an InvokeModelWithResponseStream answer read from r
+// into parts, as Stream does with a response body; an exception is an
+// *model.APIError. It is exported for benchmarks and tools.
+func DecodeStream(r io.Reader, yield func(model.Part, error) bool) {
+	decode(r, 0, func(e *model.APIError) error { return e }, yield)
+}
