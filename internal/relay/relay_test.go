@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bytes"
 	"context"
 	"net/http/httptest"
 	"os"
@@ -324,79 +325,183 @@ func TestStuckChatOverTelegram(t *testing.T) {
 	}
 }
 
+// crashPlatform is a fake platform as TestCrashWhileAnswering drives it.
+type crashPlatform struct {
+	name    string
+	args    []string // 'sluice relay' arguments besides the common ones
+	say     func(text string)
+	waitFor func(ctx context.Context, n int) ([]string, error)
+}
+
 // TestCrashWhileAnswering: the relay process is killed (SIGKILL) while the
 // agent answers one question and another waits. After a restart on the
 // same state, the first chat is told its answer was cut off — the
 // question is not run twice — and the waiting question is answered.
 func TestCrashWhileAnswering(t *testing.T) {
+	tg := telegramfake.New()
+	tgSrv := httptest.NewServer(tg)
+	t.Cleanup(tgSrv.Close)
+	wc := wechatfake.New()
+	wcSrv := httptest.NewServer(wc)
+	t.Cleanup(wcSrv.Close)
+	t.Setenv("TELEGRAM_BOT_TOKEN", telegramfake.Token)
+	platforms := []crashPlatform{
+		{
+			name: "telegram", args: []string{"--base-url", tgSrv.URL, "--allow", "7", "--chat-interval", "0"},
+			say: func(text string) { tg.UserSays(7, text) },
+			waitFor: func(ctx context.Context, n int) ([]string, error) {
+				sent, err := tg.WaitSent(ctx, n)
+				var texts []string
+				for _, s := range sent {
+					texts = append(texts, s.Text)
+				}
+				return texts, err
+			},
+		},
+		{
+			name: "wechat", args: []string{"--base-url", wcSrv.URL},
+			say: func(text string) { wc.UserSays("owner@im.wechat", text, "ctx-1") },
+			waitFor: func(ctx context.Context, n int) ([]string, error) {
+				sent, err := wc.WaitSent(ctx, n)
+				var texts []string
+				for _, s := range sent {
+					texts = append(texts, s.Text)
+				}
+				return texts, err
+			},
+		},
+	}
+	for _, p := range platforms {
+		t.Run(p.name, func(t *testing.T) {
+			dir := runs(t)
+			t.Setenv("SLUICE_FAKE_CLAUDE_DIR", dir)
+			state := t.TempDir()
+			if p.name == "wechat" {
+				var out bytes.Buffer
+				if code := Main(context.Background(), []string{"wechat", "login", "--state-dir", state, "--base-url", wcSrv.URL}, nil, &out, &out); code != 0 {
+					t.Fatalf("login: %s", out.String())
+				}
+			}
+			args := append([]string{p.name, "--state-dir", state, "--backend", "claude", "--claude-bin", os.Args[0], "--min-interval", "0"}, p.args...)
+
+			var stderr syncBuffer
+			cmd := exec.Command(os.Args[0], args...)
+			cmd.Env = append(os.Environ(), relayProcessEnv+"=1")
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			kill := func() {
+				cmd.Process.Kill()
+				cmd.Wait()
+			}
+			// The first answer hangs after its first remark, the second
+			// waits.
+			p.say("hang:tool_use_bash.ndjson:24")
+			p.say("trace_a.ndjson")
+			if _, err := p.waitFor(waitCtx(t), 1); err != nil {
+				kill()
+				t.Fatalf("%v\n%s", err, stderr.String())
+			}
+			// Kill once the remark's delivery is recorded and both
+			// questions are (a kill between the platform's taking a
+			// message and its row going sends it again: at least once, see
+			// the README).
+			st := openStore(t, filepath.Join(state, p.name+".db"))
+			ctx := waitCtx(t)
+			for {
+				items, err1 := st.Pending(ctx, p.name)
+				qs, err2 := st.Questions(ctx, p.name)
+				if err1 == nil && err2 == nil && len(items) == 0 && len(qs) == 2 {
+					break
+				}
+				select {
+				case <-ctx.Done():
+					kill()
+					t.Fatalf("outbox %+v, inbox %+v", items, qs)
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+			st.Close()
+			kill()
+
+			stop, stderr2 := mainInBackground(t, args...)
+			sent, err := p.waitFor(waitCtx(t), 3)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, stderr2.String())
+			}
+			if sent[0] != "I'll run the command." {
+				t.Errorf("before the crash: %q", sent[0])
+			}
+			if !strings.Contains(sent[1], "cut off") || !strings.Contains(sent[1], "hang:tool_use_bash.ndjson:24") {
+				t.Errorf("after the restart, first: %q", sent[1])
+			}
+			if len([]rune(sent[2])) != 1485 {
+				t.Errorf("the waiting question's answer: %.60q (%d characters)", sent[2], len([]rune(sent[2])))
+			}
+			if code := stop(); code != 0 {
+				t.Errorf("exit code %d: %s", code, stderr2.String())
+			}
+			inv, err := fakeclaude.Invocations(dir)
+			if err != nil || len(inv) != 2 || inv[1].Prompt != "trace_a.ndjson" {
+				t.Errorf("claude ran %+v (%v); want the cut-off question once, then the waiting one", inv, err)
+			}
+			if all, _ := p.waitFor(ctx, 0); len(all) != 3 {
+				t.Errorf("sent %d messages, want 3", len(all))
+			}
+		})
+	}
+}
+
+// TestStopDropsWaitingQuestions: /stop withdraws the questions waiting
+// their turn, also from the state file, so a restart does not answer them.
+func TestStopDropsWaitingQuestions(t *testing.T) {
+	t.Parallel()
 	f := telegramfake.New()
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	dir := runs(t)
-	t.Setenv("SLUICE_FAKE_CLAUDE_DIR", dir)
-	t.Setenv("TELEGRAM_BOT_TOKEN", telegramfake.Token)
-	state := t.TempDir()
-	args := []string{"telegram", "--state-dir", state, "--base-url", srv.URL, "--allow", "7",
-		"--backend", "claude", "--claude-bin", os.Args[0], "--min-interval", "0", "--chat-interval", "0"}
-
-	var stderr syncBuffer
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), relayProcessEnv+"=1")
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	st := openStore(t, filepath.Join(t.TempDir(), "relay.db"))
+	t.Cleanup(func() { st.Close() })
+	tg := telegram.New(telegram.Config{BaseURL: srv.URL, Token: telegramfake.Token, KV: st, PollTimeout: time.Second})
+	be := claudecode.New(claudecode.Config{Command: os.Args[0], Env: fakeclaude.Env(runs(t)), KV: st})
+	startRelay(t, st, tg, be, nil, fast)
+	f.UserSays(3, "hang:tool_use_bash.ndjson:24")
+	if _, err := f.WaitSent(waitCtx(t), 1); err != nil {
 		t.Fatal(err)
 	}
-	// The first answer hangs after its first remark, the second waits.
-	f.UserSays(7, "hang:tool_use_bash.ndjson:24")
-	f.UserSays(7, "trace_a.ndjson")
-	if _, err := f.WaitSent(waitCtx(t), 1); err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("%v\n%s", err, stderr.String())
-	}
-	// Kill once the remark's delivery is recorded and both questions are
-	// (a kill between the platform's taking a message and its row going
-	// sends it again: at least once, see the README).
-	st := openStore(t, filepath.Join(state, "telegram.db"))
+	f.UserSays(3, "trace_a.ndjson")
+	f.UserSays(3, "trace_d.ndjson")
+	// Both are stored before /stop comes: its reply is the witness.
 	ctx := waitCtx(t)
 	for {
-		items, err1 := st.Pending(ctx, "telegram")
-		qs, err2 := st.Questions(ctx, "telegram")
-		if err1 == nil && err2 == nil && len(items) == 0 && len(qs) == 2 {
+		qs, err := st.Questions(ctx, "telegram")
+		if err == nil && len(qs) == 3 {
 			break
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("outbox %+v, inbox %+v", items, qs)
+			t.Fatalf("inbox %+v", qs)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	st.Close()
-	cmd.Process.Kill()
-	cmd.Wait()
-
-	stop, stderr2 := mainInBackground(t, args...)
-	sent, err := f.WaitSent(waitCtx(t), 3)
+	f.UserSays(3, "/stop")
+	sent, err := f.WaitSent(waitCtx(t), 2)
 	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr2.String())
+		t.Fatal(err)
 	}
-	if sent[0].Text != "I'll run the command." {
-		t.Errorf("before the crash: %q", sent[0].Text)
+	if !strings.Contains(sent[1].Text, "2 waiting message(s) dropped") {
+		t.Errorf("/stop said %q", sent[1].Text)
 	}
-	if !strings.Contains(sent[1].Text, "cut off") || !strings.Contains(sent[1].Text, "hang:tool_use_bash.ndjson:24") {
-		t.Errorf("after the restart, first: %q", sent[1].Text)
-	}
-	if len([]rune(sent[2].Text)) != 1485 {
-		t.Errorf("the waiting question's answer: %.60q (%d characters)", sent[2].Text, len([]rune(sent[2].Text)))
-	}
-	if code := stop(); code != 0 {
-		t.Errorf("exit code %d: %s", code, stderr2.String())
-	}
-	inv, err := fakeclaude.Invocations(dir)
-	if err != nil || len(inv) != 2 || inv[1].Prompt != "trace_a.ndjson" {
-		t.Errorf("claude ran %+v (%v); want the cut-off question once, then the waiting one", inv, err)
-	}
-	if len(f.Sent()) != 3 {
-		t.Errorf("sent %d messages, want 3", len(f.Sent()))
+	// The aborted run's answer takes its question out; nothing is left.
+	for {
+		qs, err := st.Questions(ctx, "telegram")
+		if err == nil && len(qs) == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("inbox after /stop: %+v", qs)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }

@@ -185,10 +185,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.nextID++
+		id := s.nextID
 		s.sent = append(s.sent, Sent{ChatID: chat, Text: p.Text})
 		s.notifyLocked()
 		s.mu.Unlock()
-		answer(w, 200, map[string]any{"ok": true, "result": map[string]any{"message_id": s.nextID, "text": p.Text}})
+		answer(w, 200, map[string]any{"ok": true, "result": map[string]any{"message_id": id, "text": p.Text}})
 	case "sendChatAction":
 		s.mu.Lock()
 		s.actions = append(s.actions, p.Action)
