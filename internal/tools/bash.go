@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -36,7 +37,10 @@ const (
 // and stderr go, merged, to the call's Output as they are produced (chunks as
 // they are read, never splitting a UTF-8 character); the result keeps the
 // first and last parts of long output. A timeout or a cancelled ctx kills
-// the whole process group: SIGTERM, then SIGKILL after KillGrace.
+// the whole process group: SIGTERM, then SIGKILL after KillGrace. When the
+// process running Bash dies, however it dies (kill -9), the group is killed
+// too (Linux's parent-death signal, passed on by a guard shell): no command
+// outlives sluice.
 //
 // A background job (cmd &) that still holds the output when the shell exits
 // is read for DrainGrace more, then its output is closed: it keeps running
@@ -140,11 +144,12 @@ func (b *Bash) Run(ctx context.Context, env *tool.Env, params json.RawMessage, o
 	if err != nil {
 		shell = "/bin/sh"
 	}
-	cmd := exec.Command(shell, "-c", in.Command)
+	cmd := exec.Command(shell, "-c", guardScript, "bash", in.Command)
 	cmd.Dir = env.WorkDir
 	cmd.Env = env.Environ
-	// Its own process group, so that killing it kills what it started.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group, so that killing it kills what it started; and
+	// the guard's signal when sluice dies, however it dies (kill -9).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: guardSignal}
 
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -152,7 +157,8 @@ func (b *Bash) Run(ctx context.Context, env *tool.Env, params json.RawMessage, o
 	}
 	defer pr.Close()
 	cmd.Stdout, cmd.Stderr = pw, pw
-	err = cmd.Start()
+	waited := make(chan error, 1)
+	err = startLocked(cmd, waited)
 	pw.Close() // The children hold the write end now; EOF comes when they all close it.
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("bash: %w", err)
@@ -164,8 +170,6 @@ func (b *Bash) Run(ctx context.Context, env *tool.Env, params json.RawMessage, o
 		defer close(copied)
 		copyOutput(pr, out, kept)
 	}()
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
@@ -209,6 +213,40 @@ func (b *Bash) Run(ctx context.Context, env *tool.Env, params json.RawMessage, o
 		return res, fmt.Errorf("bash: %w", ctx.Err())
 	}
 	return res, nil
+}
+
+// The command runs in the background of a guard shell that waits for it.
+// The parent-death signal reaches only the guard (sluice's direct child),
+// so the guard passes it on: on guardSignal it kills its whole process
+// group — the command and everything it started. It waits with the wait
+// builtin because a shell runs traps only between commands, and wait is
+// interrupted by a trapped signal. The command is parsed by eval exactly as
+// bash -c would parse it; the variable holding it is the only trace.
+const guardScript = `trap 'kill -KILL 0' USR1; __sluice_command=$1; set --; { eval "$__sluice_command"; } & wait $!`
+
+// guardSignal is the guard's parent-death signal: not one that sluice
+// sends to the group (SIGTERM, SIGKILL), so that a kill by timeout or
+// abort still gives the command its grace.
+const guardSignal = syscall.SIGUSR1
+
+// startLocked starts cmd and sends its wait error to waited, on a goroutine
+// locked to its OS thread until the command has ended: Linux delivers the
+// parent-death signal when the *thread* that forked the child exits, and a
+// Go thread may exit (when a goroutine ends while locked to it) while the
+// process lives on.
+func startLocked(cmd *exec.Cmd, waited chan<- error) error {
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		waited <- cmd.Wait()
+	}()
+	return <-started
 }
 
 // kill stops the process group led by pid: SIGTERM, then, once the shell has

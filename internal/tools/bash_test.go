@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -367,4 +369,71 @@ func TestBashCompact(t *testing.T) {
 			t.Errorf("Compact(%s) = %q; want %q", tt.params, got, tt.want)
 		}
 	}
+}
+
+// bashParent runs a long command that starts a job of its own, and is
+// killed by TestBashDiesWithSluice while it runs.
+func bashParent(dir string) {
+	command := `sleep 1000 & echo $! > job; echo $$ > shell; sleep 1000`
+	p, _ := json.Marshal(map[string]any{"command": command, "timeout": 600000})
+	_, _ = (&Bash{}).Run(context.Background(), &tool.Env{WorkDir: dir}, p, nil)
+}
+
+// TestBashDiesWithSluice: a kill -9 of the process running a Bash call
+// leaves none of the call's processes running.
+func TestBashDiesWithSluice(t *testing.T) {
+	t.Parallel()
+	dir, _ := workDir(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := exec.Command(exe, "-test.run=^$")
+	parent.Env = append(os.Environ(), "SLUICE_TEST_BASH_PARENT="+dir)
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pids := []int{}
+	deadline := time.Now().Add(failAfter)
+	for _, name := range []string{"job", "shell"} {
+		for {
+			data, _ := os.ReadFile(filepath.Join(dir, name))
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+				pids = append(pids, pid)
+				break
+			}
+			if time.Now().After(deadline) {
+				parent.Process.Kill()
+				parent.Wait()
+				t.Fatalf("the command never wrote its %s's pid", name)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if err := parent.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	parent.Wait()
+	for _, pid := range pids {
+		for alive(pid) {
+			if time.Now().After(deadline) {
+				for _, p := range pids {
+					syscall.Kill(p, syscall.SIGKILL)
+				}
+				t.Fatalf("process %d of the call outlived the process that ran it", pid)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+// alive reports whether pid runs (a zombie waiting for its reaper does not).
+func alive(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses.
+	i := strings.LastIndexByte(string(data), ')')
+	return i < 0 || i+2 >= len(data) || data[i+2] != 'Z'
 }

@@ -16,6 +16,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv("SLUICE_TEST_BASH_PARENT"); dir != "" {
+		// The parent process of TestBashDiesWithSluice.
+		bashParent(dir)
+		return
+	}
 	goleak.VerifyTestMain(m)
 }
 
