@@ -1,0 +1,456 @@
+// Package crashtest kills the real sluice binary mid-stream (SIGKILL,
+// SIGHUP) and checks what a restore shows and what the model is sent next:
+// streamed content is durable as it streams, and no tool process outlives
+// sluice (issue 16, items 1 and 2).
+package crashtest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/testbin"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Cleanup()
+	os.Exit(code)
+}
+
+// guard bounds every wait: reaching it is a failure, never the expected
+// outcome.
+const guard = 60 * time.Second
+
+// model is a fake Anthropic server. The first request gets an answer that
+// streams chunk-0001, chunk-0002, ... one every 10 ms until the client
+// goes away (or, with first set, that answer instead); later requests get
+// a short text answer. It records the request bodies.
+type model struct {
+	srv   *httptest.Server
+	first func(w io.Writer, f http.Flusher, r *http.Request)
+
+	mu     sync.Mutex
+	bodies [][]byte
+}
+
+func newModel(t *testing.T, first func(w io.Writer, f http.Flusher, r *http.Request)) *model {
+	m := &model{first: first}
+	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))
+	t.Cleanup(func() { m.srv.CloseClientConnections(); m.srv.Close() })
+	return m
+}
+
+func (m *model) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	m.mu.Lock()
+	m.bodies = append(m.bodies, body)
+	n := len(m.bodies)
+	m.mu.Unlock()
+	w.Header().Set("Content-Type", "text/event-stream")
+	f := w.(http.Flusher)
+	send := func(typ string, v any) {
+		data, _ := json.Marshal(v)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, data)
+		f.Flush()
+	}
+	send("message_start", map[string]any{"type": "message_start", "message": map[string]any{
+		"id": fmt.Sprint("msg_", n), "type": "message", "role": "assistant", "model": "fake", "content": []any{},
+		"usage": map[string]any{"input_tokens": 10, "output_tokens": 1}}})
+	if n == 1 {
+		if m.first != nil {
+			m.first(w, f, r)
+			return
+		}
+		send("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for i := 1; ; i++ {
+			send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+				"delta": map[string]any{"type": "text_delta", "text": fmt.Sprintf("chunk-%04d ", i)}})
+			select {
+			case <-tick.C:
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}
+	send("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
+	send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": "Continuing."}})
+	send("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+	send("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": "end_turn"}, "usage": map[string]any{"output_tokens": 3}})
+	send("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// request returns the messages of request i (from 0) as role and the
+// texts of its content.
+func (m *model) request(t *testing.T, i int) []sent {
+	t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if i >= len(m.bodies) {
+		t.Fatalf("the model got %d requests, want at least %d", len(m.bodies), i+1)
+	}
+	var req struct {
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(m.bodies[i], &req); err != nil {
+		t.Fatal(err)
+	}
+	var out []sent
+	for _, msg := range req.Messages {
+		var blocks []struct {
+			Type      string          `json:"type"`
+			Text      string          `json:"text"`
+			Content   json.RawMessage `json:"content"`
+			ToolUseID string          `json:"tool_use_id"`
+			IsError   bool            `json:"is_error"`
+		}
+		var text string
+		if json.Unmarshal(msg.Content, &text) == nil {
+			out = append(out, sent{role: msg.Role, kind: "text", text: text})
+			continue
+		}
+		json.Unmarshal(msg.Content, &blocks)
+		for _, b := range blocks {
+			s := sent{role: msg.Role, kind: b.Type, text: b.Text}
+			if b.Type == "tool_result" {
+				s.text = string(b.Content)
+				s.isError = b.IsError
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+type sent struct {
+	role, kind, text string
+	isError          bool
+}
+
+// env is one sluice home and working directory.
+type env struct {
+	t    *testing.T
+	home string
+	wd   string
+	url  string
+}
+
+func newEnv(t *testing.T, m *model) *env {
+	wd, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, home: t.TempDir(), wd: wd, url: m.srv.URL}
+}
+
+func (e *env) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(testbin.Sluice(e.t), args...)
+	cmd.Dir = e.wd
+	cmd.Env = []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + e.home, "SLUICE_HOME=" + e.home,
+		"ANTHROPIC_API_KEY=test-key", "ANTHROPIC_BASE_URL=" + e.url,
+	}
+	return cmd
+}
+
+// sessionFile is the session's file once it exists.
+func (e *env) sessionFile(id string) string {
+	matches, _ := filepath.Glob(filepath.Join(e.home, "projects", "*", id+".jsonl"))
+	if len(matches) != 1 {
+		e.t.Fatalf("session file of %s: %v", id, matches)
+	}
+	return matches[0]
+}
+
+// waitFile waits until the file holds want and returns when it saw it.
+func waitFile(t *testing.T, path, want string) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(guard)
+	for {
+		data, _ := os.ReadFile(path)
+		if bytes.Contains(data, []byte(want)) {
+			return time.Now()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never held %q", path, want)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// lines reads a process's stdout line by line, handing each to a channel.
+func lines(t *testing.T, r io.Reader) <-chan string {
+	ch := make(chan string, 1024)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			ch <- sc.Text()
+		}
+	}()
+	return ch
+}
+
+// until returns the first line containing want.
+func until(t *testing.T, ch <-chan string, want string) string {
+	t.Helper()
+	timeout := time.After(guard)
+	for {
+		select {
+		case l, ok := <-ch:
+			if !ok {
+				t.Fatalf("the output ended before %q", want)
+			}
+			if strings.Contains(l, want) {
+				return l
+			}
+		case <-timeout:
+			t.Fatalf("no %q on the output", want)
+		}
+	}
+}
+
+// startPrint runs sluice -p with stream-json output and returns the process,
+// its output lines and its session id.
+func (e *env) startPrint(args ...string) (*exec.Cmd, <-chan string, string) {
+	t := e.t
+	cmd := e.command(append([]string{"-p", "--output-format", "stream-json", "--include-partial-messages", "--verbose"}, args...)...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("stderr of %v:\n%s", args, stderr.String())
+		}
+	})
+	ch := lines(t, out)
+	var init struct {
+		SessionID string `json:"session_id"`
+	}
+	json.Unmarshal([]byte(until(t, ch, `"session_id"`)), &init)
+	if init.SessionID == "" {
+		t.Fatal("no session id on the output")
+	}
+	return cmd, ch, init.SessionID
+}
+
+// continueRun runs sluice -p --continue PROMPT to its end and returns its
+// combined output.
+func (e *env) continueRun(prompt string) string {
+	e.t.Helper()
+	cmd := e.command("-p", "--continue", prompt)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		e.t.Fatalf("sluice -p --continue: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// TestKilledMidStream: kill -9, or SIGHUP, while an answer streams; the
+// next run (--continue) sends the model what streamed, and a restore shows
+// it as interrupted.
+func TestKilledMidStream(t *testing.T) {
+	t.Parallel()
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			m := newModel(t, nil)
+			e := newEnv(t, m)
+			cmd, out, id := e.startPrint("question")
+			until(t, out, "chunk-0020")
+			seen := time.Now()
+			file := e.sessionFile(id)
+			durable := waitFile(t, file, "chunk-0020")
+			t.Logf("chunk-0020 was in the session file %v after it reached stdout", durable.Sub(seen))
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			if sig == syscall.SIGHUP {
+				// SIGHUP ends sluice as SIGTERM does: by itself, not by the
+				// signal's default action.
+				if ee, ok := err.(*exec.ExitError); ok && !ee.Exited() {
+					t.Fatalf("SIGHUP killed sluice (%v) instead of ending it", err)
+				}
+			}
+
+			shown := e.restore(id)
+			if len(shown) != 2 || !strings.HasPrefix(shown[1].text, "chunk-0001 ") || !strings.Contains(shown[1].text, "chunk-0020") ||
+				!shown[1].interrupted {
+				t.Fatalf("a restore shows %+v; want the question and the streamed answer, interrupted", shown)
+			}
+
+			start := time.Now()
+			e.continueRun("go on")
+			t.Logf("sluice -p --continue after %v took %v", sig, time.Since(start))
+			got := m.request(t, 1)
+			if len(got) < 3 || got[0].text != "question" || got[1].role != "assistant" ||
+				!strings.Contains(got[1].text, "chunk-0020") || got[len(got)-1].text != "go on" {
+				t.Fatalf("the model was sent %+v; want the question, the streamed answer, then the next prompt", got)
+			}
+		})
+	}
+}
+
+// shownMessage is a restored message as a face shows it.
+type shownMessage struct {
+	role        string
+	text        string
+	interrupted bool // it ends with an error block
+}
+
+// restore attaches to the stored session through sluice rpc and returns
+// its messages.
+func (e *env) restore(id string) []shownMessage {
+	t := e.t
+	t.Helper()
+	cmd := e.command("rpc")
+	in := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"sessionId":%q}}`+"\n", id)
+	cmd.Stdin = strings.NewReader(in)
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	defer cancel()
+	cmd = exec.CommandContext(ctx, cmd.Path, cmd.Args[1:]...)
+	cmd.Dir, cmd.Env, cmd.Stdin = e.wd, e.command().Env, strings.NewReader(in)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("sluice rpc: %v\n%s", err, out)
+	}
+	var resp struct {
+		Result struct {
+			Snapshot struct {
+				Messages []struct {
+					Role   string `json:"role"`
+					Blocks []struct {
+						Type    string `json:"type"`
+						Content string `json:"content"`
+					} `json:"blocks"`
+				} `json:"messages"`
+			} `json:"snapshot"`
+		} `json:"result"`
+		Error *struct{ Message string } `json:"error"`
+	}
+	line, _, _ := strings.Cut(string(out), "\n")
+	if err := json.Unmarshal([]byte(line), &resp); err != nil || resp.Error != nil {
+		t.Fatalf("initialize answered %s (%v)", line, err)
+	}
+	var shown []shownMessage
+	for _, m := range resp.Result.Snapshot.Messages {
+		s := shownMessage{role: m.Role}
+		for _, b := range m.Blocks {
+			if b.Type == "text" {
+				s.text += b.Content
+			}
+		}
+		s.interrupted = len(m.Blocks) > 0 && m.Blocks[len(m.Blocks)-1].Type == "error"
+		shown = append(shown, s)
+	}
+	return shown
+}
+
+// TestKilledDuringBash: kill -9 while a Bash call runs a command that
+// started a job of its own; both are gone, the call is in the session, and
+// --continue sends the model a result saying it was interrupted.
+func TestKilledDuringBash(t *testing.T) {
+	t.Parallel()
+	command := `sleep 1000 & echo $! > job; echo $$ > shell; sleep 1000`
+	m := newModel(t, func(w io.Writer, f http.Flusher, r *http.Request) {
+		send := func(typ string, v any) {
+			data, _ := json.Marshal(v)
+			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, data)
+			f.Flush()
+		}
+		input, _ := json.Marshal(map[string]string{"command": command})
+		send("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
+			"content_block": map[string]any{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": map[string]any{}}})
+		send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+			"delta": map[string]any{"type": "input_json_delta", "partial_json": string(input)}})
+		send("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+		send("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": "tool_use"}, "usage": map[string]any{"output_tokens": 3}})
+		send("message_stop", map[string]any{"type": "message_stop"})
+	})
+	e := newEnv(t, m)
+	cmd, _, id := e.startPrint("--dangerously-skip-permissions", "run it")
+	var pids []int
+	deadline := time.Now().Add(guard)
+	for _, name := range []string{"job", "shell"} {
+		for {
+			data, _ := os.ReadFile(filepath.Join(e.wd, name))
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+				pids = append(pids, pid)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the command never wrote its %s's pid", name)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	t.Cleanup(func() {
+		for _, p := range pids {
+			syscall.Kill(p, syscall.SIGKILL)
+		}
+	})
+	waitFile(t, e.sessionFile(id), "toolu_1")
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	for _, pid := range pids {
+		for alive(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d of the Bash call outlived sluice", pid)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+
+	e.continueRun("what happened?")
+	got := m.request(t, 1)
+	var result *sent
+	for i := range got {
+		if got[i].kind == "tool_result" {
+			result = &got[i]
+		}
+	}
+	if result == nil || !result.isError || !strings.Contains(result.text, "interrupted") {
+		t.Fatalf("the model was sent %+v; want the Bash call's result saying it was interrupted", got)
+	}
+}
+
+// alive reports whether pid runs (a zombie waiting for its reaper does not).
+func alive(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(data, ')')
+	return i < 0 || i+2 >= len(data) || data[i+2] != 'Z'
+}
