@@ -142,8 +142,8 @@ func (r *Relay) Run(ctx context.Context) error {
 		if err == nil {
 			err = errors.New("stopped receiving")
 		}
-		err = fmt.Errorf("relay: %s: %w", r.opts.Channel.Name(), err)
-		r.opts.Logger.Error("relay: cannot receive; stopping", "err", err)
+		err = fmt.Errorf("cannot receive from %s: %w", r.opts.Channel.Name(), err)
+		r.opts.Logger.Error("relay: stopping", "err", err)
 		cancel(err)
 	}()
 	<-ctx.Done()
