@@ -41,6 +41,7 @@ func openBedrock(cfg Config, getenv func(string) string, modelName string) (mode
 		Region:      first(getenv("AWS_REGION"), getenv("AWS_DEFAULT_REGION")),
 		Profile:     getenv("AWS_PROFILE"),
 		BearerToken: getenv("AWS_BEARER_TOKEN_BEDROCK"),
+		SkipAuth:    truthy(getenv("CLAUDE_CODE_SKIP_BEDROCK_AUTH")),
 		BaseURL:     first(cfg.BaseURL, getenv("ANTHROPIC_BEDROCK_BASE_URL")),
 		Model:       first(modelName, getenv("ANTHROPIC_MODEL")),
 		HTTPClient:  cfg.HTTPClient,
@@ -67,6 +68,7 @@ func openVertex(cfg Config, getenv func(string) string, modelName string) (model
 		BaseURL:         first(cfg.BaseURL, getenv("ANTHROPIC_VERTEX_BASE_URL")),
 		Model:           first(modelName, getenv("ANTHROPIC_MODEL")),
 		CredentialsFile: getenv("GOOGLE_APPLICATION_CREDENTIALS"),
+		SkipAuth:        truthy(getenv("CLAUDE_CODE_SKIP_VERTEX_AUTH")),
 		HTTPClient:      cfg.HTTPClient,
 	}
 	if err := checkURL("ANTHROPIC_VERTEX_BASE_URL", c.BaseURL); err != nil {

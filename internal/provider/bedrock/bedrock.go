@@ -52,6 +52,9 @@ type Config struct {
 	// BearerToken, a Bedrock API key (AWS_BEARER_TOKEN_BEDROCK), is sent
 	// instead of a signature when set.
 	BearerToken string
+	// SkipAuth sends requests unsigned, for a gateway that signs them
+	// itself (CLAUDE_CODE_SKIP_BEDROCK_AUTH).
+	SkipAuth bool
 	// BaseURL overrides the endpoint (ANTHROPIC_BEDROCK_BASE_URL):
 	// https://bedrock-runtime.REGION.amazonaws.com when empty.
 	BaseURL string
@@ -98,7 +101,7 @@ type Provider struct {
 // network), and fails when that is broken or names no region.
 func New(ctx context.Context, cfg Config) (*Provider, error) {
 	creds := cfg.Credentials
-	if cfg.BearerToken == "" && creds == nil || cfg.Region == "" {
+	if cfg.BearerToken == "" && creds == nil && !cfg.SkipAuth || cfg.Region == "" {
 		var opts []func(*config.LoadOptions) error
 		if cfg.Region != "" {
 			opts = append(opts, config.WithRegion(cfg.Region))
@@ -235,7 +238,10 @@ func (p *Provider) post(ctx context.Context, endpoint, accept string, body []byt
 // failure to get credentials is not retried: another attempt would find
 // the same chain.
 func (p *Provider) authorize(ctx context.Context, req *http.Request, body []byte) error {
-	if p.cfg.BearerToken != "" {
+	switch {
+	case p.cfg.SkipAuth:
+		return nil
+	case p.cfg.BearerToken != "":
 		req.Header.Set("Authorization", "Bearer "+p.cfg.BearerToken)
 		return nil
 	}

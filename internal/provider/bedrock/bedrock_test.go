@@ -104,7 +104,7 @@ const miniSSE = "event: message_start\ndata: {\"type\":\"message_start\",\"messa
 	"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n" +
 	"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
 	"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":2}}\n\n" +
-	"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	"event: message_stop\ndata: {\"type\":\"message_stop\",\"amazon-bedrock-invocationMetrics\":{\"inputTokenCount\":3,\"outputTokenCount\":2,\"invocationLatency\":512,\"firstByteLatency\":300}}\n\n"
 
 // serveFrames writes body as Bedrock's answer, whole or one byte per
 // flushed write.
@@ -652,6 +652,24 @@ func TestBearerToken(t *testing.T) {
 		if strings.Contains(s, "secret") {
 			t.Fatalf("token printed: %s", s)
 		}
+	}
+}
+
+// A gateway that signs for its clients gets the request unsigned.
+func TestSkipAuth(t *testing.T) {
+	t.Parallel()
+	var auth []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth = r.Header.Values("Authorization")
+		serveFrames(w, stream(t, []byte(miniSSE)), false)
+	}))
+	defer srv.Close()
+	p, err := New(t.Context(), Config{Region: testRegion, BaseURL: srv.URL, SkipAuth: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pt.Attempt(t, p, hi); err != nil || len(auth) != 0 {
+		t.Fatalf("err %v, authorization %q", err, auth)
 	}
 }
 

@@ -51,6 +51,9 @@ type Config struct {
 	// CredentialsFile, for that detection, is the ADC JSON file to read
 	// (GOOGLE_APPLICATION_CREDENTIALS); empty follows Google's search.
 	CredentialsFile string
+	// SkipAuth sends requests without a token, for a gateway that adds
+	// its own (CLAUDE_CODE_SKIP_VERTEX_AUTH); no credentials are looked for.
+	SkipAuth bool
 	// HTTPClient sends the requests (and the token requests of detected
 	// credentials); nil means http.DefaultClient. It should have no
 	// overall Timeout.
@@ -79,7 +82,7 @@ func New(cfg Config) (*Provider, error) {
 		return nil, errors.New("vertex: no region: set CLOUD_ML_REGION (for example global or us-east5)")
 	}
 	creds := cfg.Credentials
-	if creds == nil {
+	if creds == nil && !cfg.SkipAuth {
 		var err error
 		creds, err = credentials.DetectDefault(&credentials.DetectOptions{
 			Scopes:          []string{scope},
@@ -136,6 +139,12 @@ func (p *Provider) url(req *model.Request, method string) string {
 // header carries the access token. A failure to get one is not retried:
 // what the token endpoint refused it will refuse again.
 func (p *Provider) header(ctx context.Context, accept string) (http.Header, error) {
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", accept)
+	if p.cfg.SkipAuth {
+		return h, nil
+	}
 	tok, err := p.creds.Token(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -143,9 +152,6 @@ func (p *Provider) header(ctx context.Context, accept string) (http.Header, erro
 		}
 		return nil, fmt.Errorf("vertex: %w: no Google access token: %v", model.ErrInvalidRequest, err)
 	}
-	h := http.Header{}
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", accept)
 	h.Set("Authorization", "Bearer "+tok.Value)
 	return h, nil
 }
