@@ -3,12 +3,16 @@ package relay
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -503,5 +507,113 @@ func TestStopDropsWaitingQuestions(t *testing.T) {
 			t.Fatalf("inbox after /stop: %+v", qs)
 		case <-time.After(10 * time.Millisecond):
 		}
+	}
+}
+
+// anthropicAnswer is a whole Messages API event stream answering text.
+func anthropicAnswer(text string) string {
+	quoted, _ := json.Marshal(text)
+	return "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_2\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n" +
+		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":" + string(quoted) + "}}\n\n" +
+		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":3}}\n\n" +
+		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+}
+
+// TestCrashWhileSluiceAnswers is TestCrashWhileAnswering with sluice's own
+// agent: the model server hangs mid-answer, the relay is killed, and after
+// the restart the chat is told, the waiting question is answered, in the
+// chat's restored session.
+func TestCrashWhileSluiceAnswers(t *testing.T) {
+	hung := make(chan struct{}, 1)
+	var mu sync.Mutex
+	var bodies []string
+	modelSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(body))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		if strings.Contains(string(body), "second question") {
+			io.WriteString(w, anthropicAnswer("Answer two."))
+			return
+		}
+		io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n"+
+			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"+
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Thinking about it\"}}\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case hung <- struct{}{}:
+		default:
+		}
+		<-r.Context().Done() // the relay dies with the request open
+	}))
+	t.Cleanup(modelSrv.Close)
+	tg := telegramfake.New()
+	srv := httptest.NewServer(tg)
+	t.Cleanup(srv.Close)
+	t.Setenv("TELEGRAM_BOT_TOKEN", telegramfake.Token)
+	t.Setenv("ANTHROPIC_API_KEY", "test-key")
+	t.Setenv("ANTHROPIC_BASE_URL", modelSrv.URL)
+	t.Setenv("SLUICE_HOME", t.TempDir())
+	state := t.TempDir()
+	args := []string{"telegram", "--state-dir", state, "--base-url", srv.URL, "--allow", "5", "--workdir", t.TempDir(),
+		"--min-interval", "0", "--chat-interval", "0"}
+
+	var stderr syncBuffer
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), relayProcessEnv+"=1")
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	kill := func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+	tg.UserSays(5, "first question, please")
+	tg.UserSays(5, "second question")
+	ctx := waitCtx(t)
+	select {
+	case <-hung:
+	case <-ctx.Done():
+		kill()
+		t.Fatalf("the model was never asked\n%s", stderr.String())
+	}
+	st := openStore(t, filepath.Join(state, "telegram.db"))
+	for {
+		qs, err := st.Questions(ctx, "telegram")
+		if err == nil && len(qs) == 2 && qs[0].Started {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			kill()
+			t.Fatalf("inbox %+v\n%s", qs, stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	st.Close()
+	kill()
+
+	stop, stderr2 := mainInBackground(t, args...)
+	sent, err := tg.WaitSent(waitCtx(t), 2)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr2.String())
+	}
+	if !strings.Contains(sent[0].Text, "cut off") || !strings.Contains(sent[0].Text, "first question, please") {
+		t.Errorf("after the restart, first: %q", sent[0].Text)
+	}
+	if sent[1].Text != "Answer two." {
+		t.Errorf("the waiting question's answer: %q", sent[1].Text)
+	}
+	if code := stop(); code != 0 {
+		t.Errorf("exit code %d: %s", code, stderr2.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bodies) != 2 || !strings.Contains(bodies[1], "first question, please") {
+		t.Errorf("the model got %d requests; the second should carry the restored session: %.300s", len(bodies), bodies)
 	}
 }
