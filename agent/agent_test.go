@@ -78,7 +78,7 @@ func TestToolRoundTrip(t *testing.T) {
 		modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, "Listing."), modeltest.ToolUse(1, "t1", "Bash", map[string]any{"command": "printf 'a\\nb\\n'"}), modeltest.Stop("tool_use")),
 		modeltest.Response(modeltest.Start("m2"), modeltest.Text(0, "Two files."), modeltest.Stop("end_turn")),
 	}}
-	s := newSession(t, p, func(o *agent.Options) { o.PermissionMode = agent.ModeBypass })
+	s := newSession(t, p, func(o *agent.Options) { o.PermissionMode = protocol.ModeBypassPermissions })
 	rec := record(t, s)
 	res, err := s.Run(bg(t), "list")
 	if err != nil {
@@ -153,7 +153,7 @@ func TestAbortDuringTool(t *testing.T) {
 	p := &modeltest.Script{Responses: [][]modeltest.Step{
 		modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, "Starting."), modeltest.ToolUse(1, "t1", "Bash", map[string]any{"command": "echo started; sleep 1000"}), modeltest.Stop("tool_use")),
 	}}
-	s := newSession(t, p, func(o *agent.Options) { o.PermissionMode = agent.ModeBypass })
+	s := newSession(t, p, func(o *agent.Options) { o.PermissionMode = protocol.ModeBypassPermissions })
 	rec := record(t, s)
 	h, err := s.Submit(bg(t), "Run the long job")
 	if err != nil {
@@ -177,7 +177,7 @@ func TestAbortDuringTool(t *testing.T) {
 	if a.Blocks[0].Content != "Starting." {
 		t.Fatalf("streamed text lost: %+v", a.Blocks[0])
 	}
-	if s.Busy() {
+	if s.Running() {
 		t.Fatal("still busy after the aborted run ended")
 	}
 }
@@ -243,10 +243,10 @@ func TestAbortMidStream(t *testing.T) {
 func TestPermissionAskedAndAnswered(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		decision string
+		decision protocol.Decision
 		success  bool
 	}{{protocol.DecisionAllow, true}, {protocol.DecisionDeny, false}} {
-		t.Run(tc.decision, func(t *testing.T) {
+		t.Run(string(tc.decision), func(t *testing.T) {
 			t.Parallel()
 			p := &modeltest.Script{Responses: [][]modeltest.Step{
 				modeltest.Response(modeltest.Start("m1"), modeltest.ToolUse(0, "t1", "Bash", map[string]any{"command": "echo hi"}), modeltest.Stop("tool_use")),
@@ -700,7 +700,7 @@ func TestToolsDoNotSeeKeys(t *testing.T) {
 		modeltest.Response(modeltest.Start("m1"), modeltest.ToolUse(0, "t1", "Bash", map[string]any{"command": "env"}), modeltest.Stop("tool_use")),
 		modeltest.Response(modeltest.Start("m2"), modeltest.Text(0, "ok"), modeltest.Stop("end_turn")),
 	}}
-	s := newSession(t, p, func(o *agent.Options) { o.PermissionMode = agent.ModeBypass })
+	s := newSession(t, p, func(o *agent.Options) { o.PermissionMode = protocol.ModeBypassPermissions })
 	if _, err := s.Run(bg(t), "show env"); err != nil {
 		t.Fatal(err)
 	}

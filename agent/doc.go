@@ -8,8 +8,8 @@
 // snapshot, or SnapshotAndSubscribe for both without a gap or an overlap.
 //
 // Work is serialised: user messages, shell commands (Bang) and compactions
-// run one after another on the session's worker goroutine; Send queues and
-// returns, Run queues and waits for the result. Abort stops the work in
+// run one after another on the session's worker goroutine; Submit queues and
+// returns a Handle, Run queues and waits for the result. Abort stops the work in
 // progress and drops what is queued; Rewind and Clear abort first.
 //
 // All methods are safe for concurrent use.

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -14,35 +13,9 @@ import (
 	"github.com/sluicehq/sluice/tool"
 )
 
-// PermissionMode decides which tool calls need approval, as Claude Code's
-// users know them.
-type PermissionMode string
-
-const (
-	// ModeDefault: read-only tools run; edits and commands ask.
-	ModeDefault PermissionMode = "default"
-	// ModeAcceptEdits: edits inside the working directory run too.
-	ModeAcceptEdits PermissionMode = "acceptEdits"
-	// ModeBypass: everything runs without asking.
-	ModeBypass PermissionMode = "bypassPermissions"
-	// ModePlan: only read-only tools run; the model plans.
-	ModePlan PermissionMode = "plan"
-)
-
-// ParsePermissionMode checks a mode name.
-func ParsePermissionMode(s string) (PermissionMode, error) {
-	switch m := PermissionMode(s); m {
-	case ModeDefault, ModeAcceptEdits, ModeBypass, ModePlan:
-		return m, nil
-	case "":
-		return ModeDefault, nil
-	}
-	return "", fmt.Errorf("unknown permission mode %q (want default, acceptEdits, bypassPermissions or plan)", s)
-}
-
 // Approver answers a permission request without waiting for a face (print
-// mode, tests). It returns a protocol.Decision* value.
-type Approver func(ctx context.Context, req protocol.PermissionRequest) string
+// mode, tests).
+type Approver func(ctx context.Context, req protocol.PermissionRequest) protocol.Decision
 
 // MemoryFile is one of the project's instruction files, as read.
 type MemoryFile struct {
@@ -68,8 +41,8 @@ type Options struct {
 	WorkDir string
 	// AllowedDirs are more directories file tools may touch.
 	AllowedDirs []string
-	// PermissionMode is the initial mode (default ModeDefault).
-	PermissionMode PermissionMode
+	// PermissionMode is the initial mode (default protocol.ModeDefault).
+	PermissionMode protocol.PermissionMode
 	// Approve, when set, answers permission requests instead of waiting
 	// for AnswerPermission.
 	Approve Approver
@@ -121,7 +94,7 @@ func (o *Options) setDefaults() {
 		o.AutoCompact = 0.85
 	}
 	if o.PermissionMode == "" {
-		o.PermissionMode = ModeDefault
+		o.PermissionMode = protocol.ModeDefault
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+
+	"github.com/sluicehq/sluice/protocol"
 )
 
 // systemPrompt is the built-in system prompt plus the user's. Called with
@@ -38,7 +40,7 @@ Permission mode: %s
 Use the tools to read, search, edit and run things instead of guessing. Read a file before editing it.
 Keep answers short and direct; use Markdown. When the task is done, say what you did.`,
 		s.toolEnv.WorkDir, runtime.GOOS, runtime.GOARCH, s.opts.Now().Format("2006-01-02"), s.mode)
-	if s.mode == ModePlan {
+	if s.mode == protocol.ModePlan {
 		sb.WriteString("\n\nYou are in plan mode: do not change anything. Investigate with the read-only tools and present a plan.")
 	}
 }

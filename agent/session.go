@@ -81,7 +81,7 @@ type Session struct {
 
 	mu        sync.Mutex // guards the fields below; taken before bus.mu
 	model     string
-	mode      PermissionMode
+	mode      protocol.PermissionMode
 	always    map[string]bool // tools allowed for the rest of the session
 	ctxMsgs   []model.Message // the model's context
 	epoch     int             // bumped when the context is rebuilt
@@ -159,7 +159,7 @@ func newSession(opts Options, id string) (*Session, error) {
 	if id == "" {
 		id = opts.NewID()
 	}
-	if _, err := ParsePermissionMode(string(opts.PermissionMode)); err != nil {
+	if _, err := protocol.ParsePermissionMode(string(opts.PermissionMode)); err != nil {
 		return nil, err
 	}
 	wd := opts.WorkDir
@@ -221,15 +221,15 @@ func (s *Session) SetModel(name string) {
 }
 
 // PermissionMode is the current mode.
-func (s *Session) PermissionMode() PermissionMode {
+func (s *Session) PermissionMode() protocol.PermissionMode {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.mode
 }
 
 // SetPermissionMode changes the mode for the next tool calls.
-func (s *Session) SetPermissionMode(m PermissionMode) error {
-	if _, err := ParsePermissionMode(string(m)); err != nil {
+func (s *Session) SetPermissionMode(m protocol.PermissionMode) error {
+	if _, err := protocol.ParsePermissionMode(string(m)); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -245,13 +245,6 @@ func (s *Session) Tools() []string {
 		names[i] = t.Name()
 	}
 	return names
-}
-
-// Busy reports whether work is running or queued.
-func (s *Session) Busy() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.current != nil || len(s.queued) > 0
 }
 
 func (s *Session) now() int64 { return s.opts.Now().UnixMilli() }
@@ -368,15 +361,6 @@ func (s *Session) Submit(ctx context.Context, text string) (*Handle, error) {
 		return nil, err
 	}
 	return &Handle{s: s, j: j}, nil
-}
-
-// Send queues a user message and returns its id without waiting.
-func (s *Session) Send(ctx context.Context, text string) (string, error) {
-	h, err := s.Submit(ctx, text)
-	if err != nil {
-		return "", err
-	}
-	return h.ID(), nil
 }
 
 // Run sends a user message and waits until its run ends. If ctx is done
@@ -517,9 +501,8 @@ func (s *Session) Clear(ctx context.Context) error {
 	return err
 }
 
-// AnswerPermission answers a pending permission request with a
-// protocol.Decision* value.
-func (s *Session) AnswerPermission(requestID, decision string) error {
+// AnswerPermission answers a pending permission request.
+func (s *Session) AnswerPermission(requestID string, decision protocol.Decision) error {
 	switch decision {
 	case protocol.DecisionAllow, protocol.DecisionAllowAlways, protocol.DecisionDeny:
 	default:
@@ -539,7 +522,7 @@ func (s *Session) AnswerPermission(requestID, decision string) error {
 // waiter is a permission request waiting for its answer.
 type waiter struct {
 	req    protocol.PermissionRequest
-	answer chan string // capacity 1
+	answer chan protocol.Decision // capacity 1
 }
 
 // PendingPermissions returns the permission requests still waiting for an

@@ -151,7 +151,7 @@ func (s *Session) permit(ctx context.Context, msgID string, c toolCall, t tool.T
 	mode := s.mode
 	always := s.always[c.name]
 	s.mu.Unlock()
-	d := permission.Decide(permission.Mode(mode), t, c.input, &s.toolEnv)
+	d := permission.Decide(mode, t, c.input, &s.toolEnv)
 	switch {
 	case d.Action == permission.Allow || (d.Action == permission.Ask && always):
 		return true, ""
@@ -162,14 +162,14 @@ func (s *Session) permit(ctx context.Context, msgID string, c toolCall, t tool.T
 		RequestID: s.opts.NewID(), MessageID: msgID, BlockIndex: c.display, ToolID: c.id,
 		Name: c.name, Parameters: string(c.input), CompactParams: compact, Reason: d.Reason,
 	}
-	w := &waiter{answer: make(chan string, 1)}
+	w := &waiter{answer: make(chan protocol.Decision, 1)}
 	s.mu.Lock()
 	// Publish under s.mu so that PendingPermissions never shows a request
 	// without its seq.
 	w.req = s.publish(req).(protocol.PermissionRequest)
 	s.waiters[req.RequestID] = w
 	s.mu.Unlock()
-	var decision string
+	var decision protocol.Decision
 	if s.opts.Approve != nil {
 		decision = s.opts.Approve(ctx, w.req)
 		s.mu.Lock()

@@ -4,7 +4,7 @@
 // message list with the shared reducer (protocol.List).
 //
 //	c, err := client.Start(ctx, exec.Command("sluice", "rpc"), client.Options{})
-//	sess, err := c.Initialize(ctx, client.InitializeParams{WorkingDirectory: dir})
+//	sess, err := c.Initialize(ctx, wire.InitializeParams{WorkingDirectory: dir})
 //	id, err := sess.Send(ctx, "Explain this repository", false)
 //	for {
 //		u, err := sess.Next(ctx) // every change, in order
@@ -34,30 +34,9 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/wire"
 )
-
-// The protocol's types, as the server defines them.
-type (
-	Error                    = rpc.Error
-	InitializeParams         = rpc.InitializeParams
-	InitializeResult         = rpc.InitializeResult
-	Capabilities             = rpc.Capabilities
-	Info                     = rpc.Info
-	SessionInfo              = rpc.SessionInfo
-	RewindResult             = rpc.RewindResult
-	SendMessageResult        = rpc.SendMessageResult
-	PermissionResponseParams = rpc.PermissionResponseParams
-)
-
-// Conn carries whole JSON messages; it has the method set of the server's
-// connections (a LineConn over a child's stdio, a WebSocket, a pipe).
-type Conn interface {
-	Read(ctx context.Context) ([]byte, error)
-	Write(ctx context.Context, msg []byte) error
-	Close() error
-}
 
 // Errors of the client.
 var (
@@ -85,7 +64,7 @@ type Options struct {
 // Client is a connection to a host-protocol server. Its methods are safe
 // for concurrent use.
 type Client struct {
-	conn Conn
+	conn wire.Conn
 	log  *slog.Logger
 	cmd  *exec.Cmd
 	// stdin is the spawned server's standard input, closed first by Close
@@ -116,7 +95,7 @@ type response struct {
 }
 
 // New returns a client on conn and starts reading it.
-func New(conn Conn, opts Options) *Client {
+func New(conn wire.Conn, opts Options) *Client {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -146,7 +125,7 @@ func Start(ctx context.Context, cmd *exec.Cmd, opts Options) (*Client, error) {
 	if max <= 0 {
 		max = DefaultMaxMessageBytes
 	}
-	c := New(rpc.NewLineConn(stdout, stdin, max), opts)
+	c := New(wire.NewLineConn(stdout, stdin, max), opts)
 	c.cmd, c.stdin = cmd, stdin
 	go func() {
 		select {
@@ -186,7 +165,7 @@ func (c *Client) Err() error {
 }
 
 // Call sends a request and decodes its result into result (which may be
-// nil). A JSON-RPC error is returned as *Error. If ctx is done first, Call
+// nil). A JSON-RPC error is returned as *wire.Error. If ctx is done first, Call
 // returns ctx's error; the response, when it comes, is still processed.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
 	raw, err := c.call(ctx, method, params, nil)
@@ -258,7 +237,7 @@ type incoming struct {
 	Method string          `json:"method"`
 	Params json.RawMessage `json:"params"`
 	Result json.RawMessage `json:"result"`
-	Error  *Error          `json:"error"`
+	Error  *wire.Error     `json:"error"`
 }
 
 // read is the reader goroutine: it runs response hooks and applies
@@ -268,7 +247,7 @@ func (c *Client) read() {
 	for {
 		var data []byte
 		data, err = c.conn.Read(context.Background())
-		if errors.Is(err, rpc.ErrMessageTooLarge) {
+		if errors.Is(err, wire.ErrMessageTooLarge) {
 			// A lost notification shows as a gap and heals; a lost
 			// response leaves its caller to its context.
 			c.log.Warn("skipped a message from the server", "err", err)
@@ -341,8 +320,8 @@ func (c *Client) notification(m incoming) {
 
 // Initialize starts a session (or, with p.SessionID, attaches to a running
 // or stored one) and returns it with its list loaded.
-func (c *Client) Initialize(ctx context.Context, p InitializeParams) (*Session, error) {
-	return c.attach(ctx, rpc.MethodInitialize, p, nil)
+func (c *Client) Initialize(ctx context.Context, p wire.InitializeParams) (*Session, error) {
+	return c.attach(ctx, wire.MethodInitialize, p, nil)
 }
 
 // Resume re-attaches to a session the host followed before (on another
@@ -350,19 +329,19 @@ func (c *Client) Initialize(ctx context.Context, p InitializeParams) (*Session, 
 // list's seq when the server still has them, or a snapshot otherwise.
 func (c *Client) Resume(ctx context.Context, sessionID, epoch string, list protocol.Snapshot) (*Session, error) {
 	seq := list.Seq
-	return c.attach(ctx, rpc.MethodInitialize, InitializeParams{SessionID: sessionID, Epoch: epoch, LastSeq: &seq}, &list)
+	return c.attach(ctx, wire.MethodInitialize, wire.InitializeParams{SessionID: sessionID, Epoch: epoch, LastSeq: &seq}, &list)
 }
 
 // RestoreSession attaches to a stored (or running) session, restoring it
 // from the server's store in workDir's project ("" for the server's).
 func (c *Client) RestoreSession(ctx context.Context, sessionID, workDir string) (*Session, error) {
-	return c.attach(ctx, rpc.MethodRestoreSession, rpc.RestoreSessionParams{SessionID: sessionID, WorkingDirectory: workDir}, nil)
+	return c.attach(ctx, wire.MethodRestoreSession, wire.RestoreSessionParams{SessionID: sessionID, WorkingDirectory: workDir}, nil)
 }
 
 func (c *Client) attach(ctx context.Context, method string, params any, base *protocol.Snapshot) (*Session, error) {
 	var sess *Session
 	hook := func(raw json.RawMessage) error {
-		var res InitializeResult
+		var res wire.InitializeResult
 		if err := json.Unmarshal(raw, &res); err != nil {
 			return fmt.Errorf("client: decode %s result: %w", method, err)
 		}
@@ -395,9 +374,9 @@ func (c *Client) attach(ctx context.Context, method string, params any, base *pr
 
 // ListSessions lists the stored and running sessions of workDir's project
 // ("" for the server's working directory), newest first.
-func (c *Client) ListSessions(ctx context.Context, workDir string) ([]SessionInfo, error) {
-	var res rpc.ListSessionsResult
-	if err := c.Call(ctx, rpc.MethodListSessions, rpc.ListSessionsParams{WorkingDirectory: workDir}, &res); err != nil {
+func (c *Client) ListSessions(ctx context.Context, workDir string) ([]wire.SessionInfo, error) {
+	var res wire.ListSessionsResult
+	if err := c.Call(ctx, wire.MethodListSessions, wire.ListSessionsParams{WorkingDirectory: workDir}, &res); err != nil {
 		return nil, err
 	}
 	return res.Sessions, nil

@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
 	"github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/wire"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -43,7 +44,7 @@ func server(t *testing.T, dir string, script *modeltest.Script, st store.Store) 
 
 // connect serves a new connection and returns a client on it; wrap, when
 // set, wraps the client's side (fault injection).
-func connect(t *testing.T, srv *rpc.Server, wrap func(Conn) Conn) *Client {
+func connect(t *testing.T, srv *rpc.Server, wrap func(wire.Conn) wire.Conn) *Client {
 	t.Helper()
 	srvSide, hostSide := rpctest.Pipe(0)
 	served := make(chan struct{})
@@ -51,7 +52,7 @@ func connect(t *testing.T, srv *rpc.Server, wrap func(Conn) Conn) *Client {
 		defer close(served)
 		srv.ServeConn(context.Background(), srvSide)
 	}()
-	var conn Conn = hostSide
+	var conn wire.Conn = hostSide
 	if wrap != nil {
 		conn = wrap(conn)
 	}
@@ -111,7 +112,7 @@ func TestDriveAToolSessionEndToEnd(t *testing.T) {
 	)
 	srv := server(t, dir, script, st)
 	c := connect(t, srv, nil)
-	sess, err := c.Initialize(bg(t), InitializeParams{PermissionMode: "default"})
+	sess, err := c.Initialize(bg(t), wire.InitializeParams{PermissionMode: "default"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func TestDriveAToolSessionEndToEnd(t *testing.T) {
 
 // faulty drops or corrupts the notifications that match.
 type faulty struct {
-	Conn
+	wire.Conn
 	mu     sync.Mutex
 	count  int
 	action func(n int, line []byte) []byte // nil: drop
@@ -250,8 +251,8 @@ func TestListHealsItselfAfterLostOrBadEvents(t *testing.T) {
 			steps = append(steps, modeltest.Stop("end_turn"))
 			srv := server(t, t.TempDir(), modeltest.NewScript(modeltest.Response(steps...)), nil)
 			f := &faulty{action: action, hit: make(chan struct{})}
-			c := connect(t, srv, func(conn Conn) Conn { f.Conn = conn; return f })
-			sess, err := c.Initialize(bg(t), InitializeParams{})
+			c := connect(t, srv, func(conn wire.Conn) wire.Conn { f.Conn = conn; return f })
+			sess, err := c.Initialize(bg(t), wire.InitializeParams{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -331,7 +332,7 @@ func TestStaleReceiptIsIgnored(t *testing.T) {
 	}()
 	c := New(hostSide, Options{})
 	defer func() { c.Close(); srvSide.Close(); <-done }()
-	sess, err := c.Initialize(bg(t), InitializeParams{})
+	sess, err := c.Initialize(bg(t), wire.InitializeParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +353,7 @@ func TestResumeReceivesExactlyTheMissedEvents(t *testing.T) {
 	t.Parallel()
 	srv := server(t, t.TempDir(), modeltest.NewScript(modeltest.Answer("m1", "one"), modeltest.Answer("m2", "t", "w", "o")), nil)
 	c1 := connect(t, srv, nil)
-	s1, err := c1.Initialize(bg(t), InitializeParams{})
+	s1, err := c1.Initialize(bg(t), wire.InitializeParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +365,7 @@ func TestResumeReceivesExactlyTheMissedEvents(t *testing.T) {
 
 	// The session moves on while the host is away.
 	c2 := connect(t, srv, nil)
-	s2, err := c2.Initialize(bg(t), InitializeParams{SessionID: info.SessionID})
+	s2, err := c2.Initialize(bg(t), wire.InitializeParams{SessionID: info.SessionID})
 	if err != nil {
 		t.Fatal(err)
 	}

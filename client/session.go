@@ -11,8 +11,8 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/wire"
 )
 
 // Update is one change of a session's list, in order: an event that was
@@ -34,7 +34,7 @@ type Session struct {
 
 	mu        sync.Mutex
 	changed   chan struct{} // closed and replaced on every change of the list
-	info      InitializeResult
+	info      wire.InitializeResult
 	list      *protocol.List
 	resyncing bool
 	rewindReq string                                // the rewind in flight
@@ -61,13 +61,13 @@ func (s *Session) ID() string { return s.id }
 
 // Info is the result of the initialize (or restore) that attached the
 // session.
-func (s *Session) Info() InitializeResult {
+func (s *Session) Info() wire.InitializeResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.info
 }
 
-func (s *Session) setInfo(res InitializeResult) {
+func (s *Session) setInfo(res wire.InitializeResult) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if res.Snapshot != nil {
@@ -252,7 +252,7 @@ func (s *Session) resync() {
 
 func (s *Session) getMessages(ctx context.Context) (protocol.Snapshot, error) {
 	var snap protocol.Snapshot
-	_, err := s.c.call(ctx, rpc.MethodGetMessages, rpc.SessionParams{SessionID: s.id}, func(raw json.RawMessage) error {
+	_, err := s.c.call(ctx, wire.MethodGetMessages, wire.SessionParams{SessionID: s.id}, func(raw json.RawMessage) error {
 		if err := json.Unmarshal(raw, &snap); err != nil {
 			return fmt.Errorf("client: decode getMessages result: %w", err)
 		}
@@ -271,8 +271,8 @@ func (s *Session) GetMessages(ctx context.Context) (protocol.Snapshot, error) {
 // Send sends a user message and returns its id without waiting for the
 // run. With force, the work in progress is aborted first.
 func (s *Session) Send(ctx context.Context, text string, force bool) (string, error) {
-	var res SendMessageResult
-	err := s.c.Call(ctx, rpc.MethodSendMessage, rpc.SendMessageParams{SessionID: s.id, Text: text, Force: force}, &res)
+	var res wire.SendMessageResult
+	err := s.c.Call(ctx, wire.MethodSendMessage, wire.SendMessageParams{SessionID: s.id, Text: text, Force: force}, &res)
 	return res.MessageID, err
 }
 
@@ -321,7 +321,7 @@ func (s *Session) waitFor(ctx context.Context, cond func() bool) error {
 // Abort stops the work in progress (keeping what streamed) and drops the
 // queued work.
 func (s *Session) Abort(ctx context.Context, reason string) error {
-	return s.c.Call(ctx, rpc.MethodAbort, rpc.AbortParams{SessionID: s.id, Reason: reason}, nil)
+	return s.c.Call(ctx, wire.MethodAbort, wire.AbortParams{SessionID: s.id, Reason: reason}, nil)
 }
 
 // Rewind removes the last occurrence of user message messageID and what
@@ -329,15 +329,15 @@ func (s *Session) Abort(ctx context.Context, reason string) error {
 // server sends before the receipt, not by the receipt; OK false means
 // nothing changed. A receipt that does not belong to the rewind in flight
 // (superseded by a newer Rewind) is returned with ErrStaleReceipt.
-func (s *Session) Rewind(ctx context.Context, messageID string) (RewindResult, error) {
+func (s *Session) Rewind(ctx context.Context, messageID string) (wire.RewindResult, error) {
 	var b [8]byte
 	rand.Read(b[:])
 	reqID := "rw-" + hex.EncodeToString(b[:])
 	s.mu.Lock()
 	s.rewindReq = reqID
 	s.mu.Unlock()
-	var res RewindResult
-	err := s.c.Call(ctx, rpc.MethodRewind, rpc.RewindParams{SessionID: s.id, MessageID: messageID, RequestID: reqID}, &res)
+	var res wire.RewindResult
+	err := s.c.Call(ctx, wire.MethodRewind, wire.RewindParams{SessionID: s.id, MessageID: messageID, RequestID: reqID}, &res)
 	s.mu.Lock()
 	current := s.rewindReq == reqID
 	if current {
@@ -356,7 +356,7 @@ func (s *Session) Rewind(ctx context.Context, messageID string) (RewindResult, e
 // Clear empties the session; the host's list is replaced by the snapshot
 // the server answers with.
 func (s *Session) Clear(ctx context.Context) error {
-	_, err := s.c.call(ctx, rpc.MethodClear, rpc.SessionParams{SessionID: s.id}, func(raw json.RawMessage) error {
+	_, err := s.c.call(ctx, wire.MethodClear, wire.SessionParams{SessionID: s.id}, func(raw json.RawMessage) error {
 		var snap protocol.Snapshot
 		if err := json.Unmarshal(raw, &snap); err != nil {
 			return fmt.Errorf("client: decode clear result: %w", err)
@@ -370,37 +370,37 @@ func (s *Session) Clear(ctx context.Context) error {
 // Compact folds the model's context into a summary, appended to the list
 // as a compact block (compactBlockAdded), and waits for it.
 func (s *Session) Compact(ctx context.Context) error {
-	return s.c.Call(ctx, rpc.MethodCompact, rpc.SessionParams{SessionID: s.id}, nil)
+	return s.c.Call(ctx, wire.MethodCompact, wire.SessionParams{SessionID: s.id}, nil)
 }
 
 // Bang runs a shell command as the user and waits for it to end; it
 // returns the id of the user message that holds it.
 func (s *Session) Bang(ctx context.Context, command string) (string, error) {
-	var res rpc.BangResult
-	err := s.c.Call(ctx, rpc.MethodBang, rpc.BangParams{SessionID: s.id, Command: command}, &res)
+	var res wire.BangResult
+	err := s.c.Call(ctx, wire.MethodBang, wire.BangParams{SessionID: s.id, Command: command}, &res)
 	return res.MessageID, err
 }
 
 // SetModel changes the model for the next requests.
 func (s *Session) SetModel(ctx context.Context, model string) error {
-	return s.c.Call(ctx, rpc.MethodSetModel, rpc.SetModelParams{SessionID: s.id, Model: model}, nil)
+	return s.c.Call(ctx, wire.MethodSetModel, wire.SetModelParams{SessionID: s.id, Model: model}, nil)
 }
 
 // SetPermissionMode changes the permission mode.
-func (s *Session) SetPermissionMode(ctx context.Context, mode string) error {
-	return s.c.Call(ctx, rpc.MethodSetPermissionMode, rpc.SetPermissionModeParams{SessionID: s.id, PermissionMode: mode}, nil)
+func (s *Session) SetPermissionMode(ctx context.Context, mode protocol.PermissionMode) error {
+	return s.c.Call(ctx, wire.MethodSetPermissionMode, wire.SetPermissionModeParams{SessionID: s.id, PermissionMode: mode}, nil)
 }
 
 // AnswerPermission answers a permissionRequest event with
 // protocol.DecisionAllow, DecisionAllowAlways or DecisionDeny.
-func (s *Session) AnswerPermission(ctx context.Context, requestID, decision string) error {
-	return s.c.Call(ctx, rpc.MethodPermissionResponse, rpc.PermissionResponseParams{SessionID: s.id, RequestID: requestID, Decision: decision}, nil)
+func (s *Session) AnswerPermission(ctx context.Context, requestID string, decision protocol.Decision) error {
+	return s.c.Call(ctx, wire.MethodPermissionResponse, wire.PermissionResponseParams{SessionID: s.id, RequestID: requestID, Decision: decision}, nil)
 }
 
 // Detach stops the session's notifications on this connection; the
 // session goes on in the server.
 func (s *Session) Detach(ctx context.Context) error {
-	err := s.c.Call(ctx, rpc.MethodDetach, rpc.SessionParams{SessionID: s.id}, nil)
+	err := s.c.Call(ctx, wire.MethodDetach, wire.SessionParams{SessionID: s.id}, nil)
 	if err == nil {
 		s.c.mu.Lock()
 		delete(s.c.sessions, s.id)

@@ -158,33 +158,39 @@ type MessagesCleared struct {
 	Header
 }
 
+// RunState is whether the agent is working.
+type RunState string
+
 // Run states.
 const (
-	RunRunning = "running"
-	RunIdle    = "idle"
+	RunRunning RunState = "running"
+	RunIdle    RunState = "idle"
 )
 
 // RunStateChanged says whether the agent is working.
 type RunStateChanged struct {
 	Header
-	State string `json:"state"`
+	State RunState `json:"state"`
 }
+
+// NoticeKind is what a StreamNotice reports.
+type NoticeKind string
 
 // Notice kinds.
 const (
-	NoticeRetrying = "retrying"
-	NoticeStalled  = "stalled"
+	NoticeRetrying NoticeKind = "retrying"
+	NoticeStalled  NoticeKind = "stalled"
 )
 
 // StreamNotice reports trouble with the model stream: a retry (Attempt,
 // DelayMs, Cause) or a stall (IdleMs).
 type StreamNotice struct {
 	Header
-	Kind    string `json:"kind"`
-	Attempt int    `json:"attempt,omitempty"`
-	DelayMs int64  `json:"delayMs,omitempty"`
-	Cause   string `json:"cause,omitempty"`
-	IdleMs  int64  `json:"idleMs,omitempty"`
+	Kind    NoticeKind `json:"kind"`
+	Attempt int        `json:"attempt,omitempty"`
+	DelayMs int64      `json:"delayMs,omitempty"`
+	Cause   string     `json:"cause,omitempty"`
+	IdleMs  int64      `json:"idleMs,omitempty"`
 }
 
 // PermissionRequest asks whoever is attached whether a tool may run. Any
@@ -203,18 +209,21 @@ type PermissionRequest struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// Decision answers a PermissionRequest.
+type Decision string
+
 // Permission decisions.
 const (
-	DecisionAllow       = "allow"        // this call only
-	DecisionAllowAlways = "allow_always" // this tool, for the rest of the session
-	DecisionDeny        = "deny"
+	DecisionAllow       Decision = "allow"        // this call only
+	DecisionAllowAlways Decision = "allow_always" // this tool, for the rest of the session
+	DecisionDeny        Decision = "deny"
 )
 
 // PermissionResolved closes a PermissionRequest.
 type PermissionResolved struct {
 	Header
-	RequestID string `json:"requestId"`
-	Decision  string `json:"decision"`
+	RequestID string   `json:"requestId"`
+	Decision  Decision `json:"decision"`
 }
 
 func (e UserMessageAdded) Method() string          { return MethodUserMessageAdded }

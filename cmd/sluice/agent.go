@@ -127,7 +127,7 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 	}
 	// Nobody is there to answer a permission prompt: what the mode does
 	// not allow is denied, and the result lists the denials.
-	setup.Options.Approve = func(context.Context, protocol.PermissionRequest) string { return protocol.DecisionDeny }
+	setup.Options.Approve = func(context.Context, protocol.PermissionRequest) protocol.Decision { return protocol.DecisionDeny }
 	sess, err := setup.OpenSession(cf.Continue, cf.Resume)
 	if err != nil {
 		fmt.Fprintln(stdio.Err, "sluice:", err)

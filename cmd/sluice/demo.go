@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/sluicehq/sluice/internal/printmode"
 	"github.com/sluicehq/sluice/internal/provider"
+	"github.com/sluicehq/sluice/protocol"
 )
 
 func init() {
@@ -46,7 +47,7 @@ func demoMain(ctx context.Context, args []string, stdio Stdio) int {
 	opts := setup.Options
 	// The demo runs only its own scripted command (a loop that prints five
 	// lines); nothing else can ask for a tool. It is not kept as a session.
-	opts.PermissionMode = agent.ModeBypass
+	opts.PermissionMode = protocol.ModeBypassPermissions
 	opts.Store = nil
 	sess, err := agent.New(opts)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/sluicehq/sluice/internal/rpc"
+	"github.com/sluicehq/sluice/wire"
 )
 
 func init() {
@@ -26,7 +27,7 @@ func rpcMain(ctx context.Context, args []string, stdio Stdio) int {
 	fs.SetOutput(stdio.Err)
 	var af cli.AgentFlags
 	af.Register(fs)
-	maxMessage := fs.Int("max-message-bytes", rpc.DefaultMaxMessageBytes, "largest request line read; longer lines are answered with an error and skipped")
+	maxMessage := fs.Int("max-message-bytes", wire.DefaultMaxMessageBytes, "largest request line read; longer lines are answered with an error and skipped")
 	verbose := fs.Bool("verbose", false, "log debug messages to stderr")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -41,7 +42,7 @@ func rpcMain(ctx context.Context, args []string, stdio Stdio) int {
 		return 2
 	}
 	defer setup.Close()
-	serveErr := srv.ServeConn(ctx, rpc.NewLineConn(stdio.In, stdio.Out, *maxMessage))
+	serveErr := srv.ServeConn(ctx, wire.NewLineConn(stdio.In, stdio.Out, *maxMessage))
 	closeErr := srv.Close()
 	if serveErr != nil && !errors.Is(serveErr, context.Canceled) {
 		log.Error("connection ended", "err", serveErr)

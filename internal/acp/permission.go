@@ -83,7 +83,7 @@ func (ss *session) ask(req protocol.PermissionRequest) {
 	}()
 }
 
-func (ss *session) answer(requestID, decision string) {
+func (ss *session) answer(requestID string, decision protocol.Decision) {
 	// An unknown request was answered already (an abort denied it).
 	_ = ss.ag.AnswerPermission(requestID, decision)
 }

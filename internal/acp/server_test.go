@@ -17,9 +17,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluicehq/sluice/agent"
-	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/model/modeltest"
+	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/store"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -207,7 +208,7 @@ func (r *rawTap) Write(p []byte) (int, error) {
 }
 
 type harnessOpts struct {
-	mode   agent.PermissionMode
+	mode   protocol.PermissionMode
 	dir    string // the store and work dir (default: a new temp dir)
 	client *testClient
 }
@@ -491,7 +492,7 @@ func TestEditShowsDiff(t *testing.T) {
 			"file_path": "a.txt", "old_string": "world", "new_string": "there",
 		}), modeltest.Stop("tool_use")),
 		modeltest.Answer("m2", "edited"),
-	), harnessOpts{dir: dir, mode: agent.ModeAcceptEdits})
+	), harnessOpts{dir: dir, mode: protocol.ModeAcceptEdits})
 	h.initialize(sdk.ClientCapabilities{})
 	sess := h.newSession()
 	if _, err := h.prompt(sess.SessionId, "edit it"); err != nil {
@@ -677,7 +678,7 @@ func TestBadInput(t *testing.T) {
 	h.out.mu.Lock()
 	for _, l := range h.out.lines {
 		var m struct {
-			ID    json.RawMessage `json:"id"`
+			ID    json.RawMessage     `json:"id"`
 			Error *struct{ Code int } `json:"error"`
 		}
 		if json.Unmarshal([]byte(l), &m) == nil && m.Error != nil {
@@ -711,8 +712,10 @@ func TestClientFilesAndTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := &testClient{
-		files:  map[string]string{path: "unsaved buffer\n"},
-		answer: func(sdk.RequestPermissionRequest) sdk.RequestPermissionOutcome { return sdk.NewRequestPermissionOutcomeSelected(optAllowOnce) },
+		files: map[string]string{path: "unsaved buffer\n"},
+		answer: func(sdk.RequestPermissionRequest) sdk.RequestPermissionOutcome {
+			return sdk.NewRequestPermissionOutcomeSelected(optAllowOnce)
+		},
 	}
 	script := modeltest.NewScript(
 		modeltest.Response(modeltest.Start("m1"), modeltest.ToolUse(0, "r1", "Read", map[string]any{"file_path": path}), modeltest.Stop("tool_use")),

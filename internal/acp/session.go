@@ -22,13 +22,13 @@ const (
 
 // modeInfo names sluice's permission modes as an ACP client shows them.
 var modeInfo = []struct {
-	mode        agent.PermissionMode
+	mode        protocol.PermissionMode
 	name, about string
 }{
-	{agent.ModeDefault, "Default", "Read-only tools run; edits and commands ask first"},
-	{agent.ModeAcceptEdits, "Accept edits", "Edits in the working directory run too; commands ask first"},
-	{agent.ModePlan, "Plan", "Only read-only tools run: the agent researches and plans"},
-	{agent.ModeBypass, "Bypass permissions", "Everything runs without asking"},
+	{protocol.ModeDefault, "Default", "Read-only tools run; edits and commands ask first"},
+	{protocol.ModeAcceptEdits, "Accept edits", "Edits in the working directory run too; commands ask first"},
+	{protocol.ModePlan, "Plan", "Only read-only tools run: the agent researches and plans"},
+	{protocol.ModeBypassPermissions, "Bypass permissions", "Everything runs without asking"},
 }
 
 // commands are the slash commands a prompt may start with.
@@ -354,7 +354,7 @@ func (ss *session) rewind(ctx context.Context) error {
 
 // setMode changes the permission mode and tells the client.
 func (ss *session) setMode(ctx context.Context, id string) error {
-	m, err := agent.ParsePermissionMode(id)
+	m, err := protocol.ParsePermissionMode(id)
 	if err != nil || id == "" {
 		return invalidParams("unknown mode %q", id)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/internal/provider"
 	"github.com/sluicehq/sluice/internal/provider/demo"
 	"github.com/sluicehq/sluice/model"
+	"github.com/sluicehq/sluice/protocol"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -98,12 +99,12 @@ func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Se
 	f.applyConfig(conf, setFlags(f.fs))
 	mode := f.PermissionMode
 	if f.SkipPermissions {
-		if mode != "" && mode != string(agent.ModeBypass) {
+		if mode != "" && mode != string(protocol.ModeBypassPermissions) {
 			return nil, fmt.Errorf("--dangerously-skip-permissions conflicts with --permission-mode %s", mode)
 		}
-		mode = string(agent.ModeBypass)
+		mode = string(protocol.ModeBypassPermissions)
 	}
-	pm, err := agent.ParsePermissionMode(mode)
+	pm, err := protocol.ParsePermissionMode(mode)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/protocol"
 )
 
 func TestParseInterspersed(t *testing.T) {
@@ -61,7 +61,7 @@ func TestSetupPrecedence(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := s.Options
-	if s.Selection.Name != "demo" || o.Model != "from-config" || o.PermissionMode != agent.ModeAcceptEdits {
+	if s.Selection.Name != "demo" || o.Model != "from-config" || o.PermissionMode != protocol.ModeAcceptEdits {
 		t.Errorf("config not applied: provider %s model %s mode %s", s.Selection.Name, o.Model, o.PermissionMode)
 	}
 	if o.MaxTurns != 3 {

@@ -40,7 +40,7 @@ func TestAgent(t *testing.T) {
 		WorkDir:    t.TempDir(),
 		ExtraTools: s.Tools(),
 		Stream:     modeltest.StreamOptions(),
-		Approve: func(_ context.Context, req protocol.PermissionRequest) string {
+		Approve: func(_ context.Context, req protocol.PermissionRequest) protocol.Decision {
 			mu.Lock()
 			defer mu.Unlock()
 			asked = append(asked, req.Name+" "+req.CompactParams)

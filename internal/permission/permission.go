@@ -5,49 +5,12 @@ package permission
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/sluicehq/sluice/internal/tools"
+	"github.com/sluicehq/sluice/protocol"
 	"github.com/sluicehq/sluice/tool"
 )
-
-// Mode is a permission mode; its values are the names people type
-// (--permission-mode acceptEdits).
-type Mode string
-
-// The permission modes.
-const (
-	// Default runs read-only tools; edits and commands ask first.
-	Default Mode = "default"
-	// AcceptEdits also runs edits inside the working directory; commands,
-	// and edits elsewhere, ask first.
-	AcceptEdits Mode = "acceptEdits"
-	// BypassPermissions runs everything without asking.
-	BypassPermissions Mode = "bypassPermissions"
-	// Plan runs read-only tools and refuses the rest, so that the model
-	// plans before it changes anything.
-	Plan Mode = "plan"
-)
-
-// Modes lists the modes in the order a face offers them.
-var Modes = []Mode{Default, AcceptEdits, BypassPermissions, Plan}
-
-// ErrUnknownMode is returned by ParseMode for a name that is not a mode.
-var ErrUnknownMode = errors.New("unknown permission mode")
-
-// ParseMode returns the mode named s; "" is Default.
-func ParseMode(s string) (Mode, error) {
-	if s == "" {
-		return Default, nil
-	}
-	for _, m := range Modes {
-		if string(m) == s {
-			return m, nil
-		}
-	}
-	return "", fmt.Errorf("%w %q (want default, acceptEdits, bypassPermissions or plan)", ErrUnknownMode, s)
-}
 
 // Action is what happens to a call.
 type Action int
@@ -89,14 +52,14 @@ type PathTarget interface {
 }
 
 // Decide decides a call of t with params in mode, for a session whose
-// environment is env. An unknown mode decides as Default. Remembering a
+// environment is env. An unknown mode decides as protocol.ModeDefault. Remembering a
 // user's "always allow" is the caller's: it turns Ask into Allow, never Deny.
-func Decide(mode Mode, t tool.Tool, params json.RawMessage, env *tool.Env) Decision {
+func Decide(mode protocol.PermissionMode, t tool.Tool, params json.RawMessage, env *tool.Env) Decision {
 	name := t.Name()
 	switch mode {
-	case BypassPermissions:
+	case protocol.ModeBypassPermissions:
 		return Decision{Allow, "permissions are bypassed"}
-	case Plan:
+	case protocol.ModePlan:
 		if t.Kind() == tool.ReadOnly {
 			return Decision{Allow, name + " is read-only"}
 		}
@@ -109,7 +72,7 @@ func Decide(mode Mode, t tool.Tool, params json.RawMessage, env *tool.Env) Decis
 	case tool.ReadOnly:
 		return Decision{Allow, name + " is read-only"}
 	case tool.Edit:
-		if mode != AcceptEdits {
+		if mode != protocol.ModeAcceptEdits {
 			return Decision{Ask, name + " changes files"}
 		}
 		pt, ok := t.(PathTarget)

@@ -3,39 +3,15 @@ package permission
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sluicehq/sluice/internal/tools"
+	"github.com/sluicehq/sluice/protocol"
 	"github.com/sluicehq/sluice/tool"
 )
-
-func TestParseMode(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		in      string
-		want    Mode
-		wantErr error
-	}{
-		{"", Default, nil},
-		{"default", Default, nil},
-		{"acceptEdits", AcceptEdits, nil},
-		{"bypassPermissions", BypassPermissions, nil},
-		{"plan", Plan, nil},
-		{"Plan", "", ErrUnknownMode},
-		{"accept-edits", "", ErrUnknownMode},
-		{"yolo", "", ErrUnknownMode},
-	}
-	for _, tt := range tests {
-		got, err := ParseMode(tt.in)
-		if got != tt.want || !errors.Is(err, tt.wantErr) {
-			t.Errorf("ParseMode(%q) = %q, %v; want %q, %v", tt.in, got, err, tt.want, tt.wantErr)
-		}
-	}
-}
 
 // fake is a tool of a given kind, without a target path (an MCP server's
 // tool, say).
@@ -80,44 +56,44 @@ func TestDecide(t *testing.T) {
 	mcpRead, mcpEdit, mcpExec := fake{"mcp_read", tool.ReadOnly}, fake{"mcp_edit", tool.Edit}, fake{"mcp_exec", tool.Execute}
 
 	tests := []struct {
-		mode   Mode
+		mode   protocol.PermissionMode
 		tool   tool.Tool
 		params json.RawMessage
 		want   Action
 	}{
-		{Default, read, inside, Allow},
-		{Default, mcpRead, nil, Allow},
-		{Default, write, inside, Ask},
-		{Default, edit, inside, Ask},
-		{Default, mcpEdit, nil, Ask},
-		{Default, bash, cmd, Ask},
-		{Default, mcpExec, nil, Ask},
+		{protocol.ModeDefault, read, inside, Allow},
+		{protocol.ModeDefault, mcpRead, nil, Allow},
+		{protocol.ModeDefault, write, inside, Ask},
+		{protocol.ModeDefault, edit, inside, Ask},
+		{protocol.ModeDefault, mcpEdit, nil, Ask},
+		{protocol.ModeDefault, bash, cmd, Ask},
+		{protocol.ModeDefault, mcpExec, nil, Ask},
 
-		{AcceptEdits, read, inside, Allow},
-		{AcceptEdits, write, inside, Allow},
-		{AcceptEdits, edit, inside, Allow},
-		{AcceptEdits, write, outside, Ask},
-		{AcceptEdits, write, inAllowed, Ask},
-		{AcceptEdits, edit, viaLink, Ask},
-		{AcceptEdits, write, json.RawMessage(`{"file_path": "../x.go"}`), Ask},
-		{AcceptEdits, write, json.RawMessage(`{}`), Allow},
-		{AcceptEdits, mcpEdit, nil, Allow},
-		{AcceptEdits, bash, cmd, Ask},
-		{AcceptEdits, mcpExec, nil, Ask},
+		{protocol.ModeAcceptEdits, read, inside, Allow},
+		{protocol.ModeAcceptEdits, write, inside, Allow},
+		{protocol.ModeAcceptEdits, edit, inside, Allow},
+		{protocol.ModeAcceptEdits, write, outside, Ask},
+		{protocol.ModeAcceptEdits, write, inAllowed, Ask},
+		{protocol.ModeAcceptEdits, edit, viaLink, Ask},
+		{protocol.ModeAcceptEdits, write, json.RawMessage(`{"file_path": "../x.go"}`), Ask},
+		{protocol.ModeAcceptEdits, write, json.RawMessage(`{}`), Allow},
+		{protocol.ModeAcceptEdits, mcpEdit, nil, Allow},
+		{protocol.ModeAcceptEdits, bash, cmd, Ask},
+		{protocol.ModeAcceptEdits, mcpExec, nil, Ask},
 
-		{BypassPermissions, read, inside, Allow},
-		{BypassPermissions, write, outside, Allow},
-		{BypassPermissions, bash, cmd, Allow},
+		{protocol.ModeBypassPermissions, read, inside, Allow},
+		{protocol.ModeBypassPermissions, write, outside, Allow},
+		{protocol.ModeBypassPermissions, bash, cmd, Allow},
 
-		{Plan, read, inside, Allow},
-		{Plan, mcpRead, nil, Allow},
-		{Plan, write, inside, Deny},
-		{Plan, edit, inside, Deny},
-		{Plan, bash, cmd, Deny},
-		{Plan, mcpExec, nil, Deny},
+		{protocol.ModePlan, read, inside, Allow},
+		{protocol.ModePlan, mcpRead, nil, Allow},
+		{protocol.ModePlan, write, inside, Deny},
+		{protocol.ModePlan, edit, inside, Deny},
+		{protocol.ModePlan, bash, cmd, Deny},
+		{protocol.ModePlan, mcpExec, nil, Deny},
 
-		{Mode("unknown"), bash, cmd, Ask},
-		{Mode("unknown"), read, inside, Allow},
+		{protocol.PermissionMode("unknown"), bash, cmd, Ask},
+		{protocol.PermissionMode("unknown"), read, inside, Allow},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.mode)+"/"+tt.tool.Name()+"/"+string(tt.params), func(t *testing.T) {
@@ -138,7 +114,7 @@ func TestDecide(t *testing.T) {
 
 func TestDecideWithoutEnv(t *testing.T) {
 	t.Parallel()
-	d := Decide(AcceptEdits, tools.NewWrite(), json.RawMessage(`{"file_path": "/tmp/x"}`), nil)
+	d := Decide(protocol.ModeAcceptEdits, tools.NewWrite(), json.RawMessage(`{"file_path": "/tmp/x"}`), nil)
 	if d.Action != Ask {
 		t.Errorf("got %v; want Ask without a working directory", d.Action)
 	}

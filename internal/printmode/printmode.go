@@ -349,7 +349,7 @@ func userText(line []byte) (string, error) {
 }
 
 // MaxInputLine bounds one line of stream-json input, as sluice rpc bounds
-// one message (rpc.DefaultMaxMessageBytes): a longer line is an error, and
+// one message (wire.DefaultMaxMessageBytes): a longer line is an error, and
 // is never held in memory whole.
 const MaxInputLine = 16 << 20
 

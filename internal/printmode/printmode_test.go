@@ -19,9 +19,9 @@ import (
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/printmode/printmodetest"
 	"github.com/sluicehq/sluice/internal/provider/anthropic"
-	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/wire"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -466,8 +466,8 @@ func TestInputLineCap(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr.String(), ErrLineTooLong.Error()) {
 		t.Fatalf("exit %d, stderr %q; want 1 and %q", code, stderr.String(), ErrLineTooLong)
 	}
-	if MaxInputLine != rpc.DefaultMaxMessageBytes {
-		t.Errorf("MaxInputLine %d differs from sluice rpc's %d", MaxInputLine, rpc.DefaultMaxMessageBytes)
+	if MaxInputLine != wire.DefaultMaxMessageBytes {
+		t.Errorf("MaxInputLine %d differs from sluice rpc's %d", MaxInputLine, wire.DefaultMaxMessageBytes)
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/sluicehq/sluice/internal/relay/deliver"
 	"github.com/sluicehq/sluice/internal/relay/split"
 	"github.com/sluicehq/sluice/internal/relay/store"
+	"github.com/sluicehq/sluice/protocol"
 	sessionstore "github.com/sluicehq/sluice/store"
 )
 
@@ -311,7 +312,7 @@ func newBackend(f runFlags, st *store.Store, log *slog.Logger) (backend.Backend,
 			Command: f.claudeBin, WorkDir: workDir, PermissionMode: f.permissionMode, Model: f.model, KV: st, Logger: log,
 		}), nil
 	case "sluice":
-		mode, err := agent.ParsePermissionMode(f.permissionMode)
+		mode, err := protocol.ParsePermissionMode(f.permissionMode)
 		if err != nil {
 			return nil, err
 		}

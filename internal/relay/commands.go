@@ -138,7 +138,7 @@ func (r *Relay) command(ctx context.Context, c *chat, text string) {
 // answer answers the oldest approval request, or the n-th with an
 // argument.
 func (r *Relay) answer(ctx context.Context, c *chat, name, arg string) {
-	decision := map[string]string{"/allow": protocol.DecisionAllow, "/always": protocol.DecisionAllowAlways, "/deny": protocol.DecisionDeny}[name]
+	decision := map[string]protocol.Decision{"/allow": protocol.DecisionAllow, "/always": protocol.DecisionAllowAlways, "/deny": protocol.DecisionDeny}[name]
 	c.mu.Lock()
 	perms, conv := c.perms, c.conv
 	c.mu.Unlock()
@@ -173,7 +173,7 @@ func (r *Relay) answer(ctx context.Context, c *chat, name, arg string) {
 	}
 	c.mu.Unlock()
 	if err == nil {
-		r.say(ctx, c.id, KindCommand, map[string]string{
+		r.say(ctx, c.id, KindCommand, map[protocol.Decision]string{
 			protocol.DecisionAllow: "Allowed.", protocol.DecisionAllowAlways: "Allowed for the rest of the session.", protocol.DecisionDeny: "Denied.",
 		}[decision])
 	}

@@ -8,13 +8,14 @@ import (
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/wire"
 )
 
 // connection is one peer: a reader (the goroutine of ServeConn), one
 // writer goroutine, and one pump goroutine per attached session.
 type connection struct {
 	s    *Server
-	conn Conn
+	conn wire.Conn
 	// ctx is ServeConn's: it bounds reads and writes. readCtx ends the
 	// reading (and the pumps) when the peer is done; writes still drain.
 	ctx        context.Context
@@ -31,7 +32,7 @@ type connection struct {
 	closing  bool // serve is tearing down: attach no more
 }
 
-func newConnection(ctx context.Context, s *Server, conn Conn) *connection {
+func newConnection(ctx context.Context, s *Server, conn wire.Conn) *connection {
 	readCtx, stopRead := context.WithCancel(ctx)
 	return &connection{
 		s: s, conn: conn, ctx: ctx, readCtx: readCtx, stopRead: stopRead,
@@ -91,9 +92,9 @@ func (c *connection) readLoop() error {
 		switch {
 		case err == nil:
 			c.handle(msg)
-		case errors.Is(err, ErrMessageTooLarge):
+		case errors.Is(err, wire.ErrMessageTooLarge):
 			c.s.log.Warn("skipped an oversized message", "err", err)
-			resp, _ := encodeResponse(nullID, nil, &Error{Code: CodeInvalidRequest, Message: "invalid request: " + err.Error()})
+			resp, _ := encodeResponse(nullID, nil, &wire.Error{Code: wire.CodeInvalidRequest, Message: "invalid request: " + err.Error()})
 			c.send(resp)
 		case errors.Is(err, io.EOF):
 			return nil
@@ -151,7 +152,7 @@ func (c *connection) send(msg []byte) bool {
 }
 
 // reply answers req (nothing for a notification).
-func (c *connection) reply(req *Request, result any, rerr *Error) {
+func (c *connection) reply(req *Request, result any, rerr *wire.Error) {
 	c.send(c.encodeReply(req, result, rerr))
 }
 
@@ -168,7 +169,7 @@ func (c *connection) handle(msg []byte) {
 	}
 	h, ok := handlers[req.Method]
 	if !ok {
-		c.reply(req, nil, Errorf(CodeMethodNotFound, "method not found: %q", req.Method))
+		c.reply(req, nil, wire.Errorf(wire.CodeMethodNotFound, "method not found: %q", req.Method))
 		return
 	}
 	h(c, req)
@@ -176,7 +177,7 @@ func (c *connection) handle(msg []byte) {
 
 // attachment resolves a request's sessionId to this connection's
 // attachment; an empty id means the only one.
-func (c *connection) attachment(id string) (*attachment, *Error) {
+func (c *connection) attachment(id string) (*attachment, *wire.Error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if id == "" {
@@ -186,13 +187,13 @@ func (c *connection) attachment(id string) (*attachment, *Error) {
 			}
 		}
 		if len(c.attached) == 0 {
-			return nil, Errorf(CodeSessionNotFound, "no session is attached to this connection: call initialize first")
+			return nil, wire.Errorf(wire.CodeSessionNotFound, "no session is attached to this connection: call initialize first")
 		}
-		return nil, Errorf(CodeInvalidParams, "invalid params: sessionId is required when several sessions are attached")
+		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: sessionId is required when several sessions are attached")
 	}
 	a, ok := c.attached[id]
 	if !ok {
-		return nil, Errorf(CodeSessionNotFound, "session %q is not attached to this connection: call initialize with its sessionId", id)
+		return nil, wire.Errorf(wire.CodeSessionNotFound, "session %q is not attached to this connection: call initialize with its sessionId", id)
 	}
 	return a, nil
 }
@@ -310,7 +311,7 @@ func (a *attachment) pump() {
 		}
 		msg, err := protocol.Encode(ev)
 		if err != nil {
-			// Events are plain values: this is a bug, and skipping the
+			// wire.Events are plain values: this is a bug, and skipping the
 			// event would corrupt the host's list; end the attachment.
 			a.c.s.log.Error("cannot encode an event; detaching", "session", a.sess.ID(), "err", err)
 			a.endLocked()

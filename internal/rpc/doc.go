@@ -1,17 +1,17 @@
 // Package rpc is the host protocol's server: JSON-RPC 2.0 over any message
 // connection, serving agent sessions to IDE plugins, desktop apps and web
 // pages. `sluice rpc` runs it on stdin/stdout with one JSON message per line
-// (LineConn); `sluice serve` runs the same Server over WebSocket, one
+// (wire.LineConn); `sluice serve` runs the same Server over WebSocket, one
 // message per frame. docs/protocol.md is the protocol's reference.
 //
 // # API
 //
 //	srv := rpc.NewServer(rpc.Options{NewSession: factory, Store: st, Logger: log})
 //	defer srv.Close()                                   // closes the sessions
-//	err := srv.ServeConn(ctx, rpc.NewLineConn(os.Stdin, os.Stdout, 0))
+//	err := srv.ServeConn(ctx, wire.NewLineConn(os.Stdin, os.Stdout, 0))
 //
-// A transport provides a Conn: Read returns the next message (an error
-// wrapping ErrMessageTooLarge skips one and the connection goes on; io.EOF
+// A transport provides a wire.Conn: Read returns the next message (an error
+// wrapping wire.ErrMessageTooLarge skips one and the connection goes on; io.EOF
 // ends it cleanly), Write sends one message, Close unblocks both. ServeConn
 // may be called for any number of connections at once; they share the
 // server's sessions.
@@ -38,7 +38,7 @@
 // next notifications of that session start exactly at S+1; the answers to
 // rewind, clear, compact and bang are written after the events that the
 // operation published. The writer hands one message at a time to the
-// Conn, so a peer that reads slowly leaves the events in the session's
+// wire.Conn, so a peer that reads slowly leaves the events in the session's
 // subscription queue, where adjacent deltas merge (a notification may then
 // carry firstSeq), and the agent is never blocked.
 //

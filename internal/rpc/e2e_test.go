@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/internal/rpc/rpctest"
 	"github.com/sluicehq/sluice/internal/testbin"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/wire"
 )
 
 // TestGoHostDrivesTheBinary is issue 4's "done when": a Go program using
@@ -70,7 +71,7 @@ func TestGoHostDrivesTheBinary(t *testing.T) {
 	}
 
 	c, cmd := start()
-	sess, err := c.Initialize(ctx, client.InitializeParams{PermissionMode: "default"})
+	sess, err := c.Initialize(ctx, wire.InitializeParams{PermissionMode: "default"})
 	if err != nil {
 		t.Fatal(err)
 	}

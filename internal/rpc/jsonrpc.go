@@ -4,40 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/sluicehq/sluice/wire"
 )
-
-// JSON-RPC 2.0 error codes. The -320xx codes are sluice's own.
-const (
-	CodeParseError     = -32700 // not JSON
-	CodeInvalidRequest = -32600 // not a request object (also: a message over the size limit)
-	CodeMethodNotFound = -32601
-	CodeInvalidParams  = -32602
-	CodeInternalError  = -32603
-
-	// CodeRequestFailed: the request was valid but the operation failed
-	// (the agent's error is the message).
-	CodeRequestFailed = -32000
-	// CodeSessionNotFound: no session with that id is attached to this
-	// connection (or stored, for initialize and restoreSession).
-	CodeSessionNotFound = -32001
-	// CodeSessionClosed: the session was closed (the server is shutting
-	// down).
-	CodeSessionClosed = -32002
-)
-
-// Error is a JSON-RPC error object. It is also a Go error.
-type Error struct {
-	Code    int             `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
-}
-
-func (e *Error) Error() string { return fmt.Sprintf("jsonrpc error %d: %s", e.Code, e.Message) }
-
-// Errorf returns an *Error with a formatted message.
-func Errorf(code int, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
-}
 
 // Request is a decoded JSON-RPC request or notification.
 type Request struct {
@@ -57,7 +26,7 @@ type Response struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
 	Result  json.RawMessage `json:"result,omitempty"`
-	Error   *Error          `json:"error,omitempty"`
+	Error   *wire.Error     `json:"error,omitempty"`
 }
 
 // nullID is the id of a response to a message whose id could not be read.
@@ -65,37 +34,37 @@ var nullID = json.RawMessage("null")
 
 // ParseRequest decodes one incoming message. On failure it returns the
 // error to answer with and the id to answer to (null when the id could not
-// be read); a nil *Error with a nil Request means the message is a
+// be read); a nil *wire.Error with a nil Request means the message is a
 // response, which the server does not expect and ignores.
 //
 // The rules are JSON-RPC 2.0's: not JSON → -32700; a batch (array), a
 // non-object, a missing or wrong "jsonrpc", an id that is not a string,
 // number or null, a method that is not a string, or params that are not
 // structured → -32600.
-func ParseRequest(data []byte) (*Request, json.RawMessage, *Error) {
+func ParseRequest(data []byte) (*Request, json.RawMessage, *wire.Error) {
 	data = bytes.TrimSpace(data)
 	if !json.Valid(data) {
-		return nil, nullID, &Error{Code: CodeParseError, Message: "parse error: the message is not valid JSON"}
+		return nil, nullID, &wire.Error{Code: wire.CodeParseError, Message: "parse error: the message is not valid JSON"}
 	}
 	switch data[0] {
 	case '{':
 	case '[':
-		return nil, nullID, &Error{Code: CodeInvalidRequest, Message: "invalid request: batch requests are not supported; send one request per message"}
+		return nil, nullID, &wire.Error{Code: wire.CodeInvalidRequest, Message: "invalid request: batch requests are not supported; send one request per message"}
 	default:
-		return nil, nullID, &Error{Code: CodeInvalidRequest, Message: "invalid request: a request must be a JSON object"}
+		return nil, nullID, &wire.Error{Code: wire.CodeInvalidRequest, Message: "invalid request: a request must be a JSON object"}
 	}
 	// Members are matched case-sensitively, as the specification says
 	// (encoding/json's struct decoding would not).
 	var env map[string]json.RawMessage
 	if err := json.Unmarshal(data, &env); err != nil {
-		return nil, nullID, &Error{Code: CodeInvalidRequest, Message: "invalid request: " + err.Error()}
+		return nil, nullID, &wire.Error{Code: wire.CodeInvalidRequest, Message: "invalid request: " + err.Error()}
 	}
 	id := env["id"]
 	if id != nil {
 		switch id[0] {
 		case '"', 'n', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		default:
-			return nil, nullID, &Error{Code: CodeInvalidRequest, Message: "invalid request: id must be a string, a number or null"}
+			return nil, nullID, &wire.Error{Code: wire.CodeInvalidRequest, Message: "invalid request: id must be a string, a number or null"}
 		}
 	}
 	answerID := id
@@ -110,18 +79,18 @@ func ParseRequest(data []byte) (*Request, json.RawMessage, *Error) {
 	}
 	var version string
 	if json.Unmarshal(env["jsonrpc"], &version) != nil || version != "2.0" {
-		return nil, answerID, &Error{Code: CodeInvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`}
+		return nil, answerID, &wire.Error{Code: wire.CodeInvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`}
 	}
 	var method string
 	if !hasMethod || rawMethod[0] != '"' || json.Unmarshal(rawMethod, &method) != nil {
-		return nil, answerID, &Error{Code: CodeInvalidRequest, Message: "invalid request: method must be a string"}
+		return nil, answerID, &wire.Error{Code: wire.CodeInvalidRequest, Message: "invalid request: method must be a string"}
 	}
 	params := env["params"]
 	if params != nil {
 		switch params[0] {
 		case '{', '[':
 		default:
-			return nil, answerID, &Error{Code: CodeInvalidRequest, Message: "invalid request: params must be an object or an array"}
+			return nil, answerID, &wire.Error{Code: wire.CodeInvalidRequest, Message: "invalid request: params must be an object or an array"}
 		}
 	}
 	return &Request{ID: id, Method: method, Params: params}, answerID, nil
@@ -129,21 +98,21 @@ func ParseRequest(data []byte) (*Request, json.RawMessage, *Error) {
 
 // decodeParams decodes a request's params (an object; absent means {})
 // into v, answering -32602 when they do not fit.
-func decodeParams(params json.RawMessage, v any) *Error {
+func decodeParams(params json.RawMessage, v any) *wire.Error {
 	if params == nil {
 		return nil
 	}
 	if params[0] != '{' {
-		return &Error{Code: CodeInvalidParams, Message: "invalid params: params must be an object with named members"}
+		return &wire.Error{Code: wire.CodeInvalidParams, Message: "invalid params: params must be an object with named members"}
 	}
 	if err := json.Unmarshal(params, v); err != nil {
-		return &Error{Code: CodeInvalidParams, Message: "invalid params: " + err.Error()}
+		return &wire.Error{Code: wire.CodeInvalidParams, Message: "invalid params: " + err.Error()}
 	}
 	return nil
 }
 
 // encodeResponse marshals a response to id with result or rpcErr.
-func encodeResponse(id json.RawMessage, result any, rpcErr *Error) ([]byte, error) {
+func encodeResponse(id json.RawMessage, result any, rpcErr *wire.Error) ([]byte, error) {
 	resp := Response{JSONRPC: "2.0", ID: id, Error: rpcErr}
 	if rpcErr == nil {
 		raw, err := json.Marshal(result)

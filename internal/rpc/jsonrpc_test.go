@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"github.com/sluicehq/sluice/wire"
 )
 
 func TestParseRequest(t *testing.T) {
@@ -22,22 +24,22 @@ func TestParseRequest(t *testing.T) {
 		{in: `{"jsonrpc":"2.0","id":-1.5e3,"method":"m","params":[1]}`, method: "m", id: "-1.5e3", params: "[1]"},
 		{in: `{"jsonrpc":"2.0","method":"note"}`, method: "note"},
 		{in: `{"jsonrpc":"2.0","id":1,"method":"m","extra":true}`, method: "m", id: "1"},
-		{in: `{"jsonrpc":"2.0","id":1,"method":`, code: CodeParseError, answerID: "null"},
-		{in: ``, code: CodeParseError, answerID: "null"},
-		{in: `{"a":1}{"b":2}`, code: CodeParseError, answerID: "null"},
-		{in: `[]`, code: CodeInvalidRequest, answerID: "null"},
-		{in: `"m"`, code: CodeInvalidRequest, answerID: "null"},
-		{in: `null`, code: CodeInvalidRequest, answerID: "null"},
-		{in: `{"jsonrpc":"2.0","id":true,"method":"m"}`, code: CodeInvalidRequest, answerID: "null"},
-		{in: `{"jsonrpc":"2.0","id":[1],"method":"m"}`, code: CodeInvalidRequest, answerID: "null"},
-		{in: `{"id":1,"method":"m"}`, code: CodeInvalidRequest, answerID: "1"},
-		{in: `{"jsonrpc":null,"id":1,"method":"m"}`, code: CodeInvalidRequest, answerID: "1"},
-		{in: `{"jsonrpc":["2.0"],"id":1,"method":"m"}`, code: CodeInvalidRequest, answerID: "1"},
-		{in: `{"jsonrpc":"2.0","id":1,"method":null}`, code: CodeInvalidRequest, answerID: "1"},
-		{in: `{"jsonrpc":"2.0","id":1,"method":{}}`, code: CodeInvalidRequest, answerID: "1"},
-		{in: `{"jsonrpc":"2.0","id":1,"method":"m","params":"x"}`, code: CodeInvalidRequest, answerID: "1"},
-		{in: `{"jsonrpc":"2.0","id":1,"method":"m","params":null}`, code: CodeInvalidRequest, answerID: "1"},
-		{in: `{"jsonrpc":"2.0","method":"m","params":1}`, code: CodeInvalidRequest, answerID: "null"},
+		{in: `{"jsonrpc":"2.0","id":1,"method":`, code: wire.CodeParseError, answerID: "null"},
+		{in: ``, code: wire.CodeParseError, answerID: "null"},
+		{in: `{"a":1}{"b":2}`, code: wire.CodeParseError, answerID: "null"},
+		{in: `[]`, code: wire.CodeInvalidRequest, answerID: "null"},
+		{in: `"m"`, code: wire.CodeInvalidRequest, answerID: "null"},
+		{in: `null`, code: wire.CodeInvalidRequest, answerID: "null"},
+		{in: `{"jsonrpc":"2.0","id":true,"method":"m"}`, code: wire.CodeInvalidRequest, answerID: "null"},
+		{in: `{"jsonrpc":"2.0","id":[1],"method":"m"}`, code: wire.CodeInvalidRequest, answerID: "null"},
+		{in: `{"id":1,"method":"m"}`, code: wire.CodeInvalidRequest, answerID: "1"},
+		{in: `{"jsonrpc":null,"id":1,"method":"m"}`, code: wire.CodeInvalidRequest, answerID: "1"},
+		{in: `{"jsonrpc":["2.0"],"id":1,"method":"m"}`, code: wire.CodeInvalidRequest, answerID: "1"},
+		{in: `{"jsonrpc":"2.0","id":1,"method":null}`, code: wire.CodeInvalidRequest, answerID: "1"},
+		{in: `{"jsonrpc":"2.0","id":1,"method":{}}`, code: wire.CodeInvalidRequest, answerID: "1"},
+		{in: `{"jsonrpc":"2.0","id":1,"method":"m","params":"x"}`, code: wire.CodeInvalidRequest, answerID: "1"},
+		{in: `{"jsonrpc":"2.0","id":1,"method":"m","params":null}`, code: wire.CodeInvalidRequest, answerID: "1"},
+		{in: `{"jsonrpc":"2.0","method":"m","params":1}`, code: wire.CodeInvalidRequest, answerID: "null"},
 	}
 	for _, c := range cases {
 		req, id, rerr := ParseRequest([]byte(c.in))
@@ -63,12 +65,12 @@ func TestParseRequest(t *testing.T) {
 
 func TestDecodeParams(t *testing.T) {
 	t.Parallel()
-	var p SendMessageParams
+	var p wire.SendMessageParams
 	if err := decodeParams(nil, &p); err != nil {
 		t.Fatal(err)
 	}
 	for _, in := range []string{`[1]`, `{"text":1}`, `{"force":"yes"}`} {
-		if err := decodeParams(json.RawMessage(in), &p); err == nil || err.Code != CodeInvalidParams {
+		if err := decodeParams(json.RawMessage(in), &p); err == nil || err.Code != wire.CodeInvalidParams {
 			t.Errorf("%s: %+v", in, err)
 		}
 	}
@@ -93,13 +95,13 @@ func FuzzParseRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		req, id, rerr := ParseRequest(data)
 		if !json.Valid(bytes.TrimSpace(data)) {
-			if rerr == nil || rerr.Code != CodeParseError {
+			if rerr == nil || rerr.Code != wire.CodeParseError {
 				t.Fatalf("invalid JSON %q: %+v", data, rerr)
 			}
 			return
 		}
 		if rerr != nil {
-			if rerr.Code != CodeInvalidRequest || !json.Valid(id) {
+			if rerr.Code != wire.CodeInvalidRequest || !json.Valid(id) {
 				t.Fatalf("%q: %+v id %q", data, rerr, id)
 			}
 			return

@@ -20,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/wire"
 )
 
 // Figures of the long-session check (issue 4, item 4).
@@ -32,10 +33,10 @@ const (
 	perEvent = 256
 )
 
-// meter is a client-side Conn that records every line the server writes
+// meter is a client-side wire.Conn that records every line the server writes
 // while recording is on.
 type meter struct {
-	client.Conn
+	wire.Conn
 	mu        sync.Mutex
 	recording bool
 	lines     [][]byte
@@ -140,7 +141,7 @@ func TestLongSessionStreamsDeltasOnly(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	m := &meter{Conn: rpc.NewLineConn(stdout, stdin, 1<<30)}
+	m := &meter{Conn: wire.NewLineConn(stdout, stdin, 1<<30)}
 	c := client.New(m, client.Options{})
 	defer func() {
 		stdin.Close()
@@ -151,7 +152,7 @@ func TestLongSessionStreamsDeltasOnly(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	sess, err := c.Initialize(ctx, client.InitializeParams{})
+	sess, err := c.Initialize(ctx, wire.InitializeParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +220,7 @@ func BenchmarkLongSessionStream(b *testing.B) {
 	c := client.New(m, client.Options{})
 	defer func() { c.Close(); <-served }()
 	ctx := context.Background()
-	sess, err := c.Initialize(ctx, client.InitializeParams{})
+	sess, err := c.Initialize(ctx, wire.InitializeParams{})
 	if err != nil {
 		b.Fatal(err)
 	}

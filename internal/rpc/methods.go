@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/wire"
 )
 
 // handlers run on the connection's reader goroutine, in arrival order. A
@@ -16,66 +17,66 @@ var handlers map[string]func(c *connection, req *Request)
 
 func init() {
 	handlers = map[string]func(c *connection, req *Request){
-		MethodInitialize:         (*connection).initialize,
-		MethodRestoreSession:     (*connection).restoreSession,
-		MethodListSessions:       (*connection).listSessions,
-		MethodSendMessage:        (*connection).sendMessage,
-		MethodAbort:              (*connection).abort,
-		MethodGetMessages:        (*connection).getMessages,
-		MethodRewind:             (*connection).rewind,
-		MethodClear:              (*connection).clear,
-		MethodCompact:            (*connection).compact,
-		MethodBang:               (*connection).bang,
-		MethodSetModel:           (*connection).setModel,
-		MethodSetPermissionMode:  (*connection).setPermissionMode,
-		MethodPermissionResponse: (*connection).permissionResponse,
-		MethodDetach:             (*connection).detachMethod,
+		wire.MethodInitialize:         (*connection).initialize,
+		wire.MethodRestoreSession:     (*connection).restoreSession,
+		wire.MethodListSessions:       (*connection).listSessions,
+		wire.MethodSendMessage:        (*connection).sendMessage,
+		wire.MethodAbort:              (*connection).abort,
+		wire.MethodGetMessages:        (*connection).getMessages,
+		wire.MethodRewind:             (*connection).rewind,
+		wire.MethodClear:              (*connection).clear,
+		wire.MethodCompact:            (*connection).compact,
+		wire.MethodBang:               (*connection).bang,
+		wire.MethodSetModel:           (*connection).setModel,
+		wire.MethodSetPermissionMode:  (*connection).setPermissionMode,
+		wire.MethodPermissionResponse: (*connection).permissionResponse,
+		wire.MethodDetach:             (*connection).detachMethod,
 	}
 }
 
 // describe is the part of an initialize result that does not depend on
 // the subscription.
-func (s *Server) describe(e *entry) InitializeResult {
-	return InitializeResult{
-		ProtocolVersion: ProtocolVersion,
-		ServerInfo:      Info{Name: "sluice", Version: s.opts.Version},
-		Capabilities: Capabilities{
-			Methods: Methods, Events: Events, MergedEvents: true, Resume: true,
+func (s *Server) describe(e *entry) wire.InitializeResult {
+	return wire.InitializeResult{
+		ProtocolVersion: wire.ProtocolVersion,
+		ServerInfo:      wire.Info{Name: "sluice", Version: s.opts.Version},
+		Capabilities: wire.Capabilities{
+			Methods: wire.Methods, Events: wire.Events, MergedEvents: true, Resume: true,
 			RewindReceipts: true, MaxMessageBytes: s.opts.MaxMessageBytes,
 		},
 		SessionID:        e.sess.ID(),
 		Epoch:            e.epoch,
 		WorkingDirectory: e.sess.WorkDir(),
 		Model:            e.sess.Model(),
-		PermissionMode:   string(e.sess.PermissionMode()),
+		PermissionMode:   e.sess.PermissionMode(),
 		Tools:            e.sess.Tools(),
-		Busy:             e.sess.Busy(),
+		Busy:             e.sess.Running(),
 	}
 }
 
-func absDir(dir string) (string, *Error) {
+func absDir(dir string) (string, *wire.Error) {
 	if dir == "" {
 		return "", nil
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return "", Errorf(CodeInvalidParams, "invalid params: workingDirectory: %v", err)
+		return "", wire.Errorf(wire.CodeInvalidParams, "invalid params: workingDirectory: %v", err)
 	}
 	return abs, nil
 }
 
-func checkMode(mode string) *Error {
+func checkMode(mode protocol.PermissionMode) *wire.Error {
 	if mode == "" {
 		return nil
 	}
-	if _, err := agent.ParsePermissionMode(mode); err != nil {
-		return Errorf(CodeInvalidParams, "invalid params: %v", err)
+	if _, err := protocol.ParsePermissionMode(string(mode)); err != nil {
+		return wire.Errorf(wire.CodeInvalidParams, "invalid params: %v", err)
 	}
 	return nil
 }
 
 func (c *connection) initialize(req *Request) {
-	var p InitializeParams
+	var p wire.InitializeParams
 	if rerr := decodeParams(req.Params, &p); rerr != nil {
 		c.reply(req, nil, rerr)
 		return
@@ -104,8 +105,8 @@ func (c *connection) initialize(req *Request) {
 				e.sess.SetModel(p.Model)
 			}
 			if p.PermissionMode != "" {
-				if err := e.sess.SetPermissionMode(agent.PermissionMode(p.PermissionMode)); err != nil {
-					rerr = Errorf(CodeInvalidParams, "invalid params: %v", err)
+				if err := e.sess.SetPermissionMode(protocol.PermissionMode(p.PermissionMode)); err != nil {
+					rerr = wire.Errorf(wire.CodeInvalidParams, "invalid params: %v", err)
 				}
 			}
 		}
@@ -118,13 +119,13 @@ func (c *connection) initialize(req *Request) {
 }
 
 func (c *connection) restoreSession(req *Request) {
-	var p RestoreSessionParams
+	var p wire.RestoreSessionParams
 	if rerr := decodeParams(req.Params, &p); rerr != nil {
 		c.reply(req, nil, rerr)
 		return
 	}
 	if p.SessionID == "" {
-		c.reply(req, nil, Errorf(CodeInvalidParams, "invalid params: sessionId is required"))
+		c.reply(req, nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: sessionId is required"))
 		return
 	}
 	dir, rerr := absDir(p.WorkingDirectory)
@@ -141,7 +142,7 @@ func (c *connection) restoreSession(req *Request) {
 }
 
 func (c *connection) listSessions(req *Request) {
-	var p ListSessionsParams
+	var p wire.ListSessionsParams
 	if rerr := decodeParams(req.Params, &p); rerr != nil {
 		c.reply(req, nil, rerr)
 		return
@@ -153,20 +154,20 @@ func (c *connection) listSessions(req *Request) {
 	}
 	dir, err := c.s.workDir(dir)
 	if err != nil {
-		c.reply(req, nil, Errorf(CodeRequestFailed, "no working directory: %v", err))
+		c.reply(req, nil, wire.Errorf(wire.CodeRequestFailed, "no working directory: %v", err))
 		return
 	}
-	res := ListSessionsResult{Sessions: []SessionInfo{}}
+	res := wire.ListSessionsResult{Sessions: []wire.SessionInfo{}}
 	seen := map[string]bool{}
 	if c.s.opts.Store != nil {
 		infos, err := agent.ListSessions(context.Background(), c.s.opts.Store, dir)
 		if err != nil {
-			c.reply(req, nil, Errorf(CodeRequestFailed, "cannot list sessions: %v", err))
+			c.reply(req, nil, wire.Errorf(wire.CodeRequestFailed, "cannot list sessions: %v", err))
 			return
 		}
 		for _, in := range infos {
 			seen[in.ID] = true
-			res.Sessions = append(res.Sessions, SessionInfo{
+			res.Sessions = append(res.Sessions, wire.SessionInfo{
 				ID: in.ID, Title: in.Title, WorkingDirectory: in.WorkDir, Model: in.Model,
 				Modified: in.Modified.UnixMilli(), Size: in.Size, Live: c.s.live(in.ID),
 			})
@@ -175,7 +176,7 @@ func (c *connection) listSessions(req *Request) {
 	// Running sessions that are not stored (no store) are listed too.
 	for _, sess := range c.s.liveSessions() {
 		if !seen[sess.ID()] && sess.WorkDir() == dir {
-			res.Sessions = append(res.Sessions, SessionInfo{
+			res.Sessions = append(res.Sessions, wire.SessionInfo{
 				ID: sess.ID(), WorkingDirectory: sess.WorkDir(), Model: sess.Model(), Live: true,
 			})
 		}
@@ -196,28 +197,28 @@ func (c *connection) target(req *Request, p any, sessionID func() string) (*atta
 		return nil, false
 	}
 	if a.isEnded() {
-		c.reply(req, nil, Errorf(CodeSessionClosed, "session %q is closed", a.sess.ID()))
+		c.reply(req, nil, wire.Errorf(wire.CodeSessionClosed, "session %q is closed", a.sess.ID()))
 		return nil, false
 	}
 	return a, true
 }
 
 // opError turns an agent error into a response error.
-func opError(err error) *Error {
+func opError(err error) *wire.Error {
 	if errors.Is(err, agent.ErrClosed) {
-		return Errorf(CodeSessionClosed, "the session is closed")
+		return wire.Errorf(wire.CodeSessionClosed, "the session is closed")
 	}
-	return Errorf(CodeRequestFailed, "%v", err)
+	return wire.Errorf(wire.CodeRequestFailed, "%v", err)
 }
 
 func (c *connection) sendMessage(req *Request) {
-	var p SendMessageParams
+	var p wire.SendMessageParams
 	a, ok := c.target(req, &p, func() string { return p.SessionID })
 	if !ok {
 		return
 	}
 	if p.Text == "" {
-		c.reply(req, nil, Errorf(CodeInvalidParams, "invalid params: text is required"))
+		c.reply(req, nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: text is required"))
 		return
 	}
 	if p.Force {
@@ -228,21 +229,21 @@ func (c *connection) sendMessage(req *Request) {
 		c.reply(req, nil, opError(err))
 		return
 	}
-	c.reply(req, SendMessageResult{MessageID: h.ID()}, nil)
+	c.reply(req, wire.SendMessageResult{MessageID: h.ID()}, nil)
 }
 
 func (c *connection) abort(req *Request) {
-	var p AbortParams
+	var p wire.AbortParams
 	a, ok := c.target(req, &p, func() string { return p.SessionID })
 	if !ok {
 		return
 	}
 	a.sess.Abort(p.Reason)
-	c.reply(req, Empty{}, nil)
+	c.reply(req, wire.Empty{}, nil)
 }
 
 func (c *connection) getMessages(req *Request) {
-	var p SessionParams
+	var p wire.SessionParams
 	a, ok := c.target(req, &p, func() string { return p.SessionID })
 	if !ok {
 		return
@@ -254,18 +255,18 @@ func (c *connection) getMessages(req *Request) {
 // and queues the rewind before the next request is read, so a message sent
 // right after it is not dropped by it.
 func (c *connection) rewind(req *Request) {
-	var p RewindParams
+	var p wire.RewindParams
 	a, ok := c.target(req, &p, func() string { return p.SessionID })
 	if !ok {
 		return
 	}
 	if p.MessageID == "" {
-		c.reply(req, nil, Errorf(CodeInvalidParams, "invalid params: messageId is required"))
+		c.reply(req, nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: messageId is required"))
 		return
 	}
 	// Refuse before Rewind aborts anything: ok false publishes nothing.
 	if reason := rewindable(a.sess.Messages(), p.MessageID); reason != "" {
-		c.reply(req, RewindResult{RequestID: p.RequestID, OK: false, Error: reason}, nil)
+		c.reply(req, wire.RewindResult{RequestID: p.RequestID, OK: false, Error: reason}, nil)
 		return
 	}
 	if err := a.sess.Rewind(c.s.ctx, p.MessageID); err != nil {
@@ -273,16 +274,16 @@ func (c *connection) rewind(req *Request) {
 			c.reply(req, nil, opError(err))
 			return
 		}
-		c.reply(req, RewindResult{RequestID: p.RequestID, OK: false, Error: err.Error()}, nil)
+		c.reply(req, wire.RewindResult{RequestID: p.RequestID, OK: false, Error: err.Error()}, nil)
 		return
 	}
 	if p.RequestID == "" {
 		a.resyncAfter(a.sess.Seq(), func(snap protocol.Snapshot) []byte {
-			return c.encodeReply(req, RewindResult{OK: true, Snapshot: &snap}, nil)
+			return c.encodeReply(req, wire.RewindResult{OK: true, Snapshot: &snap}, nil)
 		})
 		return
 	}
-	a.respondAfter(a.sess.Seq(), c.encodeReply(req, RewindResult{RequestID: p.RequestID, OK: true}, nil))
+	a.respondAfter(a.sess.Seq(), c.encodeReply(req, wire.RewindResult{RequestID: p.RequestID, OK: true}, nil))
 }
 
 // rewindable says why the list cannot be rewound to id, or "".
@@ -299,7 +300,7 @@ func rewindable(snap protocol.Snapshot, id string) string {
 }
 
 func (c *connection) clear(req *Request) {
-	var p SessionParams
+	var p wire.SessionParams
 	a, ok := c.target(req, &p, func() string { return p.SessionID })
 	if !ok {
 		return
@@ -312,7 +313,7 @@ func (c *connection) clear(req *Request) {
 }
 
 func (c *connection) compact(req *Request) {
-	var p SessionParams
+	var p wire.SessionParams
 	a, ok := c.target(req, &p, func() string { return p.SessionID })
 	if !ok {
 		return
@@ -329,18 +330,18 @@ func (c *connection) compact(req *Request) {
 			c.reply(req, nil, opError(err))
 			return
 		}
-		a.respondAfter(a.sess.Seq(), c.encodeReply(req, Empty{}, nil))
+		a.respondAfter(a.sess.Seq(), c.encodeReply(req, wire.Empty{}, nil))
 	})
 }
 
 func (c *connection) bang(req *Request) {
-	var p BangParams
+	var p wire.BangParams
 	a, ok := c.target(req, &p, func() string { return p.SessionID })
 	if !ok {
 		return
 	}
 	if p.Command == "" {
-		c.reply(req, nil, Errorf(CodeInvalidParams, "invalid params: command is required"))
+		c.reply(req, nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: command is required"))
 		return
 	}
 	h, err := a.sess.SubmitBang(c.s.ctx, p.Command)
@@ -354,39 +355,39 @@ func (c *connection) bang(req *Request) {
 			c.reply(req, nil, opError(err))
 			return
 		}
-		a.respondAfter(a.sess.Seq(), c.encodeReply(req, BangResult{MessageID: res.MessageID}, nil))
+		a.respondAfter(a.sess.Seq(), c.encodeReply(req, wire.BangResult{MessageID: res.MessageID}, nil))
 	})
 }
 
 func (c *connection) setModel(req *Request) {
-	var p SetModelParams
+	var p wire.SetModelParams
 	a, ok := c.target(req, &p, func() string { return p.SessionID })
 	if !ok {
 		return
 	}
 	a.sess.SetModel(p.Model)
-	c.reply(req, Empty{}, nil)
+	c.reply(req, wire.Empty{}, nil)
 }
 
 func (c *connection) setPermissionMode(req *Request) {
-	var p SetPermissionModeParams
+	var p wire.SetPermissionModeParams
 	a, ok := c.target(req, &p, func() string { return p.SessionID })
 	if !ok {
 		return
 	}
 	if p.PermissionMode == "" {
-		c.reply(req, nil, Errorf(CodeInvalidParams, "invalid params: permissionMode is required"))
+		c.reply(req, nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: permissionMode is required"))
 		return
 	}
-	if err := a.sess.SetPermissionMode(agent.PermissionMode(p.PermissionMode)); err != nil {
-		c.reply(req, nil, Errorf(CodeInvalidParams, "invalid params: %v", err))
+	if err := a.sess.SetPermissionMode(p.PermissionMode); err != nil {
+		c.reply(req, nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: %v", err))
 		return
 	}
-	c.reply(req, Empty{}, nil)
+	c.reply(req, wire.Empty{}, nil)
 }
 
 func (c *connection) permissionResponse(req *Request) {
-	var p PermissionResponseParams
+	var p wire.PermissionResponseParams
 	a, ok := c.target(req, &p, func() string { return p.SessionID })
 	if !ok {
 		return
@@ -394,23 +395,23 @@ func (c *connection) permissionResponse(req *Request) {
 	switch p.Decision {
 	case protocol.DecisionAllow, protocol.DecisionAllowAlways, protocol.DecisionDeny:
 	default:
-		c.reply(req, nil, Errorf(CodeInvalidParams, "invalid params: decision must be %q, %q or %q",
+		c.reply(req, nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: decision must be %q, %q or %q",
 			protocol.DecisionAllow, protocol.DecisionAllowAlways, protocol.DecisionDeny))
 		return
 	}
 	if p.RequestID == "" {
-		c.reply(req, nil, Errorf(CodeInvalidParams, "invalid params: requestId is required"))
+		c.reply(req, nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: requestId is required"))
 		return
 	}
 	if err := a.sess.AnswerPermission(p.RequestID, p.Decision); err != nil {
 		c.reply(req, nil, opError(err))
 		return
 	}
-	c.reply(req, Empty{}, nil)
+	c.reply(req, wire.Empty{}, nil)
 }
 
 func (c *connection) detachMethod(req *Request) {
-	var p SessionParams
+	var p wire.SessionParams
 	if rerr := decodeParams(req.Params, &p); rerr != nil {
 		c.reply(req, nil, rerr)
 		return
@@ -421,5 +422,5 @@ func (c *connection) detachMethod(req *Request) {
 		return
 	}
 	c.detach(a.sess.ID())
-	c.reply(req, Empty{}, nil)
+	c.reply(req, wire.Empty{}, nil)
 }

@@ -11,7 +11,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/protocol"
 	"github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/wire"
 )
 
 // ErrServerClosed is returned by ServeConn after Close.
@@ -22,7 +24,7 @@ var ErrServerClosed = errors.New("rpc: server closed")
 type SessionConfig struct {
 	// WorkingDirectory is absolute: the host's, or the server's default.
 	WorkingDirectory string
-	PermissionMode   string
+	PermissionMode   protocol.PermissionMode
 	Model            string
 	// RestoreID is the id of the stored session being restored; empty for
 	// a new session.
@@ -138,22 +140,22 @@ func (s *Server) workDir(dir string) (string, error) {
 }
 
 // agentOptions asks the factory for a session's options and applies cfg.
-func (s *Server) agentOptions(ctx context.Context, cfg SessionConfig) (agent.Options, *Error) {
+func (s *Server) agentOptions(ctx context.Context, cfg SessionConfig) (agent.Options, *wire.Error) {
 	if s.opts.NewSession == nil {
-		return agent.Options{}, Errorf(CodeInternalError, "the server has no session factory")
+		return agent.Options{}, wire.Errorf(wire.CodeInternalError, "the server has no session factory")
 	}
 	dir, err := s.workDir(cfg.WorkingDirectory)
 	if err != nil {
-		return agent.Options{}, Errorf(CodeRequestFailed, "no working directory: %v", err)
+		return agent.Options{}, wire.Errorf(wire.CodeRequestFailed, "no working directory: %v", err)
 	}
 	cfg.WorkingDirectory = dir
 	opts, err := s.opts.NewSession(ctx, cfg)
 	if err != nil {
-		return agent.Options{}, Errorf(CodeRequestFailed, "cannot start a session: %v", err)
+		return agent.Options{}, wire.Errorf(wire.CodeRequestFailed, "cannot start a session: %v", err)
 	}
 	opts.WorkDir = cfg.WorkingDirectory
 	if cfg.PermissionMode != "" {
-		opts.PermissionMode = agent.PermissionMode(cfg.PermissionMode)
+		opts.PermissionMode = cfg.PermissionMode
 	}
 	if cfg.Model != "" {
 		opts.Model = cfg.Model
@@ -168,14 +170,14 @@ func (s *Server) agentOptions(ctx context.Context, cfg SessionConfig) (agent.Opt
 }
 
 // newSession starts and registers a new session.
-func (s *Server) newSession(ctx context.Context, cfg SessionConfig) (*entry, *Error) {
+func (s *Server) newSession(ctx context.Context, cfg SessionConfig) (*entry, *wire.Error) {
 	opts, rerr := s.agentOptions(ctx, cfg)
 	if rerr != nil {
 		return nil, rerr
 	}
 	sess, err := agent.New(opts)
 	if err != nil {
-		return nil, Errorf(CodeRequestFailed, "cannot start a session: %v", err)
+		return nil, wire.Errorf(wire.CodeRequestFailed, "cannot start a session: %v", err)
 	}
 	e := &entry{ready: make(chan struct{}), sess: sess, epoch: uuid.NewString()}
 	close(e.ready)
@@ -183,7 +185,7 @@ func (s *Server) newSession(ctx context.Context, cfg SessionConfig) (*entry, *Er
 	if s.closed {
 		s.mu.Unlock()
 		sess.Close()
-		return nil, Errorf(CodeSessionClosed, "the server is shutting down")
+		return nil, wire.Errorf(wire.CodeSessionClosed, "the server is shutting down")
 	}
 	s.sessions[sess.ID()] = e
 	s.mu.Unlock()
@@ -194,11 +196,11 @@ func (s *Server) newSession(ctx context.Context, cfg SessionConfig) (*entry, *Er
 // session returns the running session id, restoring it from the store
 // (in cfg.WorkingDirectory's project) when it is not running. Concurrent
 // calls for one id restore it once.
-func (s *Server) session(ctx context.Context, id string, cfg SessionConfig) (*entry, *Error) {
+func (s *Server) session(ctx context.Context, id string, cfg SessionConfig) (*entry, *wire.Error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return nil, Errorf(CodeSessionClosed, "the server is shutting down")
+		return nil, wire.Errorf(wire.CodeSessionClosed, "the server is shutting down")
 	}
 	e, ok := s.sessions[id]
 	if ok {
@@ -230,7 +232,7 @@ func (s *Server) session(ctx context.Context, id string, cfg SessionConfig) (*en
 		// Close may have missed it: it collected the entries before this
 		// one was ready, or after; closing twice is harmless.
 		e.sess.Close()
-		return nil, Errorf(CodeSessionClosed, "the server is shutting down")
+		return nil, wire.Errorf(wire.CodeSessionClosed, "the server is shutting down")
 	}
 	s.log.Info("session restored", "session", id, "workDir", e.sess.WorkDir())
 	return e, nil
@@ -247,15 +249,15 @@ func (s *Server) restore(ctx context.Context, id string, cfg SessionConfig) (*ag
 	return agent.Open(opts, id)
 }
 
-func restoreError(id string, err error) *Error {
-	var rerr *Error
+func restoreError(id string, err error) *wire.Error {
+	var rerr *wire.Error
 	switch {
 	case errors.As(err, &rerr):
 		return rerr
 	case errors.Is(err, store.ErrNotFound):
-		return Errorf(CodeSessionNotFound, "no session %q: %v", id, err)
+		return wire.Errorf(wire.CodeSessionNotFound, "no session %q: %v", id, err)
 	}
-	return Errorf(CodeRequestFailed, "cannot restore session %q: %v", id, err)
+	return wire.Errorf(wire.CodeRequestFailed, "cannot restore session %q: %v", id, err)
 }
 
 // live reports whether session id is running.
@@ -297,7 +299,7 @@ func (s *Server) liveSessions() []*agent.Session {
 //
 // A slow peer never blocks a session: undelivered events wait in the
 // session's subscription queue, where adjacent deltas merge.
-func (s *Server) ServeConn(ctx context.Context, conn Conn) error {
+func (s *Server) ServeConn(ctx context.Context, conn wire.Conn) error {
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
@@ -311,7 +313,7 @@ func (s *Server) ServeConn(ctx context.Context, conn Conn) error {
 
 // respondJSON is a request's eventual answer: the response bytes, or nil
 // for a notification.
-func (c *connection) encodeReply(req *Request, result any, rerr *Error) []byte {
+func (c *connection) encodeReply(req *Request, result any, rerr *wire.Error) []byte {
 	if req.IsNotification() {
 		if rerr != nil {
 			c.s.log.Debug("notification failed", "method", req.Method, "err", rerr.Message)
@@ -321,7 +323,7 @@ func (c *connection) encodeReply(req *Request, result any, rerr *Error) []byte {
 	msg, err := encodeResponse(req.ID, result, rerr)
 	if err != nil {
 		c.s.log.Error("cannot encode a response", "method", req.Method, "err", err)
-		msg, _ = encodeResponse(req.ID, nil, Errorf(CodeInternalError, "internal error: %v", err))
+		msg, _ = encodeResponse(req.ID, nil, wire.Errorf(wire.CodeInternalError, "internal error: %v", err))
 	}
 	return msg
 }

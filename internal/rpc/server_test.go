@@ -8,11 +8,11 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/agent"
-	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/internal/rpc/rpctest"
 	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
 	"github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/wire"
 )
 
 func TestInitializeSendAndSnapshot(t *testing.T) {
@@ -21,8 +21,8 @@ func TestInitializeSendAndSnapshot(t *testing.T) {
 		modeltest.Response(modeltest.Start("m1"), modeltest.Reasoning(0, "Let", " me", " think"), modeltest.Text(1, "Hel", "lo", "!"), modeltest.Stop("end_turn")),
 	), nil, nil)
 	w := ts.dial(0)
-	res := w.initialize(rpc.InitializeParams{ClientInfo: &rpc.Info{Name: "test"}})
-	if res.SessionID == "" || res.Epoch == "" || res.ProtocolVersion != rpc.ProtocolVersion || res.Snapshot == nil || res.Snapshot.Seq != 0 || len(res.Snapshot.Messages) != 0 {
+	res := w.initialize(wire.InitializeParams{ClientInfo: &wire.Info{Name: "test"}})
+	if res.SessionID == "" || res.Epoch == "" || res.ProtocolVersion != wire.ProtocolVersion || res.Snapshot == nil || res.Snapshot.Seq != 0 || len(res.Snapshot.Messages) != 0 {
 		t.Fatalf("initialize result %+v", res)
 	}
 	if res.WorkingDirectory != ts.dir || res.PermissionMode != "default" || len(res.Tools) == 0 || !res.Capabilities.RewindReceipts {
@@ -55,7 +55,7 @@ func TestBadInputNeverKillsTheSession(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t, modeltest.NewScript(modeltest.Answer("m1", "one"), modeltest.Answer("m2", "two")), nil, nil)
 	w := ts.dial(1024)
-	w.initialize(rpc.InitializeParams{})
+	w.initialize(wire.InitializeParams{})
 	w.runToIdle("first")
 
 	cases := []struct {
@@ -63,29 +63,29 @@ func TestBadInputNeverKillsTheSession(t *testing.T) {
 		id         string
 		code       int
 	}{
-		{"not JSON", `{"jsonrpc":"2.0","id":1,"method":`, "null", rpc.CodeParseError},
-		{"garbage", `hello`, "null", rpc.CodeParseError},
-		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"abort"}]`, "null", rpc.CodeInvalidRequest},
-		{"empty batch", `[]`, "null", rpc.CodeInvalidRequest},
-		{"scalar", `42`, "null", rpc.CodeInvalidRequest},
-		{"no jsonrpc", `{"id":7,"method":"abort"}`, "7", rpc.CodeInvalidRequest},
-		{"wrong jsonrpc", `{"jsonrpc":"1.0","id":7,"method":"abort"}`, "7", rpc.CodeInvalidRequest},
-		{"numeric jsonrpc", `{"jsonrpc":2,"id":"s","method":"abort"}`, `"s"`, rpc.CodeInvalidRequest},
-		{"object id", `{"jsonrpc":"2.0","id":{},"method":"abort"}`, "null", rpc.CodeInvalidRequest},
-		{"method not a string", `{"jsonrpc":"2.0","id":8,"method":3}`, "8", rpc.CodeInvalidRequest},
-		{"no method", `{"jsonrpc":"2.0","id":8}`, "8", rpc.CodeInvalidRequest},
-		{"scalar params", `{"jsonrpc":"2.0","id":9,"method":"abort","params":3}`, "9", rpc.CodeInvalidRequest},
-		{"unknown method", `{"jsonrpc":"2.0","id":10,"method":"fly"}`, "10", rpc.CodeMethodNotFound},
-		{"positional params", `{"jsonrpc":"2.0","id":11,"method":"sendMessage","params":["hi"]}`, "11", rpc.CodeInvalidParams},
-		{"wrong param type", `{"jsonrpc":"2.0","id":12,"method":"sendMessage","params":{"text":5}}`, "12", rpc.CodeInvalidParams},
-		{"missing text", `{"jsonrpc":"2.0","id":13,"method":"sendMessage","params":{}}`, "13", rpc.CodeInvalidParams},
-		{"bad mode", `{"jsonrpc":"2.0","id":14,"method":"setPermissionMode","params":{"permissionMode":"yolo"}}`, "14", rpc.CodeInvalidParams},
-		{"bad decision", `{"jsonrpc":"2.0","id":15,"method":"permissionResponse","params":{"requestId":"x","decision":"maybe"}}`, "15", rpc.CodeInvalidParams},
-		{"unknown permission request", `{"jsonrpc":"2.0","id":16,"method":"permissionResponse","params":{"requestId":"x","decision":"allow"}}`, "16", rpc.CodeRequestFailed},
-		{"unknown session", `{"jsonrpc":"2.0","id":17,"method":"abort","params":{"sessionId":"nope"}}`, "17", rpc.CodeSessionNotFound},
-		{"oversize", `{"jsonrpc":"2.0","id":18,"method":"sendMessage","params":{"text":"` + strings.Repeat("x", 2000) + `"}}`, "null", rpc.CodeInvalidRequest},
-		{"restore unknown", `{"jsonrpc":"2.0","id":19,"method":"restoreSession","params":{"sessionId":"nope"}}`, "19", rpc.CodeSessionNotFound},
-		{"restore invalid id", `{"jsonrpc":"2.0","id":20,"method":"restoreSession","params":{"sessionId":"../x"}}`, "20", rpc.CodeSessionNotFound},
+		{"not JSON", `{"jsonrpc":"2.0","id":1,"method":`, "null", wire.CodeParseError},
+		{"garbage", `hello`, "null", wire.CodeParseError},
+		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"abort"}]`, "null", wire.CodeInvalidRequest},
+		{"empty batch", `[]`, "null", wire.CodeInvalidRequest},
+		{"scalar", `42`, "null", wire.CodeInvalidRequest},
+		{"no jsonrpc", `{"id":7,"method":"abort"}`, "7", wire.CodeInvalidRequest},
+		{"wrong jsonrpc", `{"jsonrpc":"1.0","id":7,"method":"abort"}`, "7", wire.CodeInvalidRequest},
+		{"numeric jsonrpc", `{"jsonrpc":2,"id":"s","method":"abort"}`, `"s"`, wire.CodeInvalidRequest},
+		{"object id", `{"jsonrpc":"2.0","id":{},"method":"abort"}`, "null", wire.CodeInvalidRequest},
+		{"method not a string", `{"jsonrpc":"2.0","id":8,"method":3}`, "8", wire.CodeInvalidRequest},
+		{"no method", `{"jsonrpc":"2.0","id":8}`, "8", wire.CodeInvalidRequest},
+		{"scalar params", `{"jsonrpc":"2.0","id":9,"method":"abort","params":3}`, "9", wire.CodeInvalidRequest},
+		{"unknown method", `{"jsonrpc":"2.0","id":10,"method":"fly"}`, "10", wire.CodeMethodNotFound},
+		{"positional params", `{"jsonrpc":"2.0","id":11,"method":"sendMessage","params":["hi"]}`, "11", wire.CodeInvalidParams},
+		{"wrong param type", `{"jsonrpc":"2.0","id":12,"method":"sendMessage","params":{"text":5}}`, "12", wire.CodeInvalidParams},
+		{"missing text", `{"jsonrpc":"2.0","id":13,"method":"sendMessage","params":{}}`, "13", wire.CodeInvalidParams},
+		{"bad mode", `{"jsonrpc":"2.0","id":14,"method":"setPermissionMode","params":{"permissionMode":"yolo"}}`, "14", wire.CodeInvalidParams},
+		{"bad decision", `{"jsonrpc":"2.0","id":15,"method":"permissionResponse","params":{"requestId":"x","decision":"maybe"}}`, "15", wire.CodeInvalidParams},
+		{"unknown permission request", `{"jsonrpc":"2.0","id":16,"method":"permissionResponse","params":{"requestId":"x","decision":"allow"}}`, "16", wire.CodeRequestFailed},
+		{"unknown session", `{"jsonrpc":"2.0","id":17,"method":"abort","params":{"sessionId":"nope"}}`, "17", wire.CodeSessionNotFound},
+		{"oversize", `{"jsonrpc":"2.0","id":18,"method":"sendMessage","params":{"text":"` + strings.Repeat("x", 2000) + `"}}`, "null", wire.CodeInvalidRequest},
+		{"restore unknown", `{"jsonrpc":"2.0","id":19,"method":"restoreSession","params":{"sessionId":"nope"}}`, "19", wire.CodeSessionNotFound},
+		{"restore invalid id", `{"jsonrpc":"2.0","id":20,"method":"restoreSession","params":{"sessionId":"../x"}}`, "20", wire.CodeSessionNotFound},
 	}
 	for _, c := range cases {
 		w.send(c.line)
@@ -129,7 +129,7 @@ func TestEOFEndsTheConnectionCleanly(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t, modeltest.NewScript(), nil, nil)
 	w := ts.dial(0)
-	w.initialize(rpc.InitializeParams{})
+	w.initialize(wire.InitializeParams{})
 	w.conn.Close()
 	if err := <-w.served; err != nil {
 		t.Fatalf("ServeConn after EOF: %v", err)
@@ -146,9 +146,9 @@ func TestPermissionRoundTrip(t *testing.T) {
 		modeltest.Answer("m4", "ok"),
 	), nil, nil)
 	w := ts.dial(0)
-	w.initialize(rpc.InitializeParams{PermissionMode: "default"})
+	w.initialize(wire.InitializeParams{PermissionMode: "default"})
 	w.call("sendMessage", map[string]any{"text": "run it"})
-	for i, decision := range []string{"allow", "deny"} {
+	for i, decision := range []protocol.Decision{"allow", "deny"} {
 		pr := w.until(isMethod(protocol.MethodPermissionRequest)).(protocol.PermissionRequest)
 		if pr.Name != "Bash" || pr.RequestID == "" || !strings.Contains(pr.Parameters, "echo") {
 			t.Fatalf("permission request %+v", pr)
@@ -158,13 +158,13 @@ func TestPermissionRoundTrip(t *testing.T) {
 			// A host that attaches now learns of the pending request from
 			// its snapshot, and may answer it.
 			late := ts.dial(0)
-			r := late.initialize(rpc.InitializeParams{SessionID: w.sessions[0]})
+			r := late.initialize(wire.InitializeParams{SessionID: w.sessions[0]})
 			if len(r.PendingPermissions) != 1 || r.PendingPermissions[0].RequestID != pr.RequestID {
 				t.Fatalf("pending permissions on attach: %+v", r.PendingPermissions)
 			}
 			answerer = late
 		}
-		var empty rpc.Empty
+		var empty wire.Empty
 		answerer.result("permissionResponse", map[string]any{"requestId": pr.RequestID, "decision": decision}, &empty)
 		res := w.until(isMethod(protocol.MethodPermissionResolved)).(protocol.PermissionResolved)
 		if res.RequestID != pr.RequestID || res.Decision != decision {
@@ -191,9 +191,9 @@ func TestTwoConnectionsShareASessionAndResume(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t, modeltest.NewScript(modeltest.Answer("m1", "a", "b", "c"), modeltest.Answer("m2", "d", "e")), nil, nil)
 	a := ts.dial(0)
-	res := a.initialize(rpc.InitializeParams{})
+	res := a.initialize(wire.InitializeParams{})
 	b := ts.dial(0)
-	resB := b.initialize(rpc.InitializeParams{SessionID: res.SessionID})
+	resB := b.initialize(wire.InitializeParams{SessionID: res.SessionID})
 	if resB.SessionID != res.SessionID || resB.Epoch != res.Epoch || resB.Snapshot == nil {
 		t.Fatalf("attach result %+v", resB)
 	}
@@ -212,7 +212,7 @@ func TestTwoConnectionsShareASessionAndResume(t *testing.T) {
 	// events after it, and no snapshot.
 	c := ts.dial(0)
 	c.list = protocol.NewList(b.list.Snapshot())
-	resC := c.initialize(rpc.InitializeParams{SessionID: res.SessionID, LastSeq: &last, Epoch: res.Epoch})
+	resC := c.initialize(wire.InitializeParams{SessionID: res.SessionID, LastSeq: &last, Epoch: res.Epoch})
 	if !resC.Resumed || resC.Snapshot != nil || resC.Seq != last {
 		t.Fatalf("resume result %+v", resC)
 	}
@@ -223,7 +223,7 @@ func TestTwoConnectionsShareASessionAndResume(t *testing.T) {
 	equalLists(t, c.list.Snapshot(), a.checkList())
 
 	// A stale epoch or a seq the server does not have gets a snapshot.
-	for _, p := range []rpc.InitializeParams{
+	for _, p := range []wire.InitializeParams{
 		{SessionID: res.SessionID, LastSeq: &last, Epoch: "other"},
 		{SessionID: res.SessionID, LastSeq: new(int64(1 << 40))},
 	} {
@@ -239,9 +239,9 @@ func TestRewindReceipts(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t, modeltest.NewScript(modeltest.Answer("m1", "one"), modeltest.Answer("m2", "two"), modeltest.Answer("m3", "three")), nil, nil)
 	w := ts.dial(0)
-	res := w.initialize(rpc.InitializeParams{})
+	res := w.initialize(wire.InitializeParams{})
 	other := ts.dial(0)
-	other.initialize(rpc.InitializeParams{SessionID: res.SessionID})
+	other.initialize(wire.InitializeParams{SessionID: res.SessionID})
 	w.runToIdle("first")
 	second := w.runToIdle("second")
 	w.runToIdle("third")
@@ -253,7 +253,7 @@ func TestRewindReceipts(t *testing.T) {
 	// Refusals publish nothing and cut nothing.
 	assistantID := before.Messages[1].ID
 	for _, id := range []string{"no-such-message", assistantID} {
-		var rr rpc.RewindResult
+		var rr wire.RewindResult
 		w.result("rewind", map[string]any{"messageId": id, "requestId": "r-bad"}, &rr)
 		if rr.OK || rr.RequestID != "r-bad" || rr.Error == "" || rr.Snapshot != nil {
 			t.Fatalf("rewind to %s: %+v", id, rr)
@@ -279,7 +279,7 @@ func TestRewindReceipts(t *testing.T) {
 	equalLists(t, other.list.Snapshot(), w.checkList())
 
 	// Without a requestId the answer carries the whole list.
-	var rr rpc.RewindResult
+	var rr wire.RewindResult
 	w.result("rewind", map[string]any{"messageId": before.Messages[0].ID}, &rr)
 	if !rr.OK || rr.Snapshot == nil || len(rr.Snapshot.Messages) != 0 {
 		t.Fatalf("legacy rewind %+v", rr)
@@ -298,7 +298,7 @@ func TestGetMessagesMidStreamIsAnExactBoundary(t *testing.T) {
 		modeltest.Stop("end_turn"),
 	)), nil, nil)
 	w := ts.dial(0)
-	w.initialize(rpc.InitializeParams{})
+	w.initialize(wire.InitializeParams{})
 	w.call("sendMessage", map[string]any{"text": "go"})
 	for _, g := range gates {
 		w.until(isMethod(protocol.MethodAssistantContentUpdated))
@@ -323,12 +323,12 @@ func TestSlowHostNeverBlocksTheSession(t *testing.T) {
 	}
 	ts := newTestServer(t, modeltest.NewScript(modeltest.Answer("m1", chunks...)), nil, nil)
 	slow := ts.dial(0)
-	res := slow.initialize(rpc.InitializeParams{})
+	res := slow.initialize(wire.InitializeParams{})
 	// The slow host reads nothing more for now (the pipe has no buffer, so
 	// the server's writer blocks on the first event). A fast host on the
 	// same session sees the run end.
 	fast := ts.dial(0)
-	fast.initialize(rpc.InitializeParams{SessionID: res.SessionID})
+	fast.initialize(wire.InitializeParams{SessionID: res.SessionID})
 	fast.runToIdle("stream")
 
 	slow.until(isIdle)
@@ -352,9 +352,9 @@ func TestClearCompactBang(t *testing.T) {
 		modeltest.Answer("m1", "one"),
 		modeltest.Answer("sum", "The summary."),
 		modeltest.Answer("m2", "two"),
-	), nil, func(o *agent.Options) { o.PermissionMode = agent.ModeBypass })
+	), nil, func(o *agent.Options) { o.PermissionMode = protocol.ModeBypassPermissions })
 	w := ts.dial(0)
-	w.initialize(rpc.InitializeParams{})
+	w.initialize(wire.InitializeParams{})
 	w.runToIdle("first")
 
 	// compact: the summary message arrives as compactBlockAdded, before
@@ -414,7 +414,7 @@ func TestRestoreAfterTheServerStops(t *testing.T) {
 	script := modeltest.NewScript(modeltest.Answer("m1", "persisted"), modeltest.Answer("m2", "after restore"))
 	ts := newTestServer(t, script, st, nil)
 	w := ts.dial(0)
-	res := w.initialize(rpc.InitializeParams{})
+	res := w.initialize(wire.InitializeParams{})
 	w.runToIdle("remember me")
 	before := w.checkList()
 	w.conn.Close()
@@ -428,12 +428,12 @@ func TestRestoreAfterTheServerStops(t *testing.T) {
 
 	ts2 := newTestServerIn(t, ts.dir, script, st, nil)
 	w2 := ts2.dial(0)
-	var list rpc.ListSessionsResult
+	var list wire.ListSessionsResult
 	w2.result("listSessions", map[string]any{}, &list)
 	if len(list.Sessions) != 1 || list.Sessions[0].ID != res.SessionID || list.Sessions[0].Title != "remember me" || list.Sessions[0].Live {
 		t.Fatalf("listSessions %+v", list)
 	}
-	var r rpc.InitializeResult
+	var r wire.InitializeResult
 	w2.result("restoreSession", map[string]any{"sessionId": res.SessionID}, &r)
 	if r.Snapshot == nil || r.Epoch == res.Epoch || r.SessionID != res.SessionID {
 		t.Fatalf("restore %+v", r)

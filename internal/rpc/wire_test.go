@@ -20,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
 	"github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/wire"
 )
 
 // TestMain removes the binary the tests built (package testbin), if any.
@@ -75,16 +76,16 @@ type msg struct {
 	Method string          `json:"method"`
 	Params json.RawMessage `json:"params"`
 	Result json.RawMessage `json:"result"`
-	Error  *rpc.Error      `json:"error"`
+	Error  *wire.Error     `json:"error"`
 }
 
 func (m msg) isResponse() bool { return m.Method == "" }
 
-// wire is a raw host: it writes request lines and reads what the server
+// rawHost is a raw host: it writes request lines and reads what the server
 // writes, keeping a message list with the shared reducer.
-type wire struct {
+type rawHost struct {
 	t      *testing.T
-	conn   *rpc.LineConn
+	conn   *wire.LineConn
 	served chan error
 	nextID int
 
@@ -102,10 +103,10 @@ type wire struct {
 
 // dial connects a wire to the server. The wire starts reading at its
 // first wait.
-func (ts *testServer) dial(maxMessage int) *wire {
+func (ts *testServer) dial(maxMessage int) *rawHost {
 	t := ts.t
 	srvSide, hostSide := rpctest.Pipe(maxMessage)
-	w := &wire{t: t, conn: hostSide, served: make(chan error, 1), notify: make(chan struct{}, 1)}
+	w := &rawHost{t: t, conn: hostSide, served: make(chan error, 1), notify: make(chan struct{}, 1)}
 	go func() { w.served <- ts.srv.ServeConn(context.Background(), srvSide) }()
 	t.Cleanup(func() {
 		w.conn.Close()
@@ -118,7 +119,7 @@ func (ts *testServer) dial(maxMessage int) *wire {
 	return w
 }
 
-func (w *wire) startReading() {
+func (w *rawHost) startReading() {
 	w.reading.Do(func() {
 		go func() {
 			for {
@@ -143,7 +144,7 @@ func (w *wire) startReading() {
 	})
 }
 
-func (w *wire) wake() {
+func (w *rawHost) wake() {
 	select {
 	case w.notify <- struct{}{}:
 	default:
@@ -151,7 +152,7 @@ func (w *wire) wake() {
 }
 
 // next returns the next message from the server.
-func (w *wire) next() msg {
+func (w *rawHost) next() msg {
 	w.t.Helper()
 	w.startReading()
 	deadline := time.After(guard)
@@ -177,7 +178,7 @@ func (w *wire) next() msg {
 	}
 }
 
-func (w *wire) send(line string) {
+func (w *rawHost) send(line string) {
 	w.t.Helper()
 	if err := w.conn.Write(context.Background(), []byte(line)); err != nil {
 		w.t.Fatalf("write: %v", err)
@@ -185,7 +186,7 @@ func (w *wire) send(line string) {
 }
 
 // call sends a request and returns its id.
-func (w *wire) call(method string, params any) int {
+func (w *rawHost) call(method string, params any) int {
 	w.t.Helper()
 	w.nextID++
 	req := map[string]any{"jsonrpc": "2.0", "id": w.nextID, "method": method}
@@ -201,7 +202,7 @@ func (w *wire) call(method string, params any) int {
 }
 
 // handle applies a notification to the wire's list.
-func (w *wire) handle(m msg) protocol.Event {
+func (w *rawHost) handle(m msg) protocol.Event {
 	w.t.Helper()
 	ev, err := protocol.Decode(m.Method, m.Params)
 	if err != nil {
@@ -217,7 +218,7 @@ func (w *wire) handle(m msg) protocol.Event {
 }
 
 // response reads until the answer to id, handling the notifications met.
-func (w *wire) response(id int) msg {
+func (w *rawHost) response(id int) msg {
 	w.t.Helper()
 	key := fmt.Sprint(id)
 	if m, ok := w.responses[key]; ok {
@@ -244,7 +245,7 @@ func (w *wire) response(id int) msg {
 }
 
 // result calls and decodes a successful result into v.
-func (w *wire) result(method string, params, v any) {
+func (w *rawHost) result(method string, params, v any) {
 	w.t.Helper()
 	m := w.response(w.call(method, params))
 	if m.Error != nil {
@@ -258,7 +259,7 @@ func (w *wire) result(method string, params, v any) {
 }
 
 // rpcError calls and returns the error, failing on success.
-func (w *wire) rpcError(method string, params any) *rpc.Error {
+func (w *rawHost) rpcError(method string, params any) *wire.Error {
 	w.t.Helper()
 	m := w.response(w.call(method, params))
 	if m.Error == nil {
@@ -268,9 +269,9 @@ func (w *wire) rpcError(method string, params any) *rpc.Error {
 }
 
 // initialize attaches the wire to a session and resets its list.
-func (w *wire) initialize(p rpc.InitializeParams) rpc.InitializeResult {
+func (w *rawHost) initialize(p wire.InitializeParams) wire.InitializeResult {
 	w.t.Helper()
-	var res rpc.InitializeResult
+	var res wire.InitializeResult
 	w.result("initialize", p, &res)
 	if res.Snapshot != nil {
 		w.list = protocol.NewList(*res.Snapshot)
@@ -282,7 +283,7 @@ func (w *wire) initialize(p rpc.InitializeParams) rpc.InitializeResult {
 }
 
 // until reads notifications until one satisfies ok.
-func (w *wire) until(ok func(protocol.Event) bool) protocol.Event {
+func (w *rawHost) until(ok func(protocol.Event) bool) protocol.Event {
 	w.t.Helper()
 	for {
 		m := w.next()
@@ -309,7 +310,7 @@ func isMethod(method string) func(protocol.Event) bool {
 }
 
 // messages pulls a snapshot and checks that the wire's list equals it.
-func (w *wire) checkList() protocol.Snapshot {
+func (w *rawHost) checkList() protocol.Snapshot {
 	w.t.Helper()
 	var snap protocol.Snapshot
 	w.result("getMessages", map[string]any{}, &snap)
@@ -335,10 +336,10 @@ func jsonOf(t *testing.T, v any) string {
 }
 
 // runToIdle sends a message and reads until the session is idle again.
-func (w *wire) runToIdle(text string) string {
+func (w *rawHost) runToIdle(text string) string {
 	w.t.Helper()
 	start := len(w.events)
-	var res rpc.SendMessageResult
+	var res wire.SendMessageResult
 	w.result("sendMessage", map[string]any{"text": text}, &res)
 	// The answer and the run's events race: the run may have ended
 	// before the answer came.

@@ -19,7 +19,7 @@ type backend interface {
 	WorkDir() string
 	Model() string
 	SetModel(name string)
-	PermissionMode() agent.PermissionMode
+	PermissionMode() protocol.PermissionMode
 	// Memory lists the memory files joined to the system prompt (/memory).
 	Memory() []agent.MemoryFile
 	// Running reports the run state of the last runStateChanged; read after
@@ -31,7 +31,7 @@ type backend interface {
 	Rewind(ctx context.Context, messageID string) error
 	Clear(ctx context.Context) error
 	Abort(reason string)
-	AnswerPermission(requestID, decision string) error
+	AnswerPermission(requestID string, decision protocol.Decision) error
 	Close() error
 	// subscribe returns the session's state and its events from there on,
 	// with neither a gap nor an overlap.

@@ -191,7 +191,7 @@ func noticeText(e protocol.StreamNotice) string {
 		}
 		return s
 	}
-	return "⚠ " + e.Kind
+	return "⚠ " + string(e.Kind)
 }
 
 func firstLine(s string) string {

@@ -51,11 +51,11 @@ func (f *fakeBackend) SetModel(n string) {
 	f.model = n
 	f.mu.Unlock()
 }
-func (f *fakeBackend) PermissionMode() agent.PermissionMode { return agent.ModeDefault }
+func (f *fakeBackend) PermissionMode() protocol.PermissionMode { return protocol.ModeDefault }
 func (f *fakeBackend) Memory() []agent.MemoryFile {
 	return []agent.MemoryFile{{Path: "/work/AGENTS.md", Content: "Rules.\nMore rules."}}
 }
-func (f *fakeBackend) Running() bool                        { f.mu.Lock(); defer f.mu.Unlock(); return f.busy }
+func (f *fakeBackend) Running() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.busy }
 func (f *fakeBackend) Run(ctx context.Context, text string) (agent.Result, error) {
 	f.record("Run %s", text)
 	return agent.Result{}, nil
@@ -71,7 +71,7 @@ func (f *fakeBackend) Rewind(ctx context.Context, id string) error {
 }
 func (f *fakeBackend) Clear(ctx context.Context) error { f.record("Clear"); return nil }
 func (f *fakeBackend) Abort(reason string)             { f.record("Abort") }
-func (f *fakeBackend) AnswerPermission(id, d string) error {
+func (f *fakeBackend) AnswerPermission(id string, d protocol.Decision) error {
 	f.record("AnswerPermission %s %s", id, d)
 	return nil
 }
@@ -330,7 +330,7 @@ func turnEnd(id, reason string, in, out int) protocol.Event {
 	return protocol.TurnEnded{MessageID: id, StopReason: reason, Usage: &protocol.Usage{InputTokens: in, OutputTokens: out}}
 }
 
-func runState(s string) protocol.Event { return protocol.RunStateChanged{State: s} }
+func runState(s protocol.RunState) protocol.Event { return protocol.RunStateChanged{State: s} }
 
 func toolStart(id string, bi int, toolID, name string) protocol.Event {
 	return protocol.ToolBlockUpdated{MessageID: id, BlockIndex: bi, ToolID: toolID, Name: name, Stage: protocol.StageStart}

@@ -381,7 +381,10 @@ func (m *ui) opened(msg openedMsg) tea.Cmd {
 
 // Permission prompts.
 
-var permChoices = []struct{ label, decision string }{
+var permChoices = []struct {
+	label    string
+	decision protocol.Decision
+}{
 	{"Yes", protocol.DecisionAllow},
 	{"Yes, and don't ask again for this tool in this session", protocol.DecisionAllowAlways},
 	{"No (esc)", protocol.DecisionDeny},

@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/provider/demo"
 	"github.com/sluicehq/sluice/model/modeltest"
+	"github.com/sluicehq/sluice/protocol"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -22,7 +23,7 @@ import (
 func TestResume(t *testing.T) {
 	st, wd := store.NewJSONL(t.TempDir()), t.TempDir()
 	opts := agent.Options{Provider: demo.New(demo.Config{Delay: -1}), Store: st, WorkDir: wd, Model: "demo",
-		PermissionMode: agent.ModeBypass}
+		PermissionMode: protocol.ModeBypassPermissions}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 

@@ -5,22 +5,21 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/provider/demo"
-	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/wire"
 )
 
 // TestBrowserDemo streams the built-in demo provider's session to the page:
 // reasoning, text, a Bash tool whose output streams while it runs, and the
 // long markdown answer; the page then shows exactly getMessages.
 func TestBrowserDemo(t *testing.T) {
-	st := newStack(t, demo.New(demo.Config{Delay: -1}), stackOptions{mode: agent.ModeBypass})
+	st := newStack(t, demo.New(demo.Config{Delay: -1}), stackOptions{mode: protocol.ModeBypassPermissions})
 	tab := newTab(t)
 	id := tab.open(st.pageURL())
 	ctx := context.Background()
 	obs := &observer{client: dial(t, ctx, st.wsURL(), nil), sessionID: id}
-	if err := obs.call(ctx, "initialize", map[string]any{"sessionId": id}, &rpc.InitializeResult{}); err != nil {
+	if err := obs.call(ctx, "initialize", map[string]any{"sessionId": id}, &wire.InitializeResult{}); err != nil {
 		t.Fatal(err)
 	}
 	snap := obs.after(func() { tab.send("Show me what sluice does") }, idleIn)

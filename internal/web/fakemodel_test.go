@@ -8,9 +8,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/sluicehq/sluice/internal/provider/anthropic"
-	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/internal/web/fakemodel"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/wire"
 )
 
 // TestBrowserFakeModelServer streams a ~20 KB answer with reasoning from a
@@ -39,7 +39,7 @@ func TestBrowserFakeModelServer(t *testing.T) {
 	id := tab1.open(st.pageURL())
 	ctx := context.Background()
 	obs := &observer{client: dial(t, ctx, st.wsURL(), nil), sessionID: id}
-	if err := obs.call(ctx, "initialize", map[string]any{"sessionId": id}, &rpc.InitializeResult{}); err != nil {
+	if err := obs.call(ctx, "initialize", map[string]any{"sessionId": id}, &wire.InitializeResult{}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -21,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
 	"github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/wire"
 )
 
 // testTimeout guards every wait of these tests; none of them decides
@@ -45,7 +46,7 @@ type stack struct {
 
 type stackOptions struct {
 	window   time.Duration
-	mode     agent.PermissionMode
+	mode     protocol.PermissionMode
 	maxMsg   int
 	queued   int
 	workDir  string
@@ -202,9 +203,9 @@ type client struct {
 	cond    *sync.Cond
 	notes   []note
 	replies map[int]json.RawMessage
-	errs    map[int]*rpc.Error
-	orphans []*rpc.Error // errors answering messages whose id was unreadable
-	err     error        // why reading ended
+	errs    map[int]*wire.Error
+	orphans []*wire.Error // errors answering messages whose id was unreadable
+	err     error         // why reading ended
 }
 
 type note struct {
@@ -219,7 +220,7 @@ func dial(t *testing.T, ctx context.Context, wsURL string, header http.Header) *
 		t.Fatalf("dial: %v", err)
 	}
 	c.SetReadLimit(-1)
-	cl := &client{t: t, c: c, replies: map[int]json.RawMessage{}, errs: map[int]*rpc.Error{}}
+	cl := &client{t: t, c: c, replies: map[int]json.RawMessage{}, errs: map[int]*wire.Error{}}
 	cl.cond = sync.NewCond(&cl.mu)
 	go cl.read(ctx)
 	t.Cleanup(func() { c.CloseNow() })
@@ -241,7 +242,7 @@ func (cl *client) read(ctx context.Context) {
 			Method string          `json:"method"`
 			Params json.RawMessage `json:"params"`
 			Result json.RawMessage `json:"result"`
-			Error  *rpc.Error      `json:"error"`
+			Error  *wire.Error     `json:"error"`
 		}
 		if json.Unmarshal(data, &m) != nil {
 			cl.err = fmt.Errorf("not JSON: %q", data)

@@ -9,10 +9,10 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/wire"
 )
 
 // host is a minimal host on one WebSocket, reading in the test's
@@ -47,7 +47,7 @@ func (h *host) connect(ctx context.Context) {
 		params["lastSeq"] = h.list.Seq()
 		params["epoch"] = h.epoch
 	}
-	var res rpc.InitializeResult
+	var res wire.InitializeResult
 	h.request(ctx, "initialize", params, &res)
 	h.session, h.epoch = res.SessionID, res.Epoch
 	if res.Snapshot != nil {
@@ -76,7 +76,7 @@ func (h *host) request(ctx context.Context, method string, params, result any) {
 		var m struct {
 			ID     *int            `json:"id"`
 			Result json.RawMessage `json:"result"`
-			Error  *rpc.Error      `json:"error"`
+			Error  *wire.Error     `json:"error"`
 		}
 		json.Unmarshal(raw, &m)
 		if m.ID == nil {
@@ -168,7 +168,7 @@ func TestResumeExactlyTheMissedEvents(t *testing.T) {
 	ctx := context.Background()
 	h := &host{t: t, st: st}
 	h.connect(ctx)
-	var sent rpc.SendMessageResult
+	var sent wire.SendMessageResult
 	h.request(ctx, "sendMessage", map[string]any{"text": "go"}, &sent)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, g := range gates {

@@ -7,10 +7,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/wire"
 )
 
 // gatedText is text block idx streaming before, then waiting for gate,
@@ -108,7 +108,7 @@ func TestBrowserSession(t *testing.T) {
 
 	ctx := context.Background()
 	obs := &observer{client: dial(t, ctx, st.wsURL(), nil), sessionID: id}
-	var init rpc.InitializeResult
+	var init wire.InitializeResult
 	if err := obs.call(ctx, "initialize", map[string]any{"sessionId": id}, &init); err != nil {
 		t.Fatal(err)
 	}

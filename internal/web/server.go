@@ -2,7 +2,7 @@
 // rendering a live agent session and speaks the JSON-RPC host protocol over
 // a WebSocket (/ws), one JSON-RPC message per WebSocket message. The
 // protocol itself is package rpc's server: this package only carries it
-// (wsConn, an rpc.Conn) and coalesces what goes out (outbox).
+// (wsConn, an wire.Conn) and coalesces what goes out (outbox).
 //
 // # Security
 //
@@ -57,7 +57,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/sluicehq/sluice/internal/rpc"
+	"github.com/sluicehq/sluice/wire"
 )
 
 //go:embed static
@@ -66,7 +66,7 @@ var staticFiles embed.FS
 // ConnServer serves the JSON-RPC host protocol on one connection until it
 // ends; *rpc.Server is one.
 type ConnServer interface {
-	ServeConn(ctx context.Context, c rpc.Conn) error
+	ServeConn(ctx context.Context, c wire.Conn) error
 }
 
 // Defaults of Options.

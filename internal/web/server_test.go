@@ -11,8 +11,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/model/modeltest"
+	"github.com/sluicehq/sluice/wire"
 )
 
 func get(t *testing.T, url string, mod func(*http.Request)) *http.Response {
@@ -133,7 +133,7 @@ func TestBadInputKeepsTheConnection(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var init rpc.InitializeResult
+	var init wire.InitializeResult
 	if err := cl.call(ctx, "initialize", map[string]any{}, &init); err != nil {
 		t.Fatalf("initialize after bad input: %v", err)
 	}
@@ -142,7 +142,7 @@ func TestBadInputKeepsTheConnection(t *testing.T) {
 	}
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	if len(cl.orphans) != 2 || cl.orphans[0].Code != rpc.CodeParseError || cl.orphans[1].Code != rpc.CodeInvalidRequest {
+	if len(cl.orphans) != 2 || cl.orphans[0].Code != wire.CodeParseError || cl.orphans[1].Code != wire.CodeInvalidRequest {
 		t.Errorf("errors %+v, want a parse error and an invalid request", cl.orphans)
 	}
 }

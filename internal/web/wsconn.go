@@ -12,10 +12,10 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/sluicehq/sluice/internal/rpc"
+	"github.com/sluicehq/sluice/wire"
 )
 
-// wsConn is an rpc.Conn over a WebSocket: one JSON-RPC message per
+// wsConn is an wire.Conn over a WebSocket: one JSON-RPC message per
 // WebSocket text message. Outgoing messages go through the connection's
 // outbox (the window-concat coalescer); a goroutine started by serveWS
 // sends them.
@@ -28,11 +28,11 @@ type wsConn struct {
 	closeOnce sync.Once
 }
 
-var _ rpc.Conn = (*wsConn)(nil)
+var _ wire.Conn = (*wsConn)(nil)
 
 // Read returns the next message. A message over the limit is read to its
-// end and dropped, and Read reports rpc.ErrMessageTooLarge: the connection
-// stays usable, as the rpc.Conn contract asks. A close by the peer is
+// end and dropped, and Read reports wire.ErrMessageTooLarge: the connection
+// stays usable, as the wire.Conn contract asks. A close by the peer is
 // io.EOF.
 func (w *wsConn) Read(ctx context.Context) ([]byte, error) {
 	_, r, err := w.c.Reader(ctx)
@@ -53,7 +53,7 @@ func (w *wsConn) Read(ctx context.Context) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return nil, fmt.Errorf("%w: a message of %d bytes exceeds the %d-byte limit and was skipped", rpc.ErrMessageTooLarge, n+rest, w.max)
+		return nil, fmt.Errorf("%w: a message of %d bytes exceeds the %d-byte limit and was skipped", wire.ErrMessageTooLarge, n+rest, w.max)
 	}
 	return buf.Bytes(), nil
 }

@@ -45,7 +45,7 @@ type Conversation interface {
 	SetModel(name string) error
 	// AnswerPermission answers a protocol.PermissionRequest with a
 	// protocol.Decision* value.
-	AnswerPermission(requestID, decision string) error
+	AnswerPermission(requestID string, decision protocol.Decision) error
 	// Session identifies the session for /status.
 	Session() string
 	// Close ends the conversation.

@@ -6,17 +6,17 @@ package rpctest
 import (
 	"io"
 
-	"github.com/sluicehq/sluice/internal/rpc"
+	"github.com/sluicehq/sluice/wire"
 )
 
 // Pipe returns two line connections joined in memory: what one writes the
 // other reads, with no buffer in between. maxMessage is a's incoming limit
 // (0: the default); b has the default. Closing either side ends both
 // directions.
-func Pipe(maxMessage int) (a, b *rpc.LineConn) {
+func Pipe(maxMessage int) (a, b *wire.LineConn) {
 	ar, bw := io.Pipe()
 	br, aw := io.Pipe()
-	return rpc.NewLineConn(ar, &joined{aw, bw}, maxMessage), rpc.NewLineConn(br, &joined{bw, aw}, 0)
+	return wire.NewLineConn(ar, &joined{aw, bw}, maxMessage), wire.NewLineConn(br, &joined{bw, aw}, 0)
 }
 
 // joined is the write end of one pipe that, when closed, also closes the

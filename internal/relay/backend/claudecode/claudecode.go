@@ -185,7 +185,9 @@ func (c *conversation) SetModel(name string) error {
 	return c.b.cfg.KV.Put(context.Background(), c.key("model"), name)
 }
 
-func (c *conversation) AnswerPermission(string, string) error { return backend.ErrUnsupported }
+func (c *conversation) AnswerPermission(string, protocol.Decision) error {
+	return backend.ErrUnsupported
+}
 
 func (c *conversation) Session() string {
 	c.mu.Lock()

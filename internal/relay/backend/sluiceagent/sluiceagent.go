@@ -154,7 +154,7 @@ func (c *conversation) SetModel(name string) error {
 	return nil
 }
 
-func (c *conversation) AnswerPermission(requestID, decision string) error {
+func (c *conversation) AnswerPermission(requestID string, decision protocol.Decision) error {
 	return c.session().AnswerPermission(requestID, decision)
 }
 

@@ -100,7 +100,7 @@ func TestRunWithApproval(t *testing.T) {
 	}}
 	kv := &memKV{m: map[string]string{}}
 	b := New(Config{KV: kv, Options: func(string) agent.Options {
-		return agent.Options{Provider: p, WorkDir: t.TempDir(), PermissionMode: agent.ModeDefault}
+		return agent.Options{Provider: p, WorkDir: t.TempDir(), PermissionMode: protocol.ModeDefault}
 	}})
 	defer b.Close()
 	conv, err := b.Open(context.Background(), "chat")

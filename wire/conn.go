@@ -1,4 +1,4 @@
-package rpc
+package wire
 
 import (
 	"bufio"
@@ -171,4 +171,4 @@ func (c *LineConn) Close() error {
 
 // ErrClosed is returned by LineConn's Read and Write after Close: a local
 // close, as opposed to the peer's io.EOF.
-var ErrClosed = errors.New("rpc: connection closed")
+var ErrClosed = errors.New("wire: connection closed")

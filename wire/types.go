@@ -1,4 +1,4 @@
-package rpc
+package wire
 
 import "github.com/sluicehq/sluice/protocol"
 
@@ -57,8 +57,8 @@ type InitializeParams struct {
 	WorkingDirectory string `json:"workingDirectory,omitempty"`
 	// PermissionMode and Model set a new session's, or change an attached
 	// session's.
-	PermissionMode string `json:"permissionMode,omitempty"`
-	Model          string `json:"model,omitempty"`
+	PermissionMode protocol.PermissionMode `json:"permissionMode,omitempty"`
+	Model          string                  `json:"model,omitempty"`
 	// SessionID attaches to a running session or restores a stored one.
 	SessionID string `json:"sessionId,omitempty"`
 	// LastSeq asks for exactly the events after it instead of a snapshot,
@@ -86,12 +86,12 @@ type InitializeResult struct {
 	// Epoch identifies this run of the session: seq numbers are only
 	// comparable within one epoch (a session restored by a new server
 	// process counts its events from 0 again).
-	Epoch            string   `json:"epoch"`
-	WorkingDirectory string   `json:"workingDirectory"`
-	Model            string   `json:"model,omitempty"`
-	PermissionMode   string   `json:"permissionMode"`
-	Tools            []string `json:"tools"`
-	Busy             bool     `json:"busy"`
+	Epoch            string                  `json:"epoch"`
+	WorkingDirectory string                  `json:"workingDirectory"`
+	Model            string                  `json:"model,omitempty"`
+	PermissionMode   protocol.PermissionMode `json:"permissionMode"`
+	Tools            []string                `json:"tools"`
+	Busy             bool                    `json:"busy"`
 
 	// Snapshot is the session's state: replace the host's list with it.
 	// It is absent when the server resumed from the host's LastSeq.
@@ -194,16 +194,15 @@ type SetModelParams struct {
 
 // SetPermissionModeParams are setPermissionMode's params.
 type SetPermissionModeParams struct {
-	SessionID      string `json:"sessionId,omitempty"`
-	PermissionMode string `json:"permissionMode"`
+	SessionID      string                  `json:"sessionId,omitempty"`
+	PermissionMode protocol.PermissionMode `json:"permissionMode"`
 }
 
 // PermissionResponseParams answer a permissionRequest notification.
 type PermissionResponseParams struct {
-	SessionID string `json:"sessionId,omitempty"`
-	RequestID string `json:"requestId"`
-	// Decision is "allow", "allow_always" or "deny".
-	Decision string `json:"decision"`
+	SessionID string            `json:"sessionId,omitempty"`
+	RequestID string            `json:"requestId"`
+	Decision  protocol.Decision `json:"decision"`
 }
 
 // ListSessionsParams are listSessions' params.
