@@ -112,11 +112,11 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 		if creds != nil {
 			opts = append(opts, config.WithCredentialsProvider(creds))
 		}
-		aws, err := config.LoadDefaultConfig(ctx, opts...)
+		shared, err := config.LoadDefaultConfig(ctx, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("bedrock: loading the AWS configuration: %w", err)
 		}
-		cfg.Region, creds = aws.Region, aws.Credentials
+		cfg.Region, creds = shared.Region, shared.Credentials
 	}
 	if cfg.Region == "" {
 		return nil, errors.New("bedrock: no AWS region: set AWS_REGION (or a region in the AWS profile)")
@@ -179,7 +179,7 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request) iter.Seq2[mod
 			yield(model.Part{}, err)
 			return
 		}
-		resp, err := p.post(ctx, p.url(req, "invoke-with-response-stream"), "application/vnd.amazon.eventstream", body)
+		resp, err := p.post(ctx, p.url(req, "invoke-with-response-stream"), body)
 		if err != nil {
 			yield(model.Part{}, err)
 			return
@@ -199,7 +199,7 @@ func (p *Provider) Complete(ctx context.Context, req *model.Request) (*model.Res
 	if err != nil {
 		return nil, err
 	}
-	resp, err := p.post(ctx, p.url(req, "invoke"), "application/json", body)
+	resp, err := p.post(ctx, p.url(req, "invoke"), body)
 	if err != nil {
 		return nil, err
 	}
@@ -209,13 +209,16 @@ func (p *Provider) Complete(ctx context.Context, req *model.Request) (*model.Res
 
 // post sends body, signed, and returns a 2xx response or the error answer
 // as an *model.APIError.
-func (p *Provider) post(ctx context.Context, endpoint, accept string, body []byte) (*http.Response, error) {
+func (p *Provider) post(ctx context.Context, endpoint string, body []byte) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("bedrock: %w: %v", model.ErrInvalidRequest, err)
 	}
+	// The answer's body is JSON, in event-stream frames or not: Bedrock
+	// reads the wanted type from X-Amzn-Bedrock-Accept.
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", accept)
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("X-Amzn-Bedrock-Accept", "application/json")
 	if err := p.authorize(ctx, req, body); err != nil {
 		return nil, err
 	}

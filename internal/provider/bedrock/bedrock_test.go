@@ -335,7 +335,7 @@ func TestRequest(t *testing.T) {
 			if got.path != tt.path {
 				t.Fatalf("path %s, want %s", got.path, tt.path)
 			}
-			if got.header.Get("X-Amz-Security-Token") != testToken || got.header.Get("Content-Type") != "application/json" {
+			if got.header.Get("X-Amz-Security-Token") != testToken || got.header.Get("Content-Type") != "application/json" || got.header.Get("X-Amzn-Bedrock-Accept") != "application/json" {
 				t.Fatalf("headers %v", got.header)
 			}
 			var body map[string]any
