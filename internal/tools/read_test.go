@@ -157,7 +157,7 @@ func TestFileToolsCompact(t *testing.T) {
 
 func TestBuiltins(t *testing.T) {
 	t.Parallel()
-	want := map[string]tool.Kind{"Bash": tool.Execute, "Read": tool.ReadOnly, "Write": tool.Edit, "Edit": tool.Edit, "Glob": tool.ReadOnly, "Grep": tool.ReadOnly, "TodoWrite": tool.ReadOnly}
+	want := map[string]tool.Kind{"Bash": tool.Execute, "Read": tool.ReadOnly, "Write": tool.Edit, "Edit": tool.Edit, "Glob": tool.ReadOnly, "Grep": tool.ReadOnly, "TodoWrite": tool.ReadOnly, "WebFetch": tool.Execute}
 	got := Builtins()
 	if len(got) != len(want) {
 		t.Fatalf("%d tools; want %d", len(got), len(want))
@@ -204,6 +204,7 @@ func TestSchemaProperties(t *testing.T) {
 		"Glob":      "path pattern",
 		"Grep":      "-A -B -C -i -n glob head_limit multiline offset output_mode path pattern type",
 		"TodoWrite": "todos",
+		"WebFetch":  "prompt url",
 	}
 	for _, tl := range Builtins() {
 		var schema struct {

@@ -65,6 +65,7 @@ func BuiltinsIn(workDir string) []tool.Tool {
 		&Glob{DisplayDir: workDir},
 		&Grep{DisplayDir: workDir},
 		&TodoWrite{},
+		&WebFetch{},
 	}
 }
 
