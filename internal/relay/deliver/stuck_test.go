@@ -3,6 +3,7 @@ package deliver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -103,5 +104,69 @@ func TestStuckChatBlocksNoOther(t *testing.T) {
 		if err != nil || len(items) != 1 || items[0].Text != "d1" {
 			t.Errorf("kept after stopping: %+v, %v", items, err)
 		}
+	})
+}
+
+// refusingSender refuses the first send to each chat once release is
+// closed, after the test had a chance to Wake the chat meanwhile.
+type refusingSender struct {
+	release chan struct{}
+
+	mu   sync.Mutex
+	n    int
+	sent []string
+}
+
+func (s *refusingSender) Send(_ context.Context, chat, text string) error {
+	s.mu.Lock()
+	s.n++
+	first := s.n == 1
+	s.mu.Unlock()
+	if first {
+		<-s.release
+		return fmt.Errorf("403 blocked: %w", ErrRefused)
+	}
+	s.mu.Lock()
+	s.sent = append(s.sent, text)
+	s.mu.Unlock()
+	return nil
+}
+
+// TestWakeDuringSend: the chat speaks again while its message is in
+// flight and then refused; the refusal does not park it, since the chat
+// just showed it takes messages, and the message is tried again.
+func TestWakeDuringSend(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "relay.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		s := &refusingSender{release: make(chan struct{})}
+		p := Pacing{BackoffBase: time.Second, BackoffMax: time.Minute}
+		q, err := New(context.Background(), st, "telegram", s, p, model.SystemClock, Hooks{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- q.Run(ctx) }()
+		if err := q.Enqueue(ctx, "u", "final", "hello"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // the send is in flight
+		q.Wake("u")
+		close(s.release)
+		time.Sleep(time.Second) // the backoff
+		synctest.Wait()
+		s.mu.Lock()
+		sent := slices.Clone(s.sent)
+		s.mu.Unlock()
+		if !slices.Equal(sent, []string{"hello"}) {
+			t.Errorf("sent %q after a wake during the refused send", sent)
+		}
+		cancel()
+		<-done
 	})
 }
