@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/provider/anthropic/api"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/protocol"
 )
@@ -109,7 +110,7 @@ type resultLine struct {
 	StopReason        *string               `json:"stop_reason"`
 	SessionID         string                `json:"session_id"`
 	TotalCostUSD      float64               `json:"total_cost_usd"`
-	Usage             usage                 `json:"usage"`
+	Usage             api.Usage             `json:"usage"`
 	ModelUsage        map[string]modelUsage `json:"modelUsage"`
 	PermissionDenials []denial              `json:"permission_denials"`
 	APIErrorStatus    *int                  `json:"api_error_status"`
@@ -145,132 +146,21 @@ func denials(ds []agent.Denial) []denial {
 	return out
 }
 
-// usage is Anthropic's usage object with every field present.
-type usage struct {
-	InputTokens              int `json:"input_tokens"`
-	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
-	OutputTokens             int `json:"output_tokens"`
+func modelUsageOf(u model.Usage) api.Usage {
+	return api.Usage{InputTokens: u.InputTokens, CacheCreationInputTokens: u.CacheCreationInputTokens,
+		CacheReadInputTokens: u.CacheReadInputTokens, OutputTokens: u.OutputTokens}
 }
 
-func modelUsageOf(u model.Usage) usage {
-	return usage{u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens}
+func sessionUsageOf(u protocol.Usage) api.Usage {
+	return api.Usage{InputTokens: u.InputTokens, CacheCreationInputTokens: u.CacheCreationInputTokens,
+		CacheReadInputTokens: u.CacheReadInputTokens, OutputTokens: u.OutputTokens}
 }
 
-func sessionUsageOf(u protocol.Usage) usage {
-	return usage{u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens}
-}
-
-// apiMessage is a model response as Anthropic's message_start carries it.
-type apiMessage struct {
-	ID           string  `json:"id"`
-	Type         string  `json:"type"`
-	Role         string  `json:"role"`
-	Model        string  `json:"model"`
-	Content      []any   `json:"content"`
-	StopReason   *string `json:"stop_reason"`
-	StopSequence *string `json:"stop_sequence"`
-	Usage        usage   `json:"usage"`
-}
-
-// assistantMessage is apiMessage as Claude Code's assistant lines carry it.
+// assistantMessage is a model response as Claude Code's assistant lines
+// carry it.
 type assistantMessage struct {
-	apiMessage
+	api.Message
 	ContextManagement *struct{} `json:"context_management"`
-}
-
-// Anthropic's stream events.
-
-type messageStartEvent struct {
-	Type    string     `json:"type"`
-	Message apiMessage `json:"message"`
-}
-
-type blockStartEvent struct {
-	Type         string `json:"type"`
-	Index        int    `json:"index"`
-	ContentBlock any    `json:"content_block"`
-}
-
-type blockDeltaEvent struct {
-	Type  string `json:"type"`
-	Index int    `json:"index"`
-	Delta any    `json:"delta"`
-}
-
-type blockStopEvent struct {
-	Type  string `json:"type"`
-	Index int    `json:"index"`
-}
-
-type messageDeltaEvent struct {
-	Type  string       `json:"type"`
-	Delta messageDelta `json:"delta"`
-	Usage usage        `json:"usage"`
-}
-
-type messageDelta struct {
-	StopReason   *string `json:"stop_reason"`
-	StopSequence *string `json:"stop_sequence"`
-}
-
-type messageStopEvent struct {
-	Type string `json:"type"`
-}
-
-// Content blocks and deltas.
-
-type textBlock struct {
-	Type      string            `json:"type"`
-	Text      string            `json:"text"`
-	Citations []json.RawMessage `json:"citations,omitempty"`
-}
-
-type thinkingBlock struct {
-	Type      string `json:"type"`
-	Thinking  string `json:"thinking"`
-	Signature string `json:"signature"`
-}
-
-type redactedBlock struct {
-	Type string `json:"type"`
-	Data string `json:"data"`
-}
-
-type toolUseBlock struct {
-	Type  string          `json:"type"`
-	ID    string          `json:"id"`
-	Name  string          `json:"name"`
-	Input json.RawMessage `json:"input"`
-}
-
-type typeOnly struct {
-	Type string `json:"type"`
-}
-
-type textDelta struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
-}
-
-type thinkingDelta struct {
-	Type     string `json:"type"`
-	Thinking string `json:"thinking"`
-}
-
-type signatureDelta struct {
-	Type      string `json:"type"`
-	Signature string `json:"signature"`
-}
-
-type inputJSONDelta struct {
-	Type        string `json:"type"`
-	PartialJSON string `json:"partial_json"`
-}
-
-type citationsDelta struct {
-	Type     string          `json:"type"`
-	Citation json.RawMessage `json:"citation"`
 }
 
 // timestamp formats t as Claude Code's lines do.

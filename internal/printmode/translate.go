@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/provider/anthropic/api"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/protocol"
 )
@@ -85,14 +86,14 @@ func (t *translator) part(p model.Part) {
 			t.msgID = "msg_" + strings.ReplaceAll(uuid.NewString(), "-", "")
 		}
 		clear(t.blocks)
-		t.event(messageStartEvent{Type: "message_start", Message: t.message([]any{})})
+		t.event(api.MessageStartEvent{Type: "message_start", Message: t.message([]any{})})
 	case model.PartBlockStart:
 		b := &blockAcc{kind: p.Block, id: p.ID, name: p.Name, raw: p.Raw}
 		t.blocks[p.Index] = b
 		if p.Block == model.BlockToolUse {
 			t.tools[p.ID] = true
 		}
-		t.event(blockStartEvent{Type: "content_block_start", Index: p.Index, ContentBlock: b.startShape()})
+		t.event(api.ContentBlockStartEvent{Type: "content_block_start", Index: p.Index, ContentBlock: b.startShape()})
 	case model.PartBlockDelta:
 		b := t.blocks[p.Index]
 		if b == nil {
@@ -103,19 +104,19 @@ func (t *translator) part(p model.Part) {
 		switch p.Delta {
 		case model.DeltaText:
 			b.text.WriteString(p.Text)
-			delta = textDelta{Type: "text_delta", Text: p.Text}
+			delta = api.TextDelta{Type: "text_delta", Text: p.Text}
 		case model.DeltaReasoning:
 			b.text.WriteString(p.Text)
-			delta = thinkingDelta{Type: "thinking_delta", Thinking: p.Text}
+			delta = api.ThinkingDelta{Type: "thinking_delta", Thinking: p.Text}
 		case model.DeltaSignature:
 			b.signature += p.Text
-			delta = signatureDelta{Type: "signature_delta", Signature: p.Text}
+			delta = api.SignatureDelta{Type: "signature_delta", Signature: p.Text}
 		case model.DeltaInputJSON:
 			b.text.WriteString(p.Text)
-			delta = inputJSONDelta{Type: "input_json_delta", PartialJSON: p.Text}
+			delta = api.InputJSONDelta{Type: "input_json_delta", PartialJSON: p.Text}
 		case model.DeltaCitation:
 			b.citations = append(b.citations, json.RawMessage(p.Text))
-			delta = citationsDelta{Type: "citations_delta", Citation: json.RawMessage(p.Text)}
+			delta = api.CitationsDelta{Type: "citations_delta", Citation: json.RawMessage(p.Text)}
 		case model.DeltaRedacted:
 			// Anthropic sends redacted data whole in the block's start;
 			// the finished block carries it.
@@ -129,24 +130,24 @@ func (t *translator) part(p model.Part) {
 		default:
 			return
 		}
-		t.event(blockDeltaEvent{Type: "content_block_delta", Index: p.Index, Delta: delta})
+		t.event(api.ContentBlockDeltaEvent{Type: "content_block_delta", Index: p.Index, Delta: delta})
 	case model.PartBlockStop:
 		if b := t.blocks[p.Index]; b != nil {
 			// Claude Code writes the finished block before its stop event.
 			t.w.line(assistantLine{
-				Type: "assistant", Message: assistantMessage{apiMessage: t.message([]any{b.finalShape()})},
+				Type: "assistant", Message: assistantMessage{Message: t.message([]any{b.finalShape()})},
 				SessionID: t.w.session, UUID: uuid.NewString(), Timestamp: timestamp(t.now()),
 			})
 		}
-		t.event(blockStopEvent{Type: "content_block_stop", Index: p.Index})
+		t.event(api.ContentBlockStopEvent{Type: "content_block_stop", Index: p.Index})
 	case model.PartMessageDelta:
-		t.event(messageDeltaEvent{
+		t.event(api.MessageDeltaEvent{
 			Type:  "message_delta",
-			Delta: messageDelta{StopReason: nullable(p.StopReason), StopSequence: nullable(p.StopSequence)},
+			Delta: api.MessageDelta{StopReason: nullable(p.StopReason), StopSequence: nullable(p.StopSequence)},
 			Usage: modelUsageOf(p.Usage),
 		})
 	case model.PartMessageStop:
-		t.event(messageStopEvent{Type: "message_stop"})
+		t.event(api.MessageStopEvent{Type: "message_stop"})
 	case model.PartRetry:
 		line := apiRetryLine{
 			Type: "system", Subtype: "api_retry", MaxRetries: t.cfg.maxRetries(),
@@ -161,8 +162,8 @@ func (t *translator) part(p model.Part) {
 	}
 }
 
-func (t *translator) message(content []any) apiMessage {
-	return apiMessage{
+func (t *translator) message(content []any) api.Message {
+	return api.Message{
 		ID: t.msgID, Type: "message", Role: "assistant", Model: t.model, Content: content,
 		Usage: modelUsageOf(t.usage),
 	}
@@ -181,36 +182,36 @@ func kindOfDelta(d model.DeltaType) model.BlockType {
 func (b *blockAcc) startShape() any {
 	switch b.kind {
 	case model.BlockReasoning:
-		return thinkingBlock{Type: "thinking"}
+		return api.ThinkingBlock{Type: "thinking"}
 	case model.BlockRedactedReasoning:
-		return redactedBlock{Type: "redacted_thinking"}
+		return api.RedactedBlock{Type: "redacted_thinking"}
 	case model.BlockToolUse:
-		return toolUseBlock{Type: "tool_use", ID: b.id, Name: b.name, Input: json.RawMessage("{}")}
+		return api.ToolUseBlock{Type: "tool_use", ID: b.id, Name: b.name, Input: json.RawMessage("{}")}
 	case model.BlockRaw:
 		if len(b.raw) > 0 {
 			return b.raw
 		}
-		return typeOnly{Type: b.name}
+		return api.TypeOnly{Type: b.name}
 	}
-	return textBlock{Type: "text"}
+	return api.TextBlock{Type: "text"}
 }
 
 func (b *blockAcc) finalShape() any {
 	switch b.kind {
 	case model.BlockReasoning:
-		return thinkingBlock{Type: "thinking", Thinking: b.text.String(), Signature: b.signature}
+		return api.ThinkingBlock{Type: "thinking", Thinking: b.text.String(), Signature: b.signature}
 	case model.BlockRedactedReasoning:
-		return redactedBlock{Type: "redacted_thinking", Data: b.text.String()}
+		return api.RedactedBlock{Type: "redacted_thinking", Data: b.text.String()}
 	case model.BlockToolUse:
 		input := json.RawMessage(b.text.String())
 		if len(input) == 0 || !json.Valid(input) {
 			input = json.RawMessage("{}")
 		}
-		return toolUseBlock{Type: "tool_use", ID: b.id, Name: b.name, Input: input}
+		return api.ToolUseBlock{Type: "tool_use", ID: b.id, Name: b.name, Input: input}
 	case model.BlockRaw:
 		return b.rawFinal()
 	}
-	return textBlock{Type: "text", Text: b.text.String(), Citations: b.citations}
+	return api.TextBlock{Type: "text", Text: b.text.String(), Citations: jsonArray(b.citations)}
 }
 
 // rawFinal is a server-side or unknown block as it finished: as it
@@ -262,4 +263,16 @@ func errText(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// jsonArray is vs as one JSON array, nil when empty.
+func jsonArray(vs []json.RawMessage) json.RawMessage {
+	if len(vs) == 0 {
+		return nil
+	}
+	raw, err := json.Marshal(vs)
+	if err != nil {
+		return nil // a citation that is not JSON: the block goes without its citations rather than not at all
+	}
+	return raw
 }

@@ -4,72 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/sluicehq/sluice/internal/provider/anthropic/api"
 	"github.com/sluicehq/sluice/model"
 )
-
-type wireRequest struct {
-	Model     string        `json:"model"`
-	MaxTokens int           `json:"max_tokens"`
-	System    string        `json:"system,omitempty"`
-	Messages  []wireMessage `json:"messages"`
-	Tools     []wireTool    `json:"tools,omitempty"`
-	Thinking  *wireThinking `json:"thinking,omitempty"`
-	Stream    bool          `json:"stream,omitempty"`
-}
-
-type wireMessage struct {
-	Role    model.Role `json:"role"`
-	Content []any      `json:"content"`
-}
-
-type wireTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"input_schema"`
-}
-
-type wireThinking struct {
-	Type         string `json:"type"`
-	BudgetTokens int    `json:"budget_tokens"`
-}
-
-type textBlock struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text"`
-	Citations json.RawMessage `json:"citations,omitempty"`
-}
-
-type thinkingBlock struct {
-	Type      string `json:"type"`
-	Thinking  string `json:"thinking"`
-	Signature string `json:"signature"`
-}
-
-type redactedBlock struct {
-	Type string `json:"type"`
-	Data string `json:"data"`
-}
-
-type toolUseBlock struct {
-	Type   string          `json:"type"`
-	ID     string          `json:"id"`
-	Name   string          `json:"name"`
-	Input  json.RawMessage `json:"input"`
-	Caller json.RawMessage `json:"caller,omitempty"`
-}
-
-type toolResultBlock struct {
-	Type      string `json:"type"`
-	ToolUseID string `json:"tool_use_id"`
-	Content   string `json:"content,omitempty"`
-	IsError   bool   `json:"is_error,omitempty"`
-}
 
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
 // request builds the JSON body for req.
 func (p *Provider) request(req *model.Request, stream bool) ([]byte, error) {
-	w := wireRequest{Model: req.Model, MaxTokens: req.MaxTokens, System: req.System, Stream: stream}
+	w := api.Request{Model: req.Model, MaxTokens: req.MaxTokens, System: req.System, Stream: stream}
 	if w.Model == "" {
 		w.Model = p.cfg.Model
 	}
@@ -77,7 +20,7 @@ func (p *Provider) request(req *model.Request, stream bool) ([]byte, error) {
 		w.MaxTokens = p.cfg.MaxTokens
 	}
 	if req.ThinkingBudget > 0 {
-		w.Thinking = &wireThinking{Type: "enabled", BudgetTokens: req.ThinkingBudget}
+		w.Thinking = &api.Thinking{Type: "enabled", BudgetTokens: req.ThinkingBudget}
 		if w.MaxTokens <= req.ThinkingBudget {
 			// The budget is part of max_tokens: leave room for the answer.
 			w.MaxTokens += req.ThinkingBudget
@@ -88,11 +31,11 @@ func (p *Provider) request(req *model.Request, stream bool) ([]byte, error) {
 		if len(schema) == 0 {
 			schema = emptySchema
 		}
-		w.Tools = append(w.Tools, wireTool{Name: t.Name, Description: t.Description, InputSchema: schema})
+		w.Tools = append(w.Tools, api.Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
 	}
-	w.Messages = make([]wireMessage, 0, len(req.Messages))
+	w.Messages = make([]api.MessageParam, 0, len(req.Messages))
 	for _, m := range req.Messages {
-		wm := wireMessage{Role: m.Role}
+		wm := api.MessageParam{Role: string(m.Role)}
 		for _, c := range m.Content {
 			if b := block(c); b != nil {
 				wm.Content = append(wm.Content, b)
@@ -118,22 +61,22 @@ func block(c model.Content) any {
 		if c.Text == "" {
 			return nil
 		}
-		return textBlock{Type: "text", Text: c.Text, Citations: c.Citations}
+		return api.TextBlock{Type: "text", Text: c.Text, Citations: c.Citations}
 	case model.ContentReasoning:
 		if c.Signature == "" {
 			return nil
 		}
-		return thinkingBlock{Type: "thinking", Thinking: c.Text, Signature: c.Signature}
+		return api.ThinkingBlock{Type: "thinking", Thinking: c.Text, Signature: c.Signature}
 	case model.ContentRedactedReasoning:
-		return redactedBlock{Type: "redacted_thinking", Data: c.Data}
+		return api.RedactedBlock{Type: "redacted_thinking", Data: c.Data}
 	case model.ContentToolUse:
 		input := c.Input
 		if len(input) == 0 {
 			input = json.RawMessage("{}")
 		}
-		return toolUseBlock{Type: "tool_use", ID: c.ID, Name: c.Name, Input: input, Caller: c.Caller}
+		return api.ToolUseBlock{Type: "tool_use", ID: c.ID, Name: c.Name, Input: input, Caller: c.Caller}
 	case model.ContentToolResult:
-		return toolResultBlock{Type: "tool_result", ToolUseID: c.ID, Content: c.Text, IsError: c.IsError}
+		return api.ToolResultBlock{Type: "tool_result", ToolUseID: c.ID, Content: c.Text, IsError: c.IsError}
 	case model.ContentRaw:
 		if len(c.Raw) == 0 {
 			return nil
