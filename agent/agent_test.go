@@ -298,7 +298,9 @@ func TestMaxTokensContinues(t *testing.T) {
 	}}
 	s := newSession(t, p, nil)
 	res, err := s.Run(bg(t), "long please")
-	if err != nil || res.Turns != 2 || res.Text != " and two." {
+	// The result is the whole answer, the cut part and its continuation,
+	// and says it was continued.
+	if err != nil || res.Turns != 2 || res.Text != "Part one and two." || res.StopReason != "end_turn" || res.Continued != "max_tokens" {
 		t.Fatalf("res %+v err %v", res, err)
 	}
 	req := p.Request(1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/model"
@@ -21,10 +22,17 @@ const (
 func (s *Session) runMessage(j *job) (res Result) {
 	ctx := j.ctx
 	res = Result{MessageID: j.id}
+	// The final answer so far: the text of responses cut by max_tokens
+	// that the next response continues, then the message of the response
+	// under way ("" once a tool round has ended: the answer is still to
+	// come).
+	var cut strings.Builder
+	answerMsg := ""
 	defer func() {
-		if res.Err != nil && res.Text == "" {
-			// A failed or aborted run still reports what it produced.
-			res.Text = s.lastAnswerSince(j.id)
+		if res.Err != nil {
+			// A failed or aborted run reports how far its answer got,
+			// never an earlier round's text nor the error (that is Err).
+			res.Text = cut.String() + s.messageText(answerMsg)
 		}
 	}()
 	s.addUserMessage(protocol.Message{
@@ -44,11 +52,16 @@ func (s *Session) runMessage(j *job) (res Result) {
 			s.noteOnLast(res.Err.Error())
 			return res
 		}
-		if err := s.maybeAutoCompact(ctx); err != nil && abortCause(ctx) != nil {
-			res.Err = abortCause(ctx)
-			return res
+		// A paused turn (pause_turn) goes back to the server as it is, to
+		// be continued: folding the context now would cut it.
+		if res.StopReason != model.StopPauseTurn {
+			if err := s.maybeAutoCompact(ctx); err != nil && abortCause(ctx) != nil {
+				res.Err = abortCause(ctx)
+				return res
+			}
 		}
 		out := s.respond(ctx, &res, !overflowCompacted)
+		answerMsg = out.att.msgID
 		if out.err != nil {
 			if errors.Is(out.err, model.ErrContextOverflow) && !overflowCompacted && !out.aborted {
 				// The request did not fit: fold the context and try again.
@@ -75,6 +88,8 @@ func (s *Session) runMessage(j *job) (res Result) {
 		case len(calls) > 0 && out.stopReason != model.StopMaxTokens:
 			s.recordResponse(out)
 			s.recordToolResults(out.att.msgID, s.runTools(ctx, out.att.msgID, calls, &res))
+			cut.Reset()
+			answerMsg = ""
 			if err := abortCause(ctx); err != nil {
 				res.Err = err
 				return res
@@ -85,8 +100,14 @@ func (s *Session) runMessage(j *job) (res Result) {
 			if continuations > s.opts.MaxContinuations {
 				res.Err = fmt.Errorf("%w (%d continuations); ask for a shorter answer or raise --max-tokens", ErrMaxTokens, s.opts.MaxContinuations)
 				s.noteOn(out.att, res.Err.Error())
-				res.Text = s.messageText(out.att.msgID)
 				return res
+			}
+			// The continuation goes on mid-sentence: the answer is the cut
+			// text and what follows, joined as they are.
+			cut.WriteString(s.messageText(out.att.msgID))
+			answerMsg = ""
+			if res.Continued == "" {
+				res.Continued = out.stopReason
 			}
 			if out.stopReason == model.StopContextLimit {
 				if err := s.compact(ctx); err != nil {
@@ -101,7 +122,7 @@ func (s *Session) runMessage(j *job) (res Result) {
 			s.endRound(out)
 		default:
 			s.endRound(out)
-			res.Text = s.messageText(out.att.msgID)
+			res.Text = cut.String() + s.messageText(out.att.msgID)
 			return res
 		}
 	}
@@ -159,7 +180,7 @@ func (s *Session) respond(ctx context.Context, res *Result, canCompact bool) res
 		att.stopReason = model.StopToolUse
 	}
 	s.mu.Lock()
-	s.ctxTokens = u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens + u.OutputTokens
+	s.ctxTokens = att.contextTokens(u)
 	s.mu.Unlock()
 	return out
 }
@@ -294,25 +315,6 @@ func (s *Session) message(id string) (protocol.Message, bool) {
 		return protocol.Message{}, false
 	}
 	return s.bus.list.At(i), true
-}
-
-// lastAnswerSince is the text of the last assistant message after the
-// user message userID.
-func (s *Session) lastAnswerSince(userID string) string {
-	s.bus.mu.Lock()
-	defer s.bus.mu.Unlock()
-	for i := s.bus.list.Len() - 1; i >= 0; i-- {
-		m := s.bus.list.At(i)
-		if m.ID == userID {
-			return ""
-		}
-		if m.Role == protocol.RoleAssistant {
-			if t := m.Text(); t != "" {
-				return t
-			}
-		}
-	}
-	return ""
 }
 
 func (s *Session) messageText(id string) string {

@@ -39,10 +39,18 @@ var (
 type Result struct {
 	// MessageID is the user message's id.
 	MessageID string
-	// Text is the final answer: the text of the last assistant message.
+	// Text is the final answer: the text of the last assistant message,
+	// joined to the text of the responses before it that max_tokens cut
+	// and the agent continued. When the run fails (Err), it is how far the
+	// answer got: the failed response's text so far, after any cut parts;
+	// empty when it produced none or the failure came between rounds.
 	Text string
 	// StopReason is the last model response's stop reason.
 	StopReason string
+	// Continued is the stop reason (max_tokens,
+	// model_context_window_exceeded) of the first response that was cut
+	// and continued automatically, when Text joins such parts; else "".
+	Continued string
 	// Turns counts the model responses.
 	Turns int
 	// Usage sums the responses' tokens.

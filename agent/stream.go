@@ -270,6 +270,21 @@ func (a *attempt) totalUsage() protocol.Usage {
 	return u
 }
 
+// contextTokens is the context's size after the response: the latest
+// request's input as the provider measured it (not the billed input, which
+// for a turn of server tools adds up every request the server made) plus
+// the output; u, the billed totals, when the provider did not say.
+func (a *attempt) contextTokens(u protocol.Usage) int {
+	input := a.usage.ContextTokens
+	if input == 0 {
+		input = a.startUsage.ContextTokens
+	}
+	if input == 0 {
+		input = u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
+	}
+	return input + u.OutputTokens
+}
+
 // toolCall is a completed tool call of a response, with its display block.
 type toolCall struct {
 	id, name string

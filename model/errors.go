@@ -21,7 +21,8 @@ var (
 	// ErrEventTooLarge: one event exceeded the configured maximum size.
 	ErrEventTooLarge = errors.New("model stream event exceeds the maximum size")
 	// ErrMalformedEvent: an event of the stream could not be decoded (bad
-	// JSON, a delta for a block that was never started). Retried.
+	// JSON, a delta for a block that was never started). Retried once; when
+	// it recurs, Stream tries the non-streaming request instead.
 	ErrMalformedEvent = errors.New("model stream event is malformed")
 	// ErrInvalidRequest: the request could not be built (an invalid JSON
 	// tool input or schema). Never retried.

@@ -195,6 +195,11 @@ func (o StreamOptions) withDefaults() StreamOptions {
 //   - 400, 401, 403, 404, 413, a context overflow (ErrContextOverflow) and
 //     any error the server marked x-should-retry: false are not retried:
 //     Stream yields the error, whose message says what to do.
+//   - A stream that cannot be decoded (ErrMalformedEvent) is retried once
+//     (a frame may have been corrupted on the way); when the retry cannot
+//     be decoded either, the failure is the server's answer and would
+//     recur: the non-streaming request is tried at once, and if it fails
+//     too its error ends the call.
 //   - The watchdog measures the time since the response arrived or last
 //     made progress (a part): past StallWarning it yields PartStalled once,
 //     past IdleTimeout it aborts the attempt and retries it. Keep-alives
@@ -225,6 +230,7 @@ type streamer struct {
 
 func (s *streamer) run(ctx context.Context, yield func(Part, error) bool) {
 	retries, streamFailures := 0, 0
+	malformed := 0 // consecutive attempts that failed with ErrMalformedEvent
 	fallback := false
 	for {
 		var (
@@ -246,6 +252,24 @@ func (s *streamer) run(ctx context.Context, yield func(Part, error) bool) {
 		if fallback || !retryable(err) {
 			yield(Part{}, err)
 			return
+		}
+		if !errors.Is(err, ErrMalformedEvent) {
+			malformed = 0
+		} else if malformed++; malformed >= 2 {
+			// A stream that two attempts in a row could not decode will
+			// not decode the next time either (one bad attempt may be a
+			// corrupted frame): the non-streaming request, whose answer
+			// has another shape, is the one thing left to try, at once.
+			if s.o.FallbackAfter < 0 {
+				yield(Part{}, fmt.Errorf("model: the answer could not be decoded twice in a row: %w", err))
+				return
+			}
+			retries++
+			fallback = true
+			if !yield(Part{Type: PartRetry, Retry: &Retry{Attempt: retries, Err: err, Fallback: true}}, nil) {
+				return
+			}
+			continue
 		}
 		if began || streamFailure(err) {
 			streamFailures++

@@ -614,3 +614,49 @@ func TestStreamOptionsFromEnv(t *testing.T) {
 		}
 	}
 }
+
+// A decode error that recurs is the server's answer, not a transient
+// failure: one retry, then the non-streaming request at once, then the
+// error — never the whole retry budget.
+func TestStreamMalformedRecurs(t *testing.T) {
+	t.Parallel()
+	bad := fail(fmt.Errorf("fake: %w: content_block_delta event: not JSON", model.ErrMalformedEvent))
+	tests := []struct {
+		name          string
+		complete      func(context.Context) (*model.Response, error)
+		fallbackAfter int
+		wantErr       bool
+		streams       int
+		completes     int
+	}{
+		{"the fallback answers", func(context.Context) (*model.Response, error) { return answer, nil }, 0, false, 2, 1},
+		{"the fallback fails too", func(context.Context) (*model.Response, error) {
+			return nil, fmt.Errorf("fake: %w: reading the answer", model.ErrMalformedEvent)
+		}, 0, true, 2, 1},
+		{"no fallback", nil, -1, true, 2, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fake{attempts: []func(context.Context, func(model.Part, error) bool){bad, bad, bad, bad}, complete: tt.complete}
+			parts, delays, err := run(t, f, model.StreamOptions{FallbackAfter: tt.fallbackAfter})
+			if (err != nil) != tt.wantErr || f.calls != tt.streams || f.completes != tt.completes {
+				t.Fatalf("err %v after %d streams, %d non-streaming", err, f.calls, f.completes)
+			}
+			if err != nil && !errors.Is(err, model.ErrMalformedEvent) {
+				t.Fatalf("err %v", err)
+			}
+			if len(delays) != 1 {
+				t.Fatalf("waited %v: only the first retry backs off", delays)
+			}
+			if !tt.wantErr && final(t, parts).Content[0].Text != "hello" {
+				t.Fatalf("%+v", final(t, parts))
+			}
+		})
+	}
+	// A malformed attempt between others starts the count again.
+	f := &fake{attempts: []func(context.Context, func(model.Part, error) bool){bad, fail(model.ErrIncomplete), bad, ok}}
+	if _, _, err := run(t, f, model.StreamOptions{FallbackAfter: 10}); err != nil || f.calls != 4 || f.completes != 0 {
+		t.Fatalf("err %v after %d streams, %d non-streaming", err, f.calls, f.completes)
+	}
+}

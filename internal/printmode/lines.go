@@ -108,6 +108,7 @@ type resultLine struct {
 	NumTurns          int                   `json:"num_turns"`
 	Result            string                `json:"result"`
 	StopReason        *string               `json:"stop_reason"`
+	ContinuedAfter    string                `json:"continued_after,omitempty"` // sluice's: a cut answer was continued
 	SessionID         string                `json:"session_id"`
 	TotalCostUSD      float64               `json:"total_cost_usd"`
 	Usage             api.Usage             `json:"usage"`

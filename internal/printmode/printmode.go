@@ -215,9 +215,6 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	}
 	res, err := h.Wait(context.Background())
 	answer := res.Text
-	if err != nil && answer == "" {
-		answer = producedText(sess, res.MessageID)
-	}
 	switch cfg.OutputFormat {
 	case FormatText:
 		if answer != "" {
@@ -233,33 +230,22 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	return err
 }
 
-// producedText is the text of the last assistant message after the user
-// message userID: what a run that failed or was aborted still produced.
-func producedText(sess *agent.Session, userID string) string {
-	msgs := sess.Messages().Messages
-	for i := len(msgs) - 1; i >= 0; i-- {
-		switch m := msgs[i]; {
-		case m.ID == userID:
-			return ""
-		case m.Role == protocol.RoleAssistant && m.Text() != "":
-			return m.Text()
-		}
-	}
-	return ""
-}
-
 // roundCost rounds a cost in dollars to a billionth, so that a sum of
 // per-token prices does not print as 0.026279999999999998.
 func roundCost(usd float64) float64 { return math.Round(usd*1e9) / 1e9 }
 
 // newResultLine is the last line of a run, in Claude Code's shape. The
-// result is the final answer, or what a failed run produced, or else the
-// error; errors lists the cause of a failure.
+// result is always the run's answer as far as it got (agent.Result.Text,
+// what --output-format text prints): the whole answer, joined across
+// automatic max_tokens continuations (continued_after names the stop
+// reason that cut it); after a failure, the failed response's text so
+// far, possibly empty. It is never the error: a failed run has is_error
+// true and its cause in errors.
 func newResultLine(sess *agent.Session, res agent.Result, answer string, err error, d time.Duration) resultLine {
 	line := resultLine{
 		Type: "result", Subtype: "success",
 		DurationMs: d.Milliseconds(), DurationAPIMs: res.APIDuration.Milliseconds(),
-		NumTurns: res.Turns, Result: answer, StopReason: nullable(res.StopReason),
+		NumTurns: res.Turns, Result: answer, StopReason: nullable(res.StopReason), ContinuedAfter: res.Continued,
 		SessionID: sess.ID(), TotalCostUSD: roundCost(res.CostUSD), Usage: sessionUsageOf(res.Usage),
 		ModelUsage: map[string]modelUsage{}, PermissionDenials: denials(res.Denials),
 		UUID: uuid.NewString(),
@@ -277,9 +263,6 @@ func newResultLine(sess *agent.Session, res agent.Result, answer string, err err
 	line.IsError, line.Subtype = true, "error_during_execution"
 	if errors.Is(err, agent.ErrMaxTurns) {
 		line.Subtype = "error_max_turns"
-	}
-	if line.Result == "" {
-		line.Result = err.Error()
 	}
 	line.Errors = []string{err.Error()}
 	_, line.APIErrorStatus = errorKind(err)

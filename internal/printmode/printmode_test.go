@@ -423,6 +423,9 @@ func TestErrorKind(t *testing.T) {
 		{&model.APIError{Status: 400}, "invalid_request", 400},
 		{&model.APIError{Status: 413}, "invalid_request", 413},
 		{model.ErrIdleTimeout, "unknown", 0},
+		{fmt.Errorf("anthropic: %w: content_block_delta event", model.ErrMalformedEvent), "server_error", 0},
+		{fmt.Errorf("model: giving up: %w", model.ErrIncomplete), "server_error", 0},
+		{model.ErrNotEventStream, "server_error", 0},
 		{errors.New("connection reset"), "unknown", 0},
 	} {
 		kind, status := errorKind(c.err)

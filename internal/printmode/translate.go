@@ -234,6 +234,12 @@ func (b *blockAcc) rawFinal() any {
 func errorKind(err error) (string, *int) {
 	var apiErr *model.APIError
 	if !errors.As(err, &apiErr) {
+		// An answer sluice could not read (or that broke off, or grew
+		// past the bound) is the server's failure, whatever the network.
+		if errors.Is(err, model.ErrMalformedEvent) || errors.Is(err, model.ErrNotEventStream) ||
+			errors.Is(err, model.ErrIncomplete) || errors.Is(err, model.ErrResponseTooLarge) {
+			return "server_error", nil
+		}
 		return "unknown", nil
 	}
 	var status *int

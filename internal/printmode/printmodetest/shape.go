@@ -131,7 +131,7 @@ var sluiceOnlyFields = map[string][]string{
 	"system/api_retry": {"error_message"},
 	// A failed run's causes (Claude Code's error results have them too; the
 	// recordings are all successes).
-	"result": {"errors"},
+	"result": {"errors", "continued_after"},
 }
 
 // CompareWithClaudeCode compares sluice's stream-json output (got) with

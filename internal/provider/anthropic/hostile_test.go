@@ -299,3 +299,33 @@ func TestRedirects(t *testing.T) {
 		})
 	}
 }
+
+// A stream that cannot be decoded on two attempts in a row is not retried
+// again: the non-streaming request comes at once, and its answer is the
+// response.
+func TestMalformedStreamRecurs(t *testing.T) {
+	t.Parallel()
+	var streams, completes atomic.Int32
+	p, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(readBody(r), `"stream":true`) {
+			streams.Add(1)
+			// A shape this decoder does not read: a delta whose text is
+			// not a string.
+			pt.ServeSSE(w, []byte(strings.Replace(miniStream, `"text":"Hi"}`, `"text":["Hi"]}`, 1)), false)
+			return
+		}
+		completes.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"msg_full","type":"message","model":"m","content":[{"type":"text","text":"Whole"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`)
+	})
+	parts, waits, err := pt.StreamAll(t, p, hi, model.StreamOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if streams.Load() != 2 || completes.Load() != 1 || len(waits) != 1 {
+		t.Fatalf("%d streams, %d non-streaming, %d waits", streams.Load(), completes.Load(), len(waits))
+	}
+	if r := pt.Accumulate(t, parts); r.Content[0].Text != "Whole" {
+		t.Fatalf("%+v", r)
+	}
+}
