@@ -697,17 +697,22 @@ func TestContextOverflowCompactsAndRetries(t *testing.T) {
 // into a tool result (and from there into every face and the session file).
 func TestToolsDoNotSeeKeys(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-SECRET-VALUE")
+	t.Setenv("GITHUB_TOKEN", "ghp-SECRET-VALUE")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "aws-SECRET-VALUE")
+	t.Setenv("AWS_SESSION_TOKEN", "aws-SECRET-VALUE")
+	t.Setenv("DB_PASSWORD", "db-SECRET-VALUE")
+	t.Setenv("NPM_TOKEN", "npm-allowed")
 	t.Setenv("SLUICE_VISIBLE", "yes")
 	p := &modeltest.Script{Responses: [][]modeltest.Step{
 		modeltest.Response(modeltest.Start("m1"), modeltest.ToolUse(0, "t1", "Bash", map[string]any{"command": "env"}), modeltest.Stop("tool_use")),
 		modeltest.Response(modeltest.Start("m2"), modeltest.Text(0, "ok"), modeltest.Stop("end_turn")),
 	}}
-	s := newSession(t, p, func(o *agent.Options) { o.PermissionMode = protocol.ModeBypassPermissions })
+	s := newSession(t, p, func(o *agent.Options) { o.PermissionMode, o.AllowEnv = protocol.ModeBypassPermissions, []string{"NPM_TOKEN"} })
 	if _, err := s.Run(bg(t), "show env"); err != nil {
 		t.Fatal(err)
 	}
 	out := s.Messages().Messages[1].Blocks[0].Result
-	if strings.Contains(out, "SECRET-VALUE") || !strings.Contains(out, "SLUICE_VISIBLE=yes") {
+	if strings.Contains(out, "SECRET-VALUE") || !strings.Contains(out, "SLUICE_VISIBLE=yes") || !strings.Contains(out, "NPM_TOKEN=npm-allowed") {
 		t.Fatalf("tool environment: %q", out)
 	}
 }

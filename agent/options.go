@@ -48,6 +48,11 @@ type Options struct {
 	Approve Approver
 	// Tools replaces the built-in tools when non-nil.
 	Tools []tool.Tool
+	// AllowEnv names environment variables that tools' commands get even
+	// though their names look secret (see the policy in the README:
+	// variables such as GITHUB_TOKEN or ANTHROPIC_API_KEY are otherwise
+	// removed from every child process's environment).
+	AllowEnv []string
 	// ExtraTools are added to the tools (MCP servers' tools, your own).
 	ExtraTools []tool.Tool
 	// MaxTurns bounds the model responses for one user message (0: 100).

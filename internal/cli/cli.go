@@ -176,6 +176,7 @@ func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Se
 			AutoCompact:    f.AutoCompact,
 			Stream:         so,
 			Store:          st,
+			AllowEnv:       conf.AllowEnv,
 			Logger:         logger,
 		},
 	}, nil
@@ -190,7 +191,7 @@ func (s *Setup) StartMCP(ctx context.Context) error {
 	if s.mcpConfig == nil || s.MCP != nil {
 		return nil
 	}
-	servers, err := mcp.Connect(ctx, s.mcpConfig, &mcp.Options{Dir: s.Options.WorkDir, Version: Version})
+	servers, err := mcp.Connect(ctx, s.mcpConfig, &mcp.Options{Dir: s.Options.WorkDir, Version: Version, AllowEnv: s.Options.AllowEnv})
 	s.MCP = servers
 	s.Options.ExtraTools = append(s.Options.ExtraTools, servers.Tools()...)
 	return err

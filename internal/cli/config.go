@@ -36,6 +36,11 @@ type Config struct {
 	// ProjectMemory false stops AGENTS.md and CLAUDE.md files from joining
 	// the system prompt (they do by default).
 	ProjectMemory *bool `json:"projectMemory,omitempty"`
+	// AllowEnv names environment variables that child processes (Bash
+	// commands, MCP stdio servers) get although their names look secret:
+	// by default every *TOKEN, *KEY, *SECRET*, *PASSWORD* ... variable is
+	// removed from their environment (package childenv).
+	AllowEnv []string `json:"allowEnv,omitempty"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("90s").

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/childenv"
 )
 
 // stderrKeep is how much of a server's stderr is kept for error reports.
@@ -32,15 +34,13 @@ type process struct {
 }
 
 // startProcess starts sc's command in dir with the process's environment
-// plus sc.Env. waitDelay bounds how long Wait keeps reading stderr after the
+// filtered by the child-process policy (package childenv; allow names the
+// secret-looking variables passed anyway) plus sc.Env, passed as written. waitDelay bounds how long Wait keeps reading stderr after the
 // process has exited, for descendants that left the group holding it.
-func startProcess(sc ServerConfig, dir string, waitDelay time.Duration) (*process, error) {
+func startProcess(sc ServerConfig, dir string, allow []string, waitDelay time.Duration) (*process, error) {
 	cmd := exec.Command(sc.Command, sc.Args...)
 	cmd.Dir = dir
-	cmd.Env = os.Environ()
-	for k, v := range sc.Env {
-		cmd.Env = append(cmd.Env, k+"="+v) // later entries win in exec.Cmd
-	}
+	cmd.Env = childenv.Environ(os.Environ(), allow, sc.Env)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	p := &process{cmd: cmd, stderr: &tail{max: stderrKeep}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr

@@ -425,3 +425,33 @@ func TestServerDies(t *testing.T) {
 		}
 	}
 }
+
+// TestServerEnvironment: a stdio server gets the child-process policy's
+// environment: no provider key or secret-looking variable unless allowed,
+// and its own configured env as written.
+func TestServerEnvironment(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-leak")
+	t.Setenv("GITHUB_TOKEN", "ghp_leak")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "aws-leak")
+	t.Setenv("NPM_TOKEN", "npm-allowed")
+	t.Setenv("SLUICE_PLAIN", "plain")
+	s, err := connect(t, map[string]ServerConfig{
+		"test": testServer(t, modeTools, map[string]string{"SERVER_API_KEY": "given"}),
+	}, &Options{AllowEnv: []string{"NPM_TOKEN"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := toolByName(t, s, "mcp__test__env")
+	for name, want := range map[string]string{
+		"ANTHROPIC_API_KEY": "", "GITHUB_TOKEN": "", "AWS_SECRET_ACCESS_KEY": "",
+		"NPM_TOKEN": "npm-allowed", "SLUICE_PLAIN": "plain", "SERVER_API_KEY": "given",
+	} {
+		res, err := env.Run(context.Background(), &tool.Env{}, json.RawMessage(`{"name":"`+name+`"}`), &recorder{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Content != want {
+			t.Errorf("the server sees %s=%q, want %q", name, res.Content, want)
+		}
+	}
+}
