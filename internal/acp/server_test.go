@@ -770,3 +770,70 @@ func lastToolResult(msgs []model.Message) string {
 	}
 	return ""
 }
+
+// TestNewerPromptSupersedes sends a second prompt while the first still
+// streams: the first ends cancelled, the second runs to its end.
+func TestNewerPromptSupersedes(t *testing.T) {
+	t.Parallel()
+	gate := make(chan struct{})
+	defer close(gate)
+	h := newHarness(t, modeltest.NewScript(
+		modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, "first "), modeltest.Gate(gate), modeltest.Stop("end_turn")),
+		modeltest.Answer("m2", "second"),
+	), harnessOpts{})
+	h.initialize(sdk.ClientCapabilities{})
+	sess := h.newSession()
+	first := make(chan sdk.PromptResponse, 1)
+	go func() {
+		resp, err := h.prompt(sess.SessionId, "one")
+		if err != nil {
+			t.Errorf("first prompt: %v", err)
+		}
+		first <- resp
+	}()
+	deadline := time.After(wait)
+	for messageText(h.client.snapshot()) != "first " {
+		select {
+		case <-h.client.notify:
+		case <-deadline:
+			t.Fatal("the first prompt did not stream")
+		}
+	}
+	resp, err := h.prompt(sess.SessionId, "two")
+	if err != nil || resp.StopReason != sdk.StopReasonEndTurn {
+		t.Fatalf("second prompt: %+v, %v", resp, err)
+	}
+	if r := <-first; r.StopReason != sdk.StopReasonCancelled {
+		t.Errorf("first prompt ended %q", r.StopReason)
+	}
+	if got := messageText(h.client.snapshot()); got != "first second" {
+		t.Errorf("chunks = %q", got)
+	}
+}
+
+func TestTodoWriteIsAPlan(t *testing.T) {
+	t.Parallel()
+	todos := []map[string]any{
+		{"content": "Read the code", "status": "completed", "activeForm": "Reading the code"},
+		{"content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing the bug"},
+	}
+	h := newHarness(t, modeltest.NewScript(
+		modeltest.Response(modeltest.Start("m1"), modeltest.ToolUse(0, "p1", "TodoWrite", map[string]any{"todos": todos}), modeltest.Stop("tool_use")),
+		modeltest.Answer("m2", "planned"),
+	), harnessOpts{})
+	h.initialize(sdk.ClientCapabilities{})
+	sess := h.newSession()
+	if _, err := h.prompt(sess.SessionId, "plan it"); err != nil {
+		t.Fatal(err)
+	}
+	var plan *sdk.SessionUpdatePlan
+	for _, n := range h.client.snapshot() {
+		if n.Update.Plan != nil {
+			plan = n.Update.Plan
+		}
+	}
+	if plan == nil || len(plan.Entries) != 2 || plan.Entries[0].Content != "Read the code" ||
+		plan.Entries[0].Status != sdk.PlanEntryStatusCompleted || plan.Entries[1].Status != sdk.PlanEntryStatusInProgress {
+		t.Fatalf("plan = %+v", plan)
+	}
+}

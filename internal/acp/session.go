@@ -63,8 +63,14 @@ type session struct {
 	rejected  map[string]bool
 	asking    map[string]context.CancelFunc // permission request id → its request's cancel
 	titled    bool
-	cancelled bool // session/cancel arrived during the prompt in progress
+	cur       *turn // the prompt in progress
 	terminals map[string]string
+}
+
+// turn is one prompt's run.
+type turn struct {
+	h         *agent.Handle
+	cancelled bool // session/cancel (or a newer prompt) stopped it; guarded by session.mu
 }
 
 // attach wires a session to the connection and starts its pump. With
@@ -258,19 +264,39 @@ func (ss *session) setTerminal(toolID, terminalID string) {
 	ss.terminals[toolID] = terminalID
 }
 
-// cancel aborts the prompt in progress.
+// cancel aborts the prompt in progress (session/cancel).
 func (ss *session) cancel() {
 	ss.mu.Lock()
-	ss.cancelled = true
-	ss.mu.Unlock()
+	defer ss.mu.Unlock()
+	if ss.cur != nil {
+		ss.cur.cancelled = true
+	}
 	ss.ag.Abort("cancelled by the client")
+}
+
+// cancelTurn aborts tr if it is still the prompt in progress. Holding mu
+// while aborting keeps a newer prompt's work, submitted under mu, from
+// being dropped by an older prompt's late cancel.
+func (ss *session) cancelTurn(tr *turn) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.cur == tr {
+		tr.cancelled = true
+		ss.ag.Abort("cancelled by the client")
+	}
 }
 
 // prompt runs one user message to its end.
 func (ss *session) prompt(ctx context.Context, text string) (sdk.PromptResponse, error) {
+	// A prompt still running was superseded (the SDK cancelled its
+	// request): it ends, cancelled, before this one starts.
 	ss.mu.Lock()
-	ss.cancelled = false
+	prev := ss.cur
 	ss.mu.Unlock()
+	if prev != nil {
+		ss.cancelTurn(prev)
+		<-prev.h.Done()
+	}
 	if ok, err := ss.command(ctx, text); ok {
 		if err != nil {
 			return sdk.PromptResponse{}, invalidParams("%v", err)
@@ -280,16 +306,22 @@ func (ss *session) prompt(ctx context.Context, text string) (sdk.PromptResponse,
 		}
 		return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
 	}
+	ss.mu.Lock()
 	h, err := ss.submit(ctx, text)
+	tr := &turn{h: h}
+	if err == nil {
+		ss.cur = tr
+	}
+	ss.mu.Unlock()
 	if err != nil {
-		return sdk.PromptResponse{}, err
+		return sdk.PromptResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
 	}
 	select {
 	case <-h.Done():
 	case <-ctx.Done():
 		// The request was cancelled ($/cancel_request, or a newer prompt
 		// for the session): stop the run.
-		ss.cancel()
+		ss.cancelTurn(tr)
 	}
 	res, runErr := h.Wait(context.WithoutCancel(ctx))
 	// Every update of the run goes out before the answer.
@@ -297,7 +329,10 @@ func (ss *session) prompt(ctx context.Context, text string) (sdk.PromptResponse,
 		return sdk.PromptResponse{}, err
 	}
 	ss.mu.Lock()
-	cancelled := ss.cancelled
+	cancelled := tr.cancelled
+	if ss.cur == tr {
+		ss.cur = nil
+	}
 	ss.mu.Unlock()
 	switch {
 	case cancelled || errors.Is(runErr, agent.ErrAborted):

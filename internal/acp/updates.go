@@ -7,6 +7,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/sluicehq/sluice/internal/tools"
 	"github.com/sluicehq/sluice/protocol"
 )
 
@@ -24,6 +25,8 @@ func toolKind(name string) sdk.ToolKind {
 		return sdk.ToolKindSearch
 	case "WebFetch", "WebSearch":
 		return sdk.ToolKindFetch
+	case "TodoWrite":
+		return sdk.ToolKindThink
 	}
 	return sdk.ToolKindOther
 }
@@ -181,9 +184,27 @@ func (t *translator) toolUpdates(e protocol.ToolBlockUpdated) []sdk.SessionUpdat
 		if e.Result != nil {
 			result = *e.Result
 		}
-		return []sdk.SessionUpdate{sdk.UpdateToolCall(id, t.endOpts(e.ToolID, e.Name, v, ok, result, e.ShortResult, e.Error)...)}
+		return withPlan(e.Name, e.Parameters, ok, sdk.UpdateToolCall(id, t.endOpts(e.ToolID, e.Name, v, ok, result, e.ShortResult, e.Error)...))
 	}
 	return nil
+}
+
+// withPlan adds a plan update after a successful TodoWrite's final update:
+// the list is the call's parameters, so the plan needs no state here.
+func withPlan(name, params string, ok bool, final sdk.SessionUpdate) []sdk.SessionUpdate {
+	out := []sdk.SessionUpdate{final}
+	if name != "TodoWrite" || !ok {
+		return out
+	}
+	todos, err := tools.Todos(json.RawMessage(params))
+	if err != nil {
+		return out
+	}
+	entries := make([]sdk.PlanEntry, 0, len(todos))
+	for _, td := range todos {
+		entries = append(entries, sdk.PlanEntry{Content: td.Content, Priority: sdk.PlanEntryPriorityMedium, Status: sdk.PlanEntryStatus(td.Status)})
+	}
+	return append(out, sdk.UpdatePlan(entries...))
 }
 
 // endOpts is the final update of a tool call.
@@ -274,7 +295,7 @@ func (t *translator) wholeTool(b protocol.Block) []sdk.SessionUpdate {
 	}
 	v := viewOf(t.workDir, b.Name, b.Parameters, b.CompactParams)
 	ok := b.Success != nil && *b.Success
-	return []sdk.SessionUpdate{start, sdk.UpdateToolCall(id, t.endOpts(b.ToolID, b.Name, v, ok, b.Result, b.ShortResult, b.Error)...)}
+	return append([]sdk.SessionUpdate{start}, withPlan(b.Name, b.Parameters, ok, sdk.UpdateToolCall(id, t.endOpts(b.ToolID, b.Name, v, ok, b.Result, b.ShortResult, b.Error)...))...)
 }
 
 // title is the session's title: the start of its first user message.
