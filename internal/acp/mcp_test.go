@@ -10,8 +10,8 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/sluicehq/sluice/protocol"
 	"github.com/sluicehq/sluice/model/modeltest"
+	"github.com/sluicehq/sluice/protocol"
 )
 
 // TestClientMCPServers gives session/new an HTTP and an SSE MCP server: their
