@@ -454,3 +454,40 @@ func alive(pid int) bool {
 	i := bytes.LastIndexByte(data, ')')
 	return i < 0 || i+2 >= len(data) || data[i+2] != 'Z'
 }
+
+// TestDiskFull: sluice -p on a disk that fills up while it saves the
+// session exits non-zero and says why. The disk is a small tmpfs.
+func TestDiskFull(t *testing.T) {
+	t.Parallel()
+	m := newModel(t, func(w io.Writer, f http.Flusher, r *http.Request) {
+		send := func(typ string, v any) {
+			data, _ := json.Marshal(v)
+			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, data)
+		}
+		send("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
+		chunk := strings.Repeat("filler ", 100)
+		for range 1000 { // 700 KB, more than the disk holds
+			send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": chunk}})
+		}
+		send("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+		send("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": "end_turn"}, "usage": map[string]any{"output_tokens": 3}})
+		send("message_stop", map[string]any{"type": "message_stop"})
+		f.Flush()
+	})
+	e := newEnv(t, m)
+	if err := syscall.Mount("tmpfs", e.home, "tmpfs", 0, "size=256k"); err != nil {
+		// The behaviour itself is covered without a mount by agent's
+		// TestSaveFailureFailsTheRun (a store failing like a full disk).
+		t.Skipf("this test mounts a tmpfs, which needs CAP_SYS_ADMIN: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(e.home, syscall.MNT_DETACH) })
+	cmd := e.command("-p", "write a lot")
+	out, err := cmd.CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 1 {
+		t.Fatalf("sluice -p on a full disk: %v, want exit status 1\n%.2000s", err, out)
+	}
+	if !strings.Contains(string(out), "the session could not be saved") || !strings.Contains(string(out), "no space left on device") {
+		t.Fatalf("sluice -p on a full disk said:\n%.2000s\nwant that the session could not be saved, and why", out)
+	}
+}
