@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -54,7 +53,7 @@ func openBedrock(cfg Config, getenv func(string) string, modelName string) (mode
 	}
 	p, err := bedrock.New(context.Background(), c)
 	if err != nil {
-		return nil, "", "", fmt.Errorf("provider bedrock: %w", err)
+		return nil, "", "", err // it names the provider
 	}
 	return p, p.Model(), p.BaseURL(), nil
 }
@@ -76,7 +75,7 @@ func openVertex(cfg Config, getenv func(string) string, modelName string) (model
 	}
 	p, err := vertex.New(c)
 	if err != nil {
-		return nil, "", "", fmt.Errorf("provider vertex: %w", err)
+		return nil, "", "", err // it names the provider
 	}
 	return p, p.Model(), p.BaseURL(), nil
 }
