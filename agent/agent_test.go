@@ -707,7 +707,9 @@ func TestToolsDoNotSeeKeys(t *testing.T) {
 		modeltest.Response(modeltest.Start("m1"), modeltest.ToolUse(0, "t1", "Bash", map[string]any{"command": "env"}), modeltest.Stop("tool_use")),
 		modeltest.Response(modeltest.Start("m2"), modeltest.Text(0, "ok"), modeltest.Stop("end_turn")),
 	}}
-	s := newSession(t, p, func(o *agent.Options) { o.PermissionMode, o.AllowEnv = protocol.ModeBypassPermissions, []string{"NPM_TOKEN"} })
+	s := newSession(t, p, func(o *agent.Options) {
+		o.PermissionMode, o.AllowEnv = protocol.ModeBypassPermissions, []string{"NPM_TOKEN"}
+	})
 	if _, err := s.Run(bg(t), "show env"); err != nil {
 		t.Fatal(err)
 	}
