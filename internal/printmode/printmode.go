@@ -218,10 +218,10 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	switch cfg.OutputFormat {
 	case FormatText:
 		if answer != "" {
+			w.raw(answer) // whole: appending the newline would copy a long answer
 			if !strings.HasSuffix(answer, "\n") {
-				answer += "\n"
+				w.raw("\n")
 			}
-			w.raw(answer)
 		}
 	case FormatJSON, FormatStreamJSON:
 		w.line(newResultLine(sess, res, answer, err, time.Since(start)))

@@ -149,6 +149,12 @@ func (p *Provider) Complete(ctx context.Context, req *model.Request) (*model.Res
 	if err != nil {
 		return nil, err
 	}
+	return parseMessage(data)
+}
+
+// parseMessage reads a non-streaming answer: a message, or
+// ErrMalformedEvent for any other document.
+func parseMessage(data []byte) (*model.Response, error) {
 	var w wireResponse
 	if err := json.Unmarshal(data, &w); err != nil {
 		return nil, fmt.Errorf("anthropic: %w: reading the answer: %v: %s", model.ErrMalformedEvent, err, httpapi.Snippet(data))

@@ -147,7 +147,7 @@ func oracle(t *testing.T, raw []byte) (blocks []*blockContent, stop string) {
 func TestFixtures(t *testing.T) {
 	t.Parallel()
 	files, _ := filepath.Glob("testdata/*.sse")
-	if len(files) != 12 {
+	if len(files) != 14 {
 		t.Fatalf("%d fixtures", len(files))
 	}
 	for _, f := range files {
@@ -216,6 +216,21 @@ func TestFixtureContents(t *testing.T) {
 		r := run(t, "basic_response.sse")
 		if r.Content[0].Text != "Hello there!" || r.StopReason != "end_turn" || r.Usage != (model.Usage{InputTokens: 11, OutputTokens: 6, ContextTokens: 11}) || r.Model != "claude-3-opus-latest" {
 			t.Fatalf("%+v", r)
+		}
+	})
+	t.Run("duplicate message_start", func(t *testing.T) {
+		t.Parallel()
+		r := run(t, "duplicate_message_start.sse")
+		if len(r.Content) != 1 || r.Content[0].Text != "Once, not twice." || r.ID != "msg_dup_01" || r.Usage.InputTokens != 21 {
+			t.Fatalf("%+v", r)
+		}
+	})
+	t.Run("escaped quotes across input deltas", func(t *testing.T) {
+		t.Parallel()
+		r := run(t, "tool_input_escaped_quotes.sse")
+		var in struct{ Path, Text string }
+		if err := json.Unmarshal(r.Content[0].Input, &in); err != nil || in.Text != "She said: \"Ship it\", and left.\n" || string(r.Content[0].Caller) != `{"type":"direct"}` {
+			t.Fatalf("%+v (%v)", r.Content[0], err)
 		}
 	})
 	t.Run("tool use", func(t *testing.T) {
@@ -787,6 +802,8 @@ func TestConfigHidesKey(t *testing.T) {
 
 func FuzzDecode(f *testing.F) {
 	files, _ := filepath.Glob("testdata/*.sse")
+	shapes, _ := filepath.Glob("testdata/shapes/*.sse")
+	files = append(files, shapes...)
 	for _, file := range files {
 		b, err := os.ReadFile(file)
 		if err != nil {
@@ -811,6 +828,30 @@ func FuzzDecode(f *testing.F) {
 			}
 			return true
 		})
+		if _, err := json.Marshal(acc.Response()); err != nil {
+			t.Fatalf("accumulated response does not marshal: %v", err)
+		}
+	})
+}
+
+// A non-streaming answer, whatever its bytes, is a response whose parts
+// accumulate into something that marshals, or an error.
+func FuzzParseMessage(f *testing.F) {
+	f.Add([]byte(`{"id":"msg_full","type":"message","role":"assistant","model":"m","content":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"text","text":"Whole answer","citations":null},{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"},"caller":{"type":"direct"}},{"type":"web_search_tool_result","tool_use_id":"s","content":[]}],"stop_reason":"tool_use","usage":{"input_tokens":4,"output_tokens":9}}`))
+	f.Add([]byte(`{"type":"message","content":[{"type":"redacted_thinking","data":"x"}]}`))
+	f.Add([]byte(`{"content":[{"type":"tool_use","input":null,"caller":null}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := parseMessage(data)
+		if err != nil {
+			if !errors.Is(err, model.ErrMalformedEvent) {
+				t.Fatalf("error %v is not ErrMalformedEvent", err)
+			}
+			return
+		}
+		var acc model.Accumulator
+		for p := range r.Parts() {
+			_ = acc.Add(p)
+		}
 		if _, err := json.Marshal(acc.Response()); err != nil {
 			t.Fatalf("accumulated response does not marshal: %v", err)
 		}

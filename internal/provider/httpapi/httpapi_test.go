@@ -95,3 +95,20 @@ func TestCheckEventStream(t *testing.T) {
 		}
 	}
 }
+
+// ErrorDocument never fails on bad input, and what it finds says
+// something.
+func FuzzErrorDocument(f *testing.F) {
+	for _, seed := range []string{
+		`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
+		`{"error":{"message":"m","type":"t","code":"c"}}`, `{"error":"text"}`,
+		`{"object":"error","message":"m","type":"t","code":404}`, `{"error":null}`, `{"type":"error"}`, `{}`, `[1]`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if e := ErrorDocument("p", body); e != nil && e.Type == "" && e.Message == "" {
+			t.Fatalf("an error document with neither type nor message from %q", body)
+		}
+	})
+}

@@ -65,6 +65,8 @@ func TestFixtures(t *testing.T) {
 		{"openrouter_reasoning_comments.sse", []model.Content{reasoning("The user wants a haiku."), text("Autumn wind rises\nleaves")}, model.StopEndTurn, model.Usage{InputTokens: 10, OutputTokens: 30, CacheReadInputTokens: 4}},
 		{"mistral_thinking_parts.sse", []model.Content{reasoning("Twelve times twelve is 144."), text("12 × 12 = 144")}, model.StopEndTurn, model.Usage{InputTokens: 12, OutputTokens: 48}},
 		{"mistral_tool_call.sse", []model.Content{tool("Xq3bN7pLm", "get_weather", `{"city": "Lyon"}`)}, model.StopToolUse, model.Usage{InputTokens: 98, OutputTokens: 19}},
+		{"groq_tool_call_x_groq.sse", []model.Content{tool("q7w8e9r0t", "list_open_tickets", `{}`)}, model.StopToolUse, model.Usage{InputTokens: 188, OutputTokens: 14}},
+		{"xai_reasoning_tool_call.sse", []model.Content{reasoning("The user wants the time in Oslo."), tool("call_90817263", "get_time", `{"city":"Oslo"}`)}, model.StopToolUse, model.Usage{InputTokens: 5, OutputTokens: 31, CacheReadInputTokens: 300}},
 		{"compat_tool_calls_without_ids.sse", []model.Content{text("Checking both."), tool("call_chatcmpl-local-7_1", "read_file", `{"path":"a.txt"}`), tool("call_chatcmpl-local-7_2", "list_dir", `{}`)}, model.StopToolUse, model.Usage{InputTokens: 50, OutputTokens: 30}},
 	}
 	files, _ := filepath.Glob("testdata/*.sse")
