@@ -561,6 +561,7 @@ func (s *Session) Close() error {
 	s.Abort("session closed")
 	close(s.closing)
 	<-s.done
+	s.StopTasks()
 	s.bus.closeAll()
 	if s.log != nil {
 		return s.log.close()

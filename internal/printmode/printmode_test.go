@@ -169,7 +169,7 @@ func TestInitAndRetryLines(t *testing.T) {
 		t.Fatalf("exit status %d: %s", code, stderr.String())
 	}
 	out := strings.Split(stdout.String(), "\n")
-	init := fmt.Sprintf(`{"type":"system","subtype":"init","cwd":%q,"session_id":%q,"tools":["Bash","Read","Write","Edit","Glob","Grep","TodoWrite","WebFetch"],`+
+	init := fmt.Sprintf(`{"type":"system","subtype":"init","cwd":%q,"session_id":%q,"tools":["Bash","Read","Write","Edit","Glob","Grep","TodoWrite","WebFetch","BashOutput","KillShell"],`+
 		`"mcp_servers":[{"name":"files","status":"connected"},{"name":"broken","status":"failed"}],"model":"test-model","permissionMode":"plan",`+
 		`"apiKeySource":"ANTHROPIC_API_KEY","sluice_version":"1.2.3","uuid":"`, sess.WorkDir(), sess.ID())
 	if !strings.HasPrefix(out[0], init) || !strings.HasSuffix(out[0], `","additional_directories":["/srv/data"]}`) {

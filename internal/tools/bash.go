@@ -56,12 +56,31 @@ type Bash struct {
 	// DrainGrace is how long output is read after the shell exits; 0 means
 	// DefaultDrainGrace.
 	DrainGrace time.Duration
+	// Shells holds the commands run with run_in_background; nil refuses
+	// them.
+	Shells *Shells
 }
 
 type bashInput struct {
-	Command     string   `json:"command"`
-	Timeout     *float64 `json:"timeout,omitempty"`
-	Description string   `json:"description,omitempty"`
+	Command         string   `json:"command"`
+	Timeout         *float64 `json:"timeout,omitempty"`
+	Description     string   `json:"description,omitempty"`
+	RunInBackground bool     `json:"run_in_background,omitempty"`
+}
+
+// Running implements tool.Background: the background commands still running.
+func (b *Bash) Running() []tool.Task {
+	if b.Shells == nil {
+		return nil
+	}
+	return b.Shells.Running()
+}
+
+// Stop implements tool.Background: it kills the background commands.
+func (b *Bash) Stop() {
+	if b.Shells != nil {
+		b.Shells.Stop()
+	}
 }
 
 // Name implements tool.Tool.
@@ -79,7 +98,8 @@ func (*Bash) Description() string {
 - The output streams to the user while the command runs. Very long output is kept only in part: its beginning and its end.
 - timeout is in milliseconds: 120000 (2 minutes) by default, at most 600000 (10 minutes). A command that runs past it is killed, together with everything it started.
 - stdin is empty and there is no terminal: commands that wait for input (editors, pagers, interactive prompts) will not work; pass flags such as --yes or --no-pager.
-- A background job (cmd &) keeps running after the call only if its output goes to a file: cmd > out.log 2>&1 &
+- run_in_background: true starts a long command (a server, a watcher, a long build) and returns its id at once; read its output with BashOutput and stop it with KillShell. It has no timeout and is stopped when the session ends. Do not add & to such a command.
+- A background job (cmd &) in a normal call keeps running after the call only if its output goes to a file: cmd > out.log 2>&1 &
 - Prefer the dedicated tools to shell equivalents: Read over cat/head/tail, Edit over sed/awk, Write over echo > or heredocs, Glob over find/ls, Grep over grep/rg.
 - description: a few words saying what the command does, shown to the user (for example "Run the unit tests").`
 }
@@ -91,7 +111,8 @@ func (*Bash) Schema() json.RawMessage {
   "properties": {
     "command": {"type": "string", "description": "The command to run"},
     "timeout": {"type": "number", "description": "Optional timeout in milliseconds (at most 600000)"},
-    "description": {"type": "string", "description": "What the command does, in 5-10 words, shown to the user"}
+    "description": {"type": "string", "description": "What the command does, in 5-10 words, shown to the user"},
+    "run_in_background": {"type": "boolean", "description": "Run the command in the background; read its output later with BashOutput"}
   },
   "required": ["command"],
   "additionalProperties": false
@@ -138,18 +159,24 @@ func (b *Bash) Run(ctx context.Context, env *tool.Env, params json.RawMessage, o
 	if err := ctx.Err(); err != nil {
 		return tool.Result{}, fmt.Errorf("bash: %w", err)
 	}
+	if in.RunInBackground {
+		if b.Shells == nil {
+			return tool.Result{}, fmt.Errorf("bash: %w: run_in_background is not available here", ErrInvalidParams)
+		}
+		id, err := b.Shells.start(env, in.Command)
+		if err != nil {
+			return tool.Result{}, fmt.Errorf("bash: %w", err)
+		}
+		return tool.Result{
+			Content: fmt.Sprintf("Command running in the background with id %s. Read its output with BashOutput, stop it with KillShell.", id),
+			Summary: "running in the background as " + id,
+		}, nil
+	}
 	timeout := in.timeout()
 
-	shell, err := exec.LookPath("bash")
-	if err != nil {
-		shell = "/bin/sh"
-	}
-	cmd := exec.Command(shell, "-c", guardScript, "bash", in.Command)
-	cmd.Dir = env.WorkDir
-	cmd.Env = env.Environ
 	// Its own process group, so that killing it kills what it started; and
 	// the guard's signal when sluice dies, however it dies (kill -9).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: guardSignal}
+	cmd := guardedCommand(env, in.Command)
 
 	pr, pw, err := os.Pipe()
 	if err != nil {

@@ -157,7 +157,7 @@ func TestFileToolsCompact(t *testing.T) {
 
 func TestBuiltins(t *testing.T) {
 	t.Parallel()
-	want := map[string]tool.Kind{"Bash": tool.Execute, "Read": tool.ReadOnly, "Write": tool.Edit, "Edit": tool.Edit, "Glob": tool.ReadOnly, "Grep": tool.ReadOnly, "TodoWrite": tool.ReadOnly, "WebFetch": tool.Execute}
+	want := map[string]tool.Kind{"Bash": tool.Execute, "Read": tool.ReadOnly, "Write": tool.Edit, "Edit": tool.Edit, "Glob": tool.ReadOnly, "Grep": tool.ReadOnly, "TodoWrite": tool.ReadOnly, "WebFetch": tool.Execute, "BashOutput": tool.ReadOnly, "KillShell": tool.ReadOnly}
 	got := Builtins()
 	if len(got) != len(want) {
 		t.Fatalf("%d tools; want %d", len(got), len(want))
@@ -197,14 +197,16 @@ func TestBuiltins(t *testing.T) {
 func TestSchemaProperties(t *testing.T) {
 	t.Parallel()
 	want := map[string]string{
-		"Bash":      "command description timeout",
-		"Read":      "file_path limit offset",
-		"Write":     "content file_path",
-		"Edit":      "file_path new_string old_string replace_all",
-		"Glob":      "path pattern",
-		"Grep":      "-A -B -C -i -n glob head_limit multiline offset output_mode path pattern type",
-		"TodoWrite": "todos",
-		"WebFetch":  "prompt url",
+		"Bash":       "command description run_in_background timeout",
+		"Read":       "file_path limit offset",
+		"Write":      "content file_path",
+		"Edit":       "file_path new_string old_string replace_all",
+		"Glob":       "path pattern",
+		"Grep":       "-A -B -C -i -n glob head_limit multiline offset output_mode path pattern type",
+		"TodoWrite":  "todos",
+		"WebFetch":   "prompt url",
+		"BashOutput": "bash_id filter",
+		"KillShell":  "shell_id",
 	}
 	for _, tl := range Builtins() {
 		var schema struct {

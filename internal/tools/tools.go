@@ -57,8 +57,9 @@ func Builtins() []tool.Tool { return BuiltinsIn("") }
 // relative to workDir when they are inside it. workDir only affects display:
 // calls run in their Env's WorkDir.
 func BuiltinsIn(workDir string) []tool.Tool {
+	shells := &Shells{}
 	return []tool.Tool{
-		&Bash{},
+		&Bash{Shells: shells},
 		&Read{DisplayDir: workDir},
 		&Write{DisplayDir: workDir},
 		&Edit{DisplayDir: workDir},
@@ -66,6 +67,8 @@ func BuiltinsIn(workDir string) []tool.Tool {
 		&Grep{DisplayDir: workDir},
 		&TodoWrite{},
 		&WebFetch{},
+		&BashOutput{Shells: shells},
+		&KillShell{Shells: shells},
 	}
 }
 

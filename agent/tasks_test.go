@@ -1,0 +1,68 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/model/modeltest"
+	"github.com/sluicehq/sluice/protocol"
+)
+
+// A command the model runs in the background outlives its call and its run,
+// is listed by Tasks, and dies when the session closes.
+func TestBackgroundTaskEndsWithTheSession(t *testing.T) {
+	t.Parallel()
+	p := modeltest.NewScript(
+		modeltest.Response(modeltest.Start("m1"),
+			modeltest.ToolUse(0, "t1", "Bash", map[string]any{"command": "sh -c 'echo $$ > pid; exec sleep 600'", "run_in_background": true}),
+			modeltest.Stop("tool_use")),
+		modeltest.Answer("m2", "started"),
+	)
+	dir := t.TempDir()
+	s, err := agent.New(agent.Options{Provider: p, WorkDir: dir, Stream: modeltest.StreamOptions(), PermissionMode: protocol.ModeBypassPermissions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	res, err := s.Run(context.Background(), "start the server")
+	if err != nil || res.Text != "started" {
+		t.Fatalf("run: %q %v", res.Text, err)
+	}
+	tasks := s.Tasks()
+	if len(tasks) != 1 || tasks[0].ID != "bash_1" {
+		t.Fatalf("Tasks() = %+v, want the background command", tasks)
+	}
+	var pid int
+	waitFor(t, "the command's pid", func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, "pid"))
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && pid > 0
+	})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.Tasks()); n != 0 {
+		t.Errorf("%d tasks after Close", n)
+	}
+	waitFor(t, "the background command to die", func() bool { return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) })
+}
+
+// waitFor polls cond; the bound only turns a hang into a failure.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

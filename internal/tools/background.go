@@ -1,0 +1,355 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sluicehq/sluice/tool"
+)
+
+// DefaultMaxUnread bounds the output a background command keeps between two
+// BashOutput calls: the first and last parts are kept, as for a result.
+const DefaultMaxUnread = DefaultMaxOutput
+
+// ErrUnknownShell is returned for a background command id that no command
+// of the session has.
+var ErrUnknownShell = errors.New("no background command with that id")
+
+// Shells are a session's background commands: Bash calls with
+// run_in_background, read with BashOutput and stopped with KillShell. They
+// run in their own process groups under the same guard as every Bash call,
+// so they die with sluice however it dies; Stop ends them all (the session
+// calls it when it closes). Safe for concurrent use.
+type Shells struct {
+	// KillGrace is the time between SIGTERM and SIGKILL; 0 means
+	// DefaultKillGrace.
+	KillGrace time.Duration
+
+	mu     sync.Mutex // guards the fields below
+	next   int
+	shells map[string]*shell
+}
+
+// shell is one background command.
+type shell struct {
+	id, command string
+	started     time.Time
+	pid         int
+	done        chan struct{} // closed when the command has ended and its output is read
+
+	mu      sync.Mutex // guards the fields below
+	unread  *headTail  // output since the last BashOutput
+	exitErr error      // the shell's wait error, once done
+	killed  bool
+}
+
+func (sh *shell) Write(p []byte) (int, error) {
+	sh.mu.Lock()
+	sh.unread.Write(p)
+	sh.mu.Unlock()
+	return len(p), nil
+}
+
+// start runs command in the background and returns its id.
+func (s *Shells) start(env *tool.Env, command string) (string, error) {
+	cmd := guardedCommand(env, command)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return "", err
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
+	waited := make(chan error, 1)
+	err = startLocked(cmd, waited)
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		return "", err
+	}
+	s.mu.Lock()
+	s.next++
+	sh := &shell{
+		id: fmt.Sprintf("bash_%d", s.next), command: command, started: time.Now(),
+		pid: cmd.Process.Pid, done: make(chan struct{}), unread: newHeadTail(DefaultMaxUnread),
+	}
+	if s.shells == nil {
+		s.shells = map[string]*shell{}
+	}
+	s.shells[sh.id] = sh
+	s.mu.Unlock()
+
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		copyOutput(pr, sh, newHeadTail(0))
+	}()
+	go func() {
+		err := <-waited
+		// As for a foreground call: a job the command left behind may
+		// hold the output; read what is there, not forever.
+		_ = pr.SetReadDeadline(time.Now().Add(DefaultDrainGrace))
+		<-copied
+		pr.Close()
+		sh.mu.Lock()
+		sh.exitErr = err
+		sh.mu.Unlock()
+		close(sh.done)
+	}()
+	return sh.id, nil
+}
+
+func (s *Shells) get(id string) (*shell, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sh := s.shells[id]; sh != nil {
+		return sh, nil
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnknownShell, id)
+}
+
+// Running lists the background commands still running, oldest first.
+func (s *Shells) Running() []tool.Task {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var tasks []tool.Task
+	for _, sh := range s.shells {
+		select {
+		case <-sh.done:
+		default:
+			tasks = append(tasks, tool.Task{ID: sh.id, Description: sh.command, Started: sh.started})
+		}
+	}
+	slices.SortFunc(tasks, func(a, b tool.Task) int { return a.Started.Compare(b.Started) })
+	return tasks
+}
+
+// Stop kills every background command still running and waits for them.
+func (s *Shells) Stop() {
+	s.mu.Lock()
+	all := make([]*shell, 0, len(s.shells))
+	for _, sh := range s.shells {
+		all = append(all, sh)
+	}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, sh := range all {
+		wg.Go(func() { s.kill(sh) })
+	}
+	wg.Wait()
+}
+
+// kill stops sh's process group: SIGTERM, SIGKILL after the grace.
+func (s *Shells) kill(sh *shell) {
+	select {
+	case <-sh.done:
+		return
+	default:
+	}
+	sh.mu.Lock()
+	sh.killed = true
+	sh.mu.Unlock()
+	_ = syscall.Kill(-sh.pid, syscall.SIGTERM)
+	grace := time.NewTimer(orDefault(s.KillGrace, DefaultKillGrace))
+	defer grace.Stop()
+	select {
+	case <-sh.done:
+	case <-grace.C:
+	}
+	_ = syscall.Kill(-sh.pid, syscall.SIGKILL)
+	<-sh.done
+}
+
+// status says how sh stands: running, or how it ended.
+func (sh *shell) status() (string, bool) {
+	select {
+	case <-sh.done:
+	default:
+		return "running", true
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	var exitErr *exec.ExitError
+	switch {
+	case sh.killed:
+		return "killed", false
+	case sh.exitErr == nil:
+		return "exited with status 0", false
+	case errors.As(sh.exitErr, &exitErr):
+		return "exited: " + exitErr.Error(), false
+	}
+	return "failed: " + sh.exitErr.Error(), false
+}
+
+// guardedCommand is a command line run as every Bash call runs: under the
+// guard shell, in its own process group, with the parent-death signal.
+func guardedCommand(env *tool.Env, command string) *exec.Cmd {
+	shell, err := exec.LookPath("bash")
+	if err != nil {
+		shell = "/bin/sh"
+	}
+	cmd := exec.Command(shell, "-c", guardScript, "bash", command)
+	cmd.Dir = env.WorkDir
+	cmd.Env = env.Environ
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: guardSignal}
+	return cmd
+}
+
+// BashOutput reads what a background command printed since the last read.
+type BashOutput struct {
+	Shells *Shells
+}
+
+type shellIDInput struct {
+	BashID  string `json:"bash_id"`
+	ShellID string `json:"shell_id"`
+	Filter  string `json:"filter,omitempty"`
+}
+
+func (in shellIDInput) id() string { return strings.TrimSpace(in.BashID + in.ShellID) }
+
+// Name implements tool.Tool.
+func (*BashOutput) Name() string { return "BashOutput" }
+
+// Kind implements tool.Tool.
+func (*BashOutput) Kind() tool.Kind { return tool.ReadOnly }
+
+// Description implements tool.Tool.
+func (*BashOutput) Description() string {
+	return `Reads the output of a command started with Bash run_in_background since the last read, and whether it is still running.
+
+- bash_id is the id the Bash call returned (bash_1, bash_2, ...).
+- Only new output is returned each time; very long output keeps its beginning and end.
+- filter, a regular expression, keeps only the lines that match (the others are discarded).`
+}
+
+// Schema implements tool.Tool.
+func (*BashOutput) Schema() json.RawMessage {
+	return json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "bash_id": {"type": "string", "description": "The id of the background command"},
+    "filter": {"type": "string", "description": "A regular expression: only matching lines are returned"}
+  },
+  "required": ["bash_id"],
+  "additionalProperties": false
+}`)
+}
+
+// Compact implements tool.Tool.
+func (*BashOutput) Compact(params json.RawMessage) string {
+	var in shellIDInput
+	_ = json.Unmarshal(params, &in) // Compact never fails: show what parses.
+	return in.id()
+}
+
+// Run implements tool.Tool.
+func (b *BashOutput) Run(_ context.Context, _ *tool.Env, params json.RawMessage, _ tool.Output) (tool.Result, error) {
+	var in shellIDInput
+	if err := decode(params, &in); err != nil {
+		return tool.Result{}, err
+	}
+	var filter *regexp.Regexp
+	if in.Filter != "" {
+		var err error
+		if filter, err = regexp.Compile(in.Filter); err != nil {
+			return tool.Result{}, fmt.Errorf("%w: filter: %v", ErrInvalidParams, err)
+		}
+	}
+	if b.Shells == nil {
+		return tool.Result{}, fmt.Errorf("%w: %q", ErrUnknownShell, in.id())
+	}
+	sh, err := b.Shells.get(in.id())
+	if err != nil {
+		return tool.Result{}, err
+	}
+	status, running := sh.status() // before the read: output that follows "exited" is complete
+	sh.mu.Lock()
+	out := sh.unread.String()
+	sh.unread = newHeadTail(DefaultMaxUnread)
+	sh.mu.Unlock()
+	if filter != nil {
+		var kept []string
+		for _, line := range strings.Split(out, "\n") {
+			if filter.MatchString(line) {
+				kept = append(kept, line)
+			}
+		}
+		out = strings.Join(kept, "\n")
+	}
+	out = strings.TrimRight(out, "\n")
+	if out == "" {
+		out = "(no new output)"
+	}
+	return tool.Result{
+		Content: fmt.Sprintf("%s: %s\n\n%s", sh.id, status, out),
+		IsError: !running && status != "exited with status 0",
+		Summary: sh.id + " " + status,
+	}, nil
+}
+
+// KillShell stops a background command and everything it started.
+type KillShell struct {
+	Shells *Shells
+}
+
+// Name implements tool.Tool.
+func (*KillShell) Name() string { return "KillShell" }
+
+// Kind implements tool.Tool: it stops only what the session itself started.
+func (*KillShell) Kind() tool.Kind { return tool.ReadOnly }
+
+// Description implements tool.Tool.
+func (*KillShell) Description() string {
+	return `Stops a command started with Bash run_in_background, and everything it started.
+
+- shell_id is the id the Bash call returned (bash_1, bash_2, ...).
+- Its unread output stays readable with BashOutput.`
+}
+
+// Schema implements tool.Tool.
+func (*KillShell) Schema() json.RawMessage {
+	return json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "shell_id": {"type": "string", "description": "The id of the background command to stop"}
+  },
+  "required": ["shell_id"],
+  "additionalProperties": false
+}`)
+}
+
+// Compact implements tool.Tool.
+func (*KillShell) Compact(params json.RawMessage) string {
+	var in shellIDInput
+	_ = json.Unmarshal(params, &in) // Compact never fails: show what parses.
+	return in.id()
+}
+
+// Run implements tool.Tool.
+func (k *KillShell) Run(_ context.Context, _ *tool.Env, params json.RawMessage, _ tool.Output) (tool.Result, error) {
+	var in shellIDInput
+	if err := decode(params, &in); err != nil {
+		return tool.Result{}, err
+	}
+	if k.Shells == nil {
+		return tool.Result{}, fmt.Errorf("%w: %q", ErrUnknownShell, in.id())
+	}
+	sh, err := k.Shells.get(in.id())
+	if err != nil {
+		return tool.Result{}, err
+	}
+	if status, running := sh.status(); !running {
+		return tool.Result{Content: fmt.Sprintf("%s had already ended (%s)", sh.id, status), Summary: sh.id + " " + status}, nil
+	}
+	k.Shells.kill(sh)
+	return tool.Result{Content: sh.id + " was stopped", Summary: sh.id + " stopped"}, nil
+}
