@@ -424,6 +424,12 @@ func TestFailuresRetried(t *testing.T) {
 			}
 		}, is(model.ErrNotEventStream)},
 		{"empty 200", func(t *testing.T) http.HandlerFunc { return withFrames(nil) }, is(model.ErrNotEventStream)},
+		{"text whose start reads as a huge frame", func(t *testing.T) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				w.Header()["Content-Type"] = nil
+				io.WriteString(w, "\x7f\x00\x00\x00\x00\x00\x00\x10 upstream timed out\n")
+			}
+		}, is(model.ErrNotEventStream)},
 		{"connection reset mid-stream", func(t *testing.T) http.HandlerFunc {
 			return pt.ResetAfter(string(prefix(t, "message_stop")), len(prefix(t, "content_block_delta"))+5)
 		}, func(error) bool { return true }},
@@ -532,7 +538,7 @@ func TestFrameTooLarge(t *testing.T) {
 	t.Parallel()
 	f := &fake{t: t, secrets: map[string]string{testKey: testSecret}}
 	f.handler = func(w http.ResponseWriter, r *http.Request) {
-		serveFrames(w, chunkFrame(t, bytes.Repeat([]byte("x"), 4<<10)), false)
+		serveFrames(w, append(prefix(t, "content_block_stop"), chunkFrame(t, bytes.Repeat([]byte("x"), 4<<10))...), false)
 	}
 	srv := httptest.NewServer(f)
 	defer srv.Close()

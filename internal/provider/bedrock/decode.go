@@ -70,6 +70,12 @@ func readFrames(r io.Reader, maxFrameSize int, wrap func(*model.APIError) error,
 		if total < frameOverhead || headers > total-frameOverhead {
 			return badFrame(n, fmt.Errorf("frame of %d bytes declares %d bytes of headers", total, headers))
 		}
+		if int64(total) > int64(maxFrameSize) && n == 0 {
+			// Text read as a prelude (a page without a content type) makes
+			// a huge length more often than a stream's first frame, which
+			// is a small message_start.
+			return badFrame(n, fmt.Errorf("a first frame of %d bytes", total))
+		}
 		if int64(total) > int64(maxFrameSize) {
 			return fmt.Errorf("bedrock: %w: a frame of %d bytes (at most %d)", model.ErrEventTooLarge, total, maxFrameSize)
 		}
