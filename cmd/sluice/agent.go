@@ -110,6 +110,15 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 			cfg.MCPServers = append(cfg.MCPServers, printmode.MCPServer{Name: st.Name, Status: st.State})
 		}
 	}
+	if v := os.Getenv("SLUICE_BACKGROUND_WAIT"); v != "" {
+		if cfg.BackgroundWait, err = time.ParseDuration(v); err != nil {
+			fmt.Fprintln(stdio.Err, "sluice: SLUICE_BACKGROUND_WAIT:", err)
+			return 2
+		}
+		if cfg.BackgroundWait == 0 {
+			cfg.BackgroundWait = -1 // "0s": do not wait
+		}
+	}
 	if err := cfg.ValidateFormats(); err != nil {
 		fmt.Fprintln(stdio.Err, "sluice:", err)
 		return 2

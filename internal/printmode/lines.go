@@ -116,7 +116,10 @@ type resultLine struct {
 	PermissionDenials []denial              `json:"permission_denials"`
 	APIErrorStatus    *int                  `json:"api_error_status"`
 	Errors            []string              `json:"errors,omitempty"`
-	UUID              string                `json:"uuid"`
+	// StoppedTasks are sluice's: background commands the run started that
+	// were still running when it ended, and were stopped.
+	StoppedTasks []string `json:"stopped_background_tasks,omitempty"`
+	UUID         string   `json:"uuid"`
 }
 
 type modelUsage struct {

@@ -53,6 +53,11 @@ type Config struct {
 	// model.StreamOptions.MaxRetries says it (0: the default), for the
 	// api_retry lines.
 	MaxRetries int
+	// BackgroundWait bounds how long a one-prompt run waits for the
+	// background commands it started before it stops them and says so
+	// (0: DefaultBackgroundWait; negative: stop them at once). A
+	// stream-json session keeps them across its turns.
+	BackgroundWait time.Duration
 
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
@@ -215,6 +220,13 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	}
 	res, err := h.Wait(context.Background())
 	answer := res.Text
+	var stopped []string
+	if cfg.InputFormat != FormatStreamJSON {
+		stopped = settleTasks(ctx, sess, cfg.BackgroundWait)
+		if len(stopped) > 0 {
+			fmt.Fprintf(cfg.Stderr, "sluice: stopped background commands still running at the end of the run: %s\n", strings.Join(stopped, ", "))
+		}
+	}
 	switch cfg.OutputFormat {
 	case FormatText:
 		if answer != "" {
@@ -224,7 +236,9 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 			}
 		}
 	case FormatJSON, FormatStreamJSON:
-		w.line(newResultLine(sess, res, answer, err, time.Since(start)))
+		line := newResultLine(sess, res, answer, err, time.Since(start))
+		line.StoppedTasks = stopped
+		w.line(line)
 	}
 	w.flush()
 	return err

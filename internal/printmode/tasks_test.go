@@ -1,0 +1,96 @@
+package printmode
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/model/modeltest"
+	"github.com/sluicehq/sluice/protocol"
+)
+
+// A one-prompt run whose model starts a background command: the result
+// waits for the command, and one still running when the wait is over is
+// stopped and listed in the result (never a success with work left behind).
+func TestBackgroundCommandsAtTheEndOfARun(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name    string
+		wait    time.Duration
+		finish  bool // the test lets the command end while the run waits
+		stopped bool
+	}{
+		{name: "it ends while the run waits", wait: 10 * time.Minute, finish: true},
+		{name: "it is stopped when the wait is over", wait: -1, stopped: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			fifo := filepath.Join(dir, "go")
+			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			p := modeltest.NewScript(
+				modeltest.Response(modeltest.Start("m1"),
+					modeltest.ToolUse(0, "t1", "Bash", map[string]any{"command": "read x < go; echo done > done.txt", "run_in_background": true}),
+					modeltest.Stop("tool_use")),
+				modeltest.Answer("m2", "The build runs in the background."),
+			)
+			sess, err := agent.New(agent.Options{Provider: p, WorkDir: dir, Stream: modeltest.StreamOptions(), PermissionMode: protocol.ModeBypassPermissions})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sess.Close()
+			if tt.finish {
+				// Once the command runs, let it end: the run is then
+				// waiting for it (its answer is in; its result is not).
+				go func() {
+					for len(sess.Tasks()) == 0 {
+						time.Sleep(10 * time.Millisecond)
+					}
+					if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+						f.Write([]byte("go\n"))
+						f.Close()
+					}
+				}()
+			}
+			var out, errOut bytes.Buffer
+			code := Run(context.Background(), sess, "build it", Config{
+				OutputFormat: FormatJSON, BackgroundWait: tt.wait, Stdout: &out, Stderr: &errOut,
+			})
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut.String())
+			}
+			var res resultLine
+			if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+				t.Fatalf("%v: %s", err, out.String())
+			}
+			if len(sess.Tasks()) != 0 {
+				t.Errorf("tasks still running after the result: %+v", sess.Tasks())
+			}
+			_, doneErr := os.Stat(filepath.Join(dir, "done.txt"))
+			if tt.stopped {
+				if len(res.StoppedTasks) != 1 || !strings.HasPrefix(res.StoppedTasks[0], "bash_1 (read x < go") {
+					t.Errorf("stopped_background_tasks %q", res.StoppedTasks)
+				}
+				if !strings.Contains(errOut.String(), "stopped background commands still running") {
+					t.Errorf("stderr %q does not say so", errOut.String())
+				}
+				if doneErr == nil {
+					t.Error("the stopped command finished")
+				}
+				return
+			}
+			if len(res.StoppedTasks) != 0 || doneErr != nil {
+				t.Errorf("stopped %q, done.txt: %v: want the command to have finished", res.StoppedTasks, doneErr)
+			}
+		})
+	}
+}
