@@ -173,12 +173,17 @@ func (d *Decoder) streamEvent(e *streamEvent) []protocol.Event {
 		d.open = e.Message.ID
 		d.last = e.Message.ID
 		d.streamed[e.Message.ID] = true
+		d.blocks[e.Message.ID] = 0 // a new message in the list, whatever its id held before
 		clear(d.index)
 		clear(d.isText)
 		clear(d.isThinking)
 		evs = append(evs, protocol.AssistantMessageAdded{Message: protocol.Message{ID: e.Message.ID, Role: protocol.RoleAssistant}})
 	case "content_block_start":
 		if d.open == "" || e.ContentBlock == nil {
+			return nil
+		}
+		if _, started := d.index[e.Index]; started {
+			// A repeated start: the block is under way already.
 			return nil
 		}
 		switch e.ContentBlock.Type {

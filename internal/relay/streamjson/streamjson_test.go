@@ -3,6 +3,7 @@ package streamjson
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"strings"
@@ -204,19 +205,42 @@ func FuzzDecoder(f *testing.F) {
 		f.Add(data)
 	}
 	f.Add([]byte(`{"type":"stream_event","event":{"type":"content_block_delta","index":-1,"delta":{"type":"text_delta","text":"x"}}}`))
+	f.Add([]byte(`{"type":"stream_event","event":{"type":"message_start","message":{"id":"m"}}}
+{"type":"stream_event","event":{"type":"content_block_start","index":0,"content_block":{"type":"tool_use"}}}
+{"type":"stream_event","event":{"type":"content_block_start","index":0,"content_block":{"type":"text"}}}
+{"type":"stream_event","event":{"type":"message_start","message":{"id":"m"}}}
+{"type":"stream_event","event":{"type":"content_block_delta","index":3,"delta":{"type":"text_delta","text":"x"}}}
+{"type":"result","subtype":"error","is_error":true}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d := NewDecoder()
 		var last int64
+		// Every event from Claude Code's lines fits the reducer (sluice's
+		// own notifications are passed through as they are); an error of
+		// the run as a whole names no message.
+		list := protocol.NewList(protocol.Snapshot{})
 		for _, l := range bytes.Split(data, []byte("\n")) {
 			evs, err := d.Line(l)
 			if err != nil {
 				continue
 			}
+			var probe struct {
+				Method string `json:"method"`
+			}
+			json.Unmarshal(l, &probe)
 			for _, ev := range evs {
 				if ev.Head().Seq != last+1 {
 					t.Fatalf("seq %d after %d", ev.Head().Seq, last)
 				}
 				last = ev.Head().Seq
+				// Numbered as the router numbers them: an event that did
+				// not fit leaves no gap.
+				err := list.Apply(protocol.WithHeader(ev, protocol.Header{Seq: list.Seq() + 1}))
+				if e, ok := ev.(protocol.ErrorBlockAdded); ok && e.MessageID == "" {
+					continue
+				}
+				if err != nil && probe.Method == "" {
+					t.Fatalf("%T does not fit the reducer: %v", ev, err)
+				}
 			}
 		}
 	})
