@@ -172,7 +172,6 @@ type bus struct {
 	// approximates their size.
 	replay      []protocol.Event
 	replayBytes int
-	running     bool // as the last runStateChanged said
 	closed      bool
 }
 
@@ -189,9 +188,6 @@ func (b *bus) publishLocked(ev protocol.Event) (protocol.Event, error) {
 	if err := b.list.Apply(ev); err != nil {
 		// The agent built an event that does not fit its own list: a bug.
 		return nil, err
-	}
-	if rs, ok := ev.(protocol.RunStateChanged); ok {
-		b.running = rs.State == protocol.RunRunning
 	}
 	b.remember(ev)
 	for s := range b.subs {
@@ -310,8 +306,8 @@ func (s *Session) SubscribeFrom(seq int64, opts SubscribeOptions) (*Subscription
 	return sub, nil
 }
 
-// Messages returns a deep copy of the session's message list and the seq
-// it reflects.
+// Messages returns a deep copy of the session's view state (messages, run
+// state, pending permission requests) and the seq it reflects.
 func (s *Session) Messages() protocol.Snapshot {
 	s.bus.mu.Lock()
 	defer s.bus.mu.Unlock()

@@ -1,13 +1,11 @@
 package agent
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
@@ -494,7 +492,7 @@ func (s *Session) checkAnchor(messageID string) error {
 func (s *Session) Running() bool {
 	s.bus.mu.Lock()
 	defer s.bus.mu.Unlock()
-	return s.bus.running
+	return s.bus.list.Running()
 }
 
 // Clear aborts the work in progress and empties the session (published as
@@ -533,18 +531,13 @@ type waiter struct {
 	answer chan protocol.Decision // capacity 1
 }
 
-// PendingPermissions returns the permission requests still waiting for an
-// answer, oldest first, for a face that attaches with a snapshot after
-// they were published.
+// PendingPermissions returns the permission requests that no
+// permissionResolved has closed yet, oldest first, as the session's view
+// state holds them (Messages carries the same with its seq).
 func (s *Session) PendingPermissions() []protocol.PermissionRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]protocol.PermissionRequest, 0, len(s.waiters))
-	for _, w := range s.waiters {
-		out = append(out, w.req)
-	}
-	slices.SortFunc(out, func(a, b protocol.PermissionRequest) int { return cmp.Compare(a.Seq, b.Seq) })
-	return out
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	return s.bus.list.PendingPermissions()
 }
 
 // Close aborts the work in progress, stops the session and closes every

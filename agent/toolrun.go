@@ -164,8 +164,8 @@ func (s *Session) permit(ctx context.Context, msgID string, c toolCall, t tool.T
 	}
 	w := &waiter{answer: make(chan protocol.Decision, 1)}
 	s.mu.Lock()
-	// Publish under s.mu so that PendingPermissions never shows a request
-	// without its seq.
+	// Publish under s.mu so that a face answering the event at once finds
+	// its waiter (AnswerPermission takes s.mu).
 	w.req = s.publish(req).(protocol.PermissionRequest)
 	s.waiters[req.RequestID] = w
 	s.mu.Unlock()

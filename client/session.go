@@ -1,14 +1,12 @@
 package client
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/sluicehq/sluice/protocol"
@@ -37,11 +35,11 @@ type Session struct {
 	info      wire.InitializeResult
 	list      *protocol.List
 	resyncing bool
-	rewindReq string                                // the rewind in flight
-	pending   map[string]protocol.PermissionRequest // unanswered permission requests
-	running   bool                                  // the last runStateChanged said running
-	idleSeq   int64                                 // seq of the last runStateChanged idle
-	resyncs   int
+	rewindReq string // the rewind in flight
+	// idleSeq is the seq at which the list last became idle: Run and
+	// WaitIdle wait for a run that ended after a given seq.
+	idleSeq int64
+	resyncs int
 
 	// updates is the queue Next reads; adjacent deltas merge in it and a
 	// snapshot supersedes what precedes it, so that a host that reads
@@ -70,32 +68,27 @@ func (s *Session) Info() wire.InitializeResult {
 func (s *Session) setInfo(res wire.InitializeResult) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if res.Snapshot != nil {
-		s.pending = map[string]protocol.PermissionRequest{}
-		for _, pr := range res.PendingPermissions {
-			s.pending[pr.RequestID] = pr
-		}
-	}
 	res.Snapshot, res.PendingPermissions = nil, nil
 	s.info = res
-	s.running = res.Busy
 }
 
 // PendingPermissions returns the permission requests no one has answered
-// yet, oldest first: those pending when the host attached and those
-// notified since.
+// yet, oldest first, as the host's list holds them.
 func (s *Session) PendingPermissions() []protocol.PermissionRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]protocol.PermissionRequest, 0, len(s.pending))
-	for _, pr := range s.pending {
-		out = append(out, pr)
-	}
-	slices.SortFunc(out, func(a, b protocol.PermissionRequest) int { return cmp.Compare(a.Seq, b.Seq) })
-	return out
+	return s.list.PendingPermissions()
 }
 
-// Messages returns a copy of the host's list and its seq.
+// Running reports whether the host's list says the agent is running.
+func (s *Session) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.list.Running()
+}
+
+// Messages returns a copy of the host's view state (messages, run state,
+// pending permission requests) and its seq.
 func (s *Session) Messages() protocol.Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -191,6 +184,9 @@ func (s *Session) reset(snap protocol.Snapshot, announce bool) {
 	defer s.mu.Unlock()
 	s.list.Reset(snap)
 	s.resyncing = false
+	if !snap.Running {
+		s.idleSeq = max(s.idleSeq, snap.Seq)
+	}
 	if announce {
 		c := snap.Clone()
 		s.pushLocked(Update{Snapshot: &c})
@@ -216,19 +212,8 @@ func (s *Session) apply(ev protocol.Event) {
 		go s.resync()
 		return
 	}
-	switch e := ev.(type) {
-	case protocol.RunStateChanged:
-		s.running = e.State == protocol.RunRunning
-		if !s.running {
-			s.idleSeq = e.Seq
-		}
-	case protocol.PermissionRequest:
-		if s.pending == nil {
-			s.pending = map[string]protocol.PermissionRequest{}
-		}
-		s.pending[e.RequestID] = e
-	case protocol.PermissionResolved:
-		delete(s.pending, e.RequestID)
+	if _, ok := ev.(protocol.RunStateChanged); ok && !s.list.Running() {
+		s.idleSeq = ev.Head().Seq
 	}
 	s.pushLocked(Update{Event: ev})
 }
@@ -287,14 +272,14 @@ func (s *Session) Run(ctx context.Context, text string) (string, error) {
 		return "", err
 	}
 	return id, s.waitFor(ctx, func() bool {
-		return s.list.Index(id) >= 0 && !s.running && s.idleSeq > from
+		return s.list.Index(id) >= 0 && !s.list.Running() && s.idleSeq > from
 	})
 }
 
 // WaitIdle waits until a run that ends after seq has ended, for a host
 // that sent work without Run.
 func (s *Session) WaitIdle(ctx context.Context, seq int64) error {
-	return s.waitFor(ctx, func() bool { return !s.running && s.idleSeq > seq })
+	return s.waitFor(ctx, func() bool { return !s.list.Running() && s.idleSeq > seq })
 }
 
 // waitFor waits until cond (called with s.mu held) holds.

@@ -1,6 +1,7 @@
 // Package protocol is the session event protocol that every face of sluice
-// shares: the message list, the events that change it, their JSON wire form
-// and the one reducer (List) that applies them.
+// shares: the view state (the message list, the run state and the
+// permission requests waiting for an answer), the events that change it,
+// their JSON wire form and the one reducer (List) that applies them.
 //
 // # State
 //

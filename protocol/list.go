@@ -3,6 +3,7 @@ package protocol
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"unsafe"
 )
 
@@ -19,9 +20,11 @@ var (
 	ErrInconsistent = errors.New("protocol: event does not fit the list, resync with a snapshot")
 )
 
-// List is a consumer's copy of a session's message list: the one reducer
-// that every face uses to apply events. The zero value is an empty list at
-// seq 0. A List is not safe for concurrent use.
+// List is a consumer's copy of a session's view state: its message list,
+// whether the agent is running and the permission requests that wait for an
+// answer. It is the one reducer that every face uses to apply events, so
+// no face keeps any of this state of its own. The zero value is an empty,
+// idle list at seq 0. A List is not safe for concurrent use.
 //
 // Appending a delta costs O(len(chunk)) amortised, whatever the length of
 // the block or of the session: blocks grow in private buffers that the
@@ -30,6 +33,10 @@ type List struct {
 	seq  int64
 	msgs []Message
 	bufs [][][]byte // bufs[i][j] backs the growing field of msgs[i].Blocks[j]
+	// running is what the last runStateChanged said.
+	running bool
+	// perms are the permission requests not yet resolved, in seq order.
+	perms []PermissionRequest
 }
 
 // NewList returns a list holding a copy of snap.
@@ -48,6 +55,8 @@ func (l *List) Reset(snap Snapshot) {
 		l.msgs[i] = m.Clone()
 		l.bufs[i] = make([][]byte, len(m.Blocks))
 	}
+	l.running = snap.Running
+	l.perms = slices.Clone(snap.PendingPermissions)
 }
 
 // Seq is the seq of the last event the list reflects.
@@ -69,9 +78,22 @@ func (l *List) Index(id string) int {
 	return -1
 }
 
-// Snapshot returns a deep copy of the list and its seq.
+// Running reports whether the last runStateChanged said running.
+func (l *List) Running() bool { return l.running }
+
+// PendingPermissions returns a copy of the permission requests that no
+// permissionResolved has closed yet, oldest first.
+func (l *List) PendingPermissions() []PermissionRequest {
+	return append([]PermissionRequest{}, l.perms...)
+}
+
+// Snapshot returns a deep copy of the list's state and its seq. Its slices
+// are never nil, so that its JSON form always has every member.
 func (l *List) Snapshot() Snapshot {
-	s := Snapshot{Seq: l.seq, Messages: make([]Message, len(l.msgs))}
+	s := Snapshot{
+		Seq: l.seq, Messages: make([]Message, len(l.msgs)),
+		Running: l.running, PendingPermissions: l.PendingPermissions(),
+	}
 	for i, m := range l.msgs {
 		s.Messages[i] = m.Clone()
 	}
@@ -175,8 +197,16 @@ func (l *List) apply(ev Event) error {
 	case MessagesCleared:
 		l.msgs = nil
 		l.bufs = nil
-	case RunStateChanged, StreamNotice, PermissionRequest, PermissionResolved:
-		// No change to the list.
+	case RunStateChanged:
+		l.running = e.State == RunRunning
+	case PermissionRequest:
+		l.perms = append(l.perms, e)
+	case PermissionResolved:
+		// A resolution of a request the list never held (a snapshot from a
+		// server that did not carry pending requests) changes nothing.
+		l.perms = slices.DeleteFunc(l.perms, func(p PermissionRequest) bool { return p.RequestID == e.RequestID })
+	case StreamNotice:
+		// Not state: a notice concerns the moment it arrives.
 	default:
 		return fmt.Errorf("unknown event %T", ev)
 	}

@@ -182,15 +182,24 @@ func (b Block) MarshalJSON() ([]byte, error) {
 	return json.Marshal(w)
 }
 
-// Snapshot is the state of a session after every event up to Seq.
+// Snapshot is the view state of a session after every event up to Seq:
+// what List holds.
 type Snapshot struct {
 	Messages []Message `json:"messages"`
 	Seq      int64     `json:"seq"`
+	// Running is what the last runStateChanged said.
+	Running bool `json:"running"`
+	// PendingPermissions are the permissionRequest events up to Seq that no
+	// permissionResolved has closed, oldest first: a tool waits for each.
+	PendingPermissions []PermissionRequest `json:"pendingPermissions"`
 }
 
 // Clone returns a deep copy of s.
 func (s Snapshot) Clone() Snapshot {
-	c := Snapshot{Seq: s.Seq, Messages: make([]Message, len(s.Messages))}
+	c := Snapshot{
+		Seq: s.Seq, Messages: make([]Message, len(s.Messages)),
+		Running: s.Running, PendingPermissions: append([]PermissionRequest{}, s.PendingPermissions...),
+	}
 	for i, m := range s.Messages {
 		c.Messages[i] = m.Clone()
 	}

@@ -91,14 +91,16 @@ type InitializeResult struct {
 	Model            string                  `json:"model,omitempty"`
 	PermissionMode   protocol.PermissionMode `json:"permissionMode"`
 	Tools            []string                `json:"tools"`
-	Busy             bool                    `json:"busy"`
+	// Busy is the run state at Seq: Snapshot.Running with a snapshot.
+	Busy bool `json:"busy"`
 
 	// Snapshot is the session's state: replace the host's list with it.
 	// It is absent when the server resumed from the host's LastSeq.
 	Snapshot *protocol.Snapshot `json:"snapshot,omitempty"`
-	// PendingPermissions are the permissionRequest events up to the
-	// snapshot that no one has answered yet (a tool waits for them); later
-	// ones arrive as notifications. Only with a snapshot.
+	// PendingPermissions repeats Snapshot.PendingPermissions for hosts
+	// that read it here: the permissionRequest events up to the snapshot
+	// that are not resolved yet; later ones arrive as notifications. Only
+	// with a snapshot.
 	PendingPermissions []protocol.PermissionRequest `json:"pendingPermissions,omitempty"`
 	// Seq is the seq after which the notifications for this session start
 	// (the snapshot's seq, or LastSeq when resumed).

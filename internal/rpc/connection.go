@@ -222,13 +222,13 @@ func (c *connection) attach(req *Request, e *entry, lastSeq *int64, epoch string
 	if sub == nil {
 		snap, s := e.sess.SnapshotAndSubscribe(agent.SubscribeOptions{})
 		sub, res.Snapshot, res.Seq = s, &snap, snap.Seq
-		// Taken after the snapshot: a request answered before it is gone,
-		// and one answered after it is followed by its permissionResolved.
-		for _, pr := range e.sess.PendingPermissions() {
-			if pr.Seq <= snap.Seq {
-				res.PendingPermissions = append(res.PendingPermissions, pr)
-			}
-		}
+		// Busy and the pending requests are the snapshot's own, so they
+		// describe the same moment as its messages (older hosts read them
+		// here rather than in the snapshot).
+		res.Busy, res.PendingPermissions = snap.Running, snap.PendingPermissions
+	} else {
+		// Resumed: the events after lastSeq carry every change since.
+		res.Busy = e.sess.Running()
 	}
 
 	ctx, cancel := context.WithCancel(c.readCtx)

@@ -50,7 +50,6 @@ func (s *Server) describe(e *entry) wire.InitializeResult {
 		Model:            e.sess.Model(),
 		PermissionMode:   e.sess.PermissionMode(),
 		Tools:            e.sess.Tools(),
-		Busy:             e.sess.Running(),
 	}
 }
 

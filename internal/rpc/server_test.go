@@ -162,6 +162,12 @@ func TestPermissionRoundTrip(t *testing.T) {
 			if len(r.PendingPermissions) != 1 || r.PendingPermissions[0].RequestID != pr.RequestID {
 				t.Fatalf("pending permissions on attach: %+v", r.PendingPermissions)
 			}
+			// The snapshot holds the same view state: the run and the
+			// request, at the snapshot's seq.
+			if snap := r.Snapshot; !r.Busy || !snap.Running || len(snap.PendingPermissions) != 1 ||
+				snap.PendingPermissions[0] != pr || snap.Seq < pr.Seq {
+				t.Fatalf("attach during a prompt: busy %v, snapshot running %v pending %+v at seq %d", r.Busy, snap.Running, snap.PendingPermissions, snap.Seq)
+			}
 			answerer = late
 		}
 		var empty wire.Empty

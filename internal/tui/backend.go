@@ -22,9 +22,6 @@ type backend interface {
 	PermissionMode() protocol.PermissionMode
 	// Memory lists the memory files joined to the system prompt (/memory).
 	Memory() []agent.MemoryFile
-	// Running reports the run state of the last runStateChanged; read after
-	// subscribe, later changes arrive as events.
-	Running() bool
 	Run(ctx context.Context, text string) (agent.Result, error)
 	Bang(ctx context.Context, command string) (agent.Result, error)
 	Compact(ctx context.Context) error
@@ -33,8 +30,9 @@ type backend interface {
 	Abort(reason string)
 	AnswerPermission(requestID string, decision protocol.Decision) error
 	Close() error
-	// subscribe returns the session's state and its events from there on,
-	// with neither a gap nor an overlap.
+	// subscribe returns the session's view state (messages, run state,
+	// pending permission requests) and its events from there on, with
+	// neither a gap nor an overlap.
 	subscribe() (protocol.Snapshot, events)
 }
 

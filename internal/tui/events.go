@@ -26,6 +26,7 @@ func (m *ui) apply(ev protocol.Event) {
 	case protocol.MessagesCleared:
 		removedAt = 0
 	}
+	prompt := m.prompt()
 
 	switch err := m.list.Apply(ev); {
 	case err == nil:
@@ -38,8 +39,7 @@ func (m *ui) apply(ev protocol.Event) {
 
 	switch e := ev.(type) {
 	case protocol.RunStateChanged:
-		m.running = e.State == protocol.RunRunning
-		if !m.running {
+		if !m.list.Running() {
 			m.notice = ""
 		}
 	case protocol.StreamNotice:
@@ -52,23 +52,16 @@ func (m *ui) apply(ev protocol.Event) {
 		if e.Usage != nil {
 			m.usage = m.usage.Add(*e.Usage)
 		}
-	case protocol.PermissionRequest:
-		m.perms = append(m.perms, e)
 	case protocol.PermissionResolved:
-		for i, p := range m.perms {
-			if p.RequestID == e.RequestID {
-				m.perms = append(m.perms[:i:i], m.perms[i+1:]...)
-				if i == 0 {
-					m.permSel = 0
-				}
-				break
-			}
+		delete(m.answered, e.RequestID)
+		if prompt != nil && prompt.RequestID == e.RequestID {
+			m.permSel = 0 // the next prompt starts at its first choice
 		}
 	case protocol.MessagesRewound:
 		m.removed(removedAt, "rewound to before: "+firstLine(removedText))
 	case protocol.MessagesCleared:
 		m.removed(removedAt, "conversation cleared")
-		m.perms, m.notice = nil, ""
+		m.notice = ""
 	case protocol.AssistantMessageDiscarded:
 		// A discarded message was never printed (it was not final), so
 		// only the live area changes.
@@ -99,8 +92,9 @@ func (m *ui) removed(i int, divider string) {
 }
 
 // resync replaces the list with a snapshot after an event that did not fit
-// (a gap in seq or an unknown message). The print cursor stays on the
-// message it was on when that message is still there.
+// (a gap in seq or an unknown message): messages, run state and permission
+// prompts alike. The print cursor stays on the message it was on when that
+// message is still there.
 func (m *ui) resync() {
 	var cur string
 	if m.pm < m.list.Len() {
@@ -117,7 +111,7 @@ func (m *ui) resync() {
 	} else {
 		m.pm, m.pb = min(m.pm, m.list.Len()), 0
 	}
-	m.running = m.sess.Running()
+	m.forgetAnswered()
 }
 
 // advance prints everything that became final, in order.
@@ -135,7 +129,7 @@ func (m *ui) advance() {
 	}
 	for m.pm < m.list.Len() {
 		msg := m.list.At(m.pm)
-		closed := m.pm < m.list.Len()-1 || !m.running
+		closed := m.pm < m.list.Len()-1 || !m.list.Running()
 		if !closed && !settled(msg) {
 			return
 		}

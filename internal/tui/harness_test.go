@@ -25,7 +25,6 @@ type fakeBackend struct {
 	mu    sync.Mutex
 	calls []string
 	model string
-	busy  bool
 	truth *protocol.List
 	subs  int
 }
@@ -55,7 +54,6 @@ func (f *fakeBackend) PermissionMode() protocol.PermissionMode { return protocol
 func (f *fakeBackend) Memory() []agent.MemoryFile {
 	return []agent.MemoryFile{{Path: "/work/AGENTS.md", Content: "Rules.\nMore rules."}}
 }
-func (f *fakeBackend) Running() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.busy }
 func (f *fakeBackend) Run(ctx context.Context, text string) (agent.Result, error) {
 	f.record("Run %s", text)
 	return agent.Result{}, nil
@@ -190,11 +188,6 @@ func (h *harness) publish(e protocol.Event) protocol.Event {
 	e = protocol.WithHeader(e, protocol.Header{SessionID: "session-1", Seq: h.seq})
 	if err := h.truth.Apply(e); err != nil {
 		h.t.Fatalf("scripted event %d does not fit: %v", h.seq, err)
-	}
-	if rs, ok := e.(protocol.RunStateChanged); ok {
-		h.b.mu.Lock()
-		h.b.busy = rs.State == protocol.RunRunning
-		h.b.mu.Unlock()
 	}
 	return e
 }

@@ -61,7 +61,7 @@ func (m *ui) key(k tea.KeyPressMsg) tea.Cmd {
 			m.expand()
 		}
 		return nil
-	case len(m.perms) > 0:
+	case m.prompt() != nil:
 		return m.permissionKey(s)
 	case m.picker != nil:
 		return m.picker.key(m, s)
@@ -390,8 +390,33 @@ var permChoices = []struct {
 	{"No (esc)", protocol.DecisionDeny},
 }
 
+// prompt is the permission request to ask about: the oldest the list
+// holds that this UI has not answered, or nil.
+func (m *ui) prompt() *protocol.PermissionRequest {
+	for _, p := range m.list.PendingPermissions() {
+		if !m.answered[p.RequestID] {
+			return &p
+		}
+	}
+	return nil
+}
+
+// forgetAnswered drops the answers whose requests the list no longer
+// holds (a snapshot replaced it without their permissionResolved).
+func (m *ui) forgetAnswered() {
+	pending := map[string]bool{}
+	for _, p := range m.list.PendingPermissions() {
+		pending[p.RequestID] = true
+	}
+	for id := range m.answered {
+		if !pending[id] {
+			delete(m.answered, id)
+		}
+	}
+}
+
 func (m *ui) permissionBox() []string {
-	p := m.perms[0]
+	p := m.prompt()
 	detail := p.CompactParams
 	if detail == "" {
 		detail = p.Parameters
@@ -432,8 +457,8 @@ func (m *ui) permissionKey(s string) tea.Cmd {
 	if choice < 0 {
 		return nil
 	}
-	p := m.perms[0]
-	m.perms, m.permSel = m.perms[1:], 0
+	p := m.prompt()
+	m.answered[p.RequestID], m.permSel = true, 0
 	if err := m.sess.AnswerPermission(p.RequestID, permChoices[choice].decision); err != nil && !errors.Is(err, agent.ErrUnknownRequest) {
 		m.status = "permission: " + err.Error()
 	}

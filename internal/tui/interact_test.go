@@ -351,3 +351,47 @@ func TestExpandWaitsForPrint(t *testing.T) {
 		t.Fatal("the expanded view did not open after the print")
 	}
 }
+
+// TestResyncRefreshesPermissions: the prompts are the list's pending
+// requests, so a snapshot pulled after a gap brings a request the UI
+// missed and drops one resolved meanwhile, and the run state comes with
+// it.
+func TestResyncRefreshesPermissions(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 80, 30)
+	h.ev(runState(protocol.RunRunning), userMsg("u1", "go"), asstMsg("a1"),
+		toolStart("a1", 0, "t1", "Bash"),
+		protocol.PermissionRequest{RequestID: "r1", MessageID: "a1", ToolID: "t1", Name: "Bash", Parameters: `{"command":"rm x"}`, CompactParams: "rm x"})
+	if !strings.Contains(h.current().view, "Allow Bash(rm x)?") {
+		t.Fatalf("no permission prompt:\n%s", h.current().view)
+	}
+	// Lost on the way: r1 answered elsewhere, a second tool asking, then
+	// the run ends while that one is still pending.
+	h.publish(protocol.PermissionResolved{RequestID: "r1", Decision: protocol.DecisionAllow})
+	h.publish(toolStart("a1", 1, "t2", "Write"))
+	h.publish(protocol.PermissionRequest{RequestID: "r2", MessageID: "a1", BlockIndex: 1, ToolID: "t2", Name: "Write", Parameters: `{}`, CompactParams: "a.txt"})
+	before := h.b.subs
+	h.ev(toolStart("a1", 2, "t3", "Read")) // reveals the gap
+	if h.b.subs != before+1 {
+		t.Fatal("no snapshot was pulled after the gap")
+	}
+	v := h.current().view
+	if strings.Contains(v, "Allow Bash(rm x)?") || !strings.Contains(v, "Allow Write(a.txt)?") {
+		t.Fatalf("after the resync the prompts are not the session's:\n%s", v)
+	}
+	h.key("enter")
+	if !slices.Contains(h.b.Calls(), "AnswerPermission r2 allow") {
+		t.Fatalf("calls: %v", h.b.Calls())
+	}
+	if strings.Contains(h.current().view, "Allow ") {
+		t.Fatalf("an answered prompt is still shown:\n%s", h.current().view)
+	}
+	// The answer's resolution is lost too, and the run ends: the next
+	// resync finds nothing pending and the session idle.
+	h.publish(protocol.PermissionResolved{RequestID: "r2", Decision: protocol.DecisionAllow})
+	h.publish(runState(protocol.RunIdle))
+	h.ev(userMsg("u2", "next"))
+	if len(h.m.answered) != 0 || h.m.list.Running() || h.m.busy() {
+		t.Fatalf("after the second resync: answered %v, running %v", h.m.answered, h.m.list.Running())
+	}
+}

@@ -112,8 +112,7 @@ type ui struct {
 	list protocol.List
 	// Scrollback: messages before pm are printed and closed; of message pm
 	// the first pb blocks are printed. What follows is the live area.
-	pm, pb  int
-	running bool // the session's run state (runStateChanged)
+	pm, pb int
 	// inflight counts the work this UI started that has not ended.
 	inflight int
 	caches   map[blockKey]*blockCache
@@ -147,20 +146,23 @@ type ui struct {
 	width, height int
 	notice        string // the stream's trouble (stalled, retrying)
 	status        string // feedback of the last command
-	perms         []protocol.PermissionRequest
-	permSel       int
-	picker        *picker
-	expanded      *expandedView
-	queue         []queued
-	input         textarea.Model
-	history       []string
-	histPos       int
-	draft         string
-	usage         protocol.Usage
-	cost          float64
-	tickArmed     bool
-	armedQuit     bool // ctrl+c was pressed once on an empty, idle prompt
-	inputCache    struct {
+	// answered holds the permission requests this UI answered whose
+	// permissionResolved has not arrived yet: their prompts are not shown
+	// again (the list holds them until then).
+	answered   map[string]bool
+	permSel    int
+	picker     *picker
+	expanded   *expandedView
+	queue      []queued
+	input      textarea.Model
+	history    []string
+	histPos    int
+	draft      string
+	usage      protocol.Usage
+	cost       float64
+	tickArmed  bool
+	armedQuit  bool // ctrl+c was pressed once on an empty, idle prompt
+	inputCache struct {
 		key    inputKey
 		box    []string
 		cursor *tea.Cursor
@@ -260,9 +262,8 @@ func (m *ui) attach(b backend, banner string) {
 	m.sub = sub
 	m.list.Reset(snap)
 	clear(m.caches)
-	m.running = b.Running()
 	m.inflight = 0
-	m.perms, m.permSel, m.notice, m.queue = nil, 0, "", nil
+	m.answered, m.permSel, m.notice, m.queue = map[string]bool{}, 0, "", nil
 	m.pm, m.pb = 0, 0
 	if banner != "" {
 		m.emit([]string{stAccent.Render(banner)})
@@ -371,7 +372,7 @@ func (m *ui) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.KeyPressMsg:
 		cmds = append(cmds, m.key(msg))
 	case tea.PasteMsg:
-		if m.expanded == nil && m.picker == nil && len(m.perms) == 0 {
+		if m.expanded == nil && m.picker == nil && m.prompt() == nil {
 			var cmd tea.Cmd
 			m.input, cmd = m.input.Update(msg)
 			cmds = append(cmds, cmd)
@@ -401,7 +402,7 @@ func (m *ui) resize(w, h int) {
 }
 
 // busy reports whether work is running or started by this UI.
-func (m *ui) busy() bool { return m.running || m.inflight > 0 }
+func (m *ui) busy() bool { return m.list.Running() || m.inflight > 0 }
 
 // emit queues lines to print above the UI, followed by a blank line.
 func (m *ui) emit(lines []string) {
@@ -618,7 +619,7 @@ func (m *ui) renderBlock(msg protocol.Message, bi int, final bool) part {
 		if b.CompactParams == "" && !final {
 			// A call waiting for permission has its parameters complete:
 			// the request carries their compact form before the block does.
-			for _, p := range m.perms {
+			for _, p := range m.list.PendingPermissions() {
 				if p.MessageID == msg.ID && p.BlockIndex == bi {
 					b.CompactParams = p.CompactParams
 				}
@@ -662,7 +663,7 @@ func (m *ui) bottom() (mid, box []string, cursor *tea.Cursor, status []string) {
 		mid = append(mid, workingLine)
 	}
 	switch {
-	case len(m.perms) > 0:
+	case m.prompt() != nil:
 		box = m.permissionBox()
 	case m.picker != nil:
 		box = m.picker.view(m.width)

@@ -103,7 +103,7 @@ test('stale events are dropped, a gap demands a resync and changes nothing', () 
   // A merged event covering 5..7 overlaps what the list holds.
   assert.throws(() => list.apply('assistantContentUpdated', { sessionId: 's', seq: 7, firstSeq: 5, messageId: 'a1', blockIndex: 0, chunk: 'x', stage: 'streaming' }),
     (e) => e instanceof ResyncError && e.kind === 'gap');
-  assert.deepEqual(list.snapshot(), { messages: [msg('a1')], seq: 5 });
+  assert.deepEqual(list.snapshot(), { messages: [msg('a1')], seq: 5, running: false, pendingPermissions: [] });
 });
 
 test('an event that does not fit the list demands a resync and changes nothing', () => {
@@ -118,7 +118,7 @@ test('an event that does not fit the list demands a resync and changes nothing',
     ['noSuchEvent', {}],
   ];
   for (const [method, params] of cases) {
-    const start = { messages: [{ ...msg('a1'), blocks: [{ type: 'text', content: 'hi', stage: 'streaming' }] }], seq: 1 };
+    const start = { messages: [{ ...msg('a1'), blocks: [{ type: 'text', content: 'hi', stage: 'streaming' }] }], seq: 1, running: true, pendingPermissions: [] };
     const list = new List(start);
     assert.throws(() => list.apply(method, { sessionId: 's', seq: 2, ...params }),
       (e) => e instanceof ResyncError && e.kind === 'inconsistent', method);
@@ -133,7 +133,16 @@ test('apply reports what changed, for incremental rendering', () => {
   assert.deepEqual(ap('userMessageAdded', { message: { ...msg('u1', 'user'), blocks: [{ type: 'text', content: 'q' }] } }), { kind: 'append', index: 0 });
   assert.deepEqual(ap('assistantMessageAdded', { message: msg('a1') }), { kind: 'append', index: 1 });
   assert.deepEqual(ap('assistantContentUpdated', { messageId: 'a1', blockIndex: 0, chunk: 'A', stage: 'streaming' }), { kind: 'block', index: 1, block: 0 });
-  assert.deepEqual(ap('runStateChanged', { state: 'idle' }), { kind: 'none' });
+  assert.deepEqual(ap('runStateChanged', { state: 'running' }), { kind: 'run' });
+  assert.equal(list.running, true);
+  const req = { requestId: 'r1', messageId: 'a1', blockIndex: 1, toolId: 't1', name: 'Bash', parameters: '{}' };
+  assert.deepEqual(ap('permissionRequest', req), { kind: 'permissions' });
+  assert.deepEqual(list.pendingPermissions, [{ sessionId: 's', seq, ...req }]);
+  assert.deepEqual(ap('permissionResolved', { requestId: 'nope', decision: 'allow' }), { kind: 'none' });
+  assert.deepEqual(ap('permissionResolved', { requestId: 'r1', decision: 'allow' }), { kind: 'permissions' });
+  assert.deepEqual(list.pendingPermissions, []);
+  assert.deepEqual(ap('runStateChanged', { state: 'idle' }), { kind: 'run' });
+  assert.equal(list.running, false);
   assert.deepEqual(ap('turnEnded', { messageId: 'a1', stopReason: 'end_turn', usage: { input_tokens: 3, output_tokens: 4 } }), { kind: 'message', index: 1 });
   assert.deepEqual(ap('assistantMessageDiscarded', { messageId: 'zz', reason: 'retry' }), { kind: 'none' });
   assert.deepEqual(ap('messagesRewound', { anchorMessageId: 'u1' }), { kind: 'truncate', index: 0 });

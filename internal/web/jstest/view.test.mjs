@@ -11,7 +11,10 @@ test('reasoning header: live, frozen, or without a duration', () => {
     [{ stage: 'streaming', startedAt: t0 }, t0 + 9_400, 'Thinking 9s'],
     [{ stage: 'streaming' }, t0, 'Thinking'],
     [{ stage: 'end', startedAt: t0, endedAt: t0 + 15_000 }, t0 + 99_000, 'Thought for 15s'],
-    [{ stage: 'end', startedAt: t0, endedAt: t0 + 200 }, t0, 'Thought for 1s'],
+    [{ stage: 'end', startedAt: t0, endedAt: t0 + 200 }, t0, 'Thought for <1s'],
+    [{ stage: 'end', startedAt: t0, endedAt: t0 }, t0, 'Thought for <1s'], // 0 ms, as the TUI says
+    [{ stage: 'end', startedAt: t0, endedAt: t0 + 500 }, t0, 'Thought for 1s'],
+    [{ stage: 'end', startedAt: t0, endedAt: t0 + 1_499 }, t0, 'Thought for 1s'],
     [{ stage: 'end', startedAt: t0 }, t0, 'Thought'],
     [{ stage: 'end', endedAt: t0 }, t0, 'Thought'],
     [{ stage: 'end', startedAt: t0 + 5, endedAt: t0 }, t0, 'Thought'], // inverted

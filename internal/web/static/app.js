@@ -36,7 +36,6 @@ const state = {
   haveList: false,
   resyncing: false,
   rewind: null, // {requestId, text}: the rewind in flight
-  permissions: new Map(), // requestId → element
   // stats count how the list was brought up to date: whole snapshots, and
   // reconnects that resumed from the events the page missed.
   stats: { snapshots: 0, resumes: 0, resyncs: 0 },
@@ -127,8 +126,6 @@ function adopt(res) {
   } else {
     state.stats.resumes++;
   }
-  setRunning(!!res.busy);
-  if (switched) clearPermissions();
   els.title.textContent = res.sessionId ? res.sessionId.slice(0, 8) : '';
   const hash = new URLSearchParams(location.hash.slice(1));
   if (hash.get('session') !== res.sessionId) {
@@ -142,6 +139,8 @@ function replace(snapshot) {
   list.reset(snapshot);
   view.reset(list);
   state.haveList = true;
+  showRunState();
+  showPermissions();
 }
 
 // resync replaces the list with getMessages. Events that arrive before the
@@ -175,20 +174,13 @@ function onNotification(method, params) {
   }
   if (change === STALE) return;
   view.apply(list, change);
+  if (change.kind === 'run') showRunState();
+  if (change.kind === 'permissions') showPermissions();
   switch (method) {
-    case 'runStateChanged':
-      setRunning(params.state === 'running');
-      break;
     case 'streamNotice':
       showNotice(params.kind === 'retrying'
         ? `retrying (attempt ${params.attempt || 1}) in ${((params.delayMs || 0) / 1000).toFixed(1)}s: ${params.cause || 'stream failed'}`
         : `no data from the model for ${Math.round((params.idleMs || 0) / 1000)}s…`);
-      break;
-    case 'permissionRequest':
-      showPermission(params);
-      break;
-    case 'permissionResolved':
-      dropPermission(params.requestId);
       break;
     case 'assistantContentUpdated':
     case 'assistantReasoningUpdated':
@@ -326,10 +318,11 @@ async function restore(id) {
 
 // ---- chrome -----------------------------------------------------------
 
-function setRunning(running) {
-  els.run.hidden = !running;
-  els.abort.disabled = !running;
-  if (!running) hideNotice();
+// showRunState shows the run state the list holds.
+function showRunState() {
+  els.run.hidden = !list.running;
+  els.abort.disabled = !list.running;
+  if (!list.running) hideNotice();
 }
 
 function showNotice(text) {
@@ -341,10 +334,27 @@ function hideNotice() {
   els.notice.hidden = true;
 }
 
-function showPermission(p) {
-  dropPermission(p.requestId);
+// showPermissions makes the prompts on the page those the list holds:
+// a request that is no longer pending loses its prompt, a new one gets
+// one, and a prompt already shown stays as it is.
+function showPermissions() {
+  const pending = new Set(list.pendingPermissions.map((p) => p.requestId));
+  for (const box of [...els.permissions.children]) {
+    if (!pending.has(box.dataset.requestId)) box.remove();
+  }
+  const shown = new Set([...els.permissions.children].map((b) => b.dataset.requestId));
+  for (const p of list.pendingPermissions) {
+    if (!shown.has(p.requestId)) els.permissions.append(permissionBox(p));
+  }
+}
+
+// permissionBox is the prompt for one request. Answering disables its
+// buttons; the prompt goes when permissionResolved removes the request
+// from the list, and comes back to life if the answer failed.
+function permissionBox(p) {
   const box = document.createElement('div');
   box.className = 'permission';
+  box.dataset.requestId = p.requestId;
   const q = document.createElement('div');
   q.className = 'question';
   q.textContent = `Allow ${p.name || 'the tool'}: ${p.compactParams || p.parameters || ''}?`;
@@ -355,29 +365,25 @@ function showPermission(p) {
     r.textContent = p.reason;
     box.append(r);
   }
+  const buttons = [];
   for (const [decision, label] of [['allow', 'Allow'], ['allow_always', 'Always allow'], ['deny', 'Deny']]) {
     const b = document.createElement('button');
     b.type = 'button';
     b.textContent = label;
     b.dataset.decision = decision;
-    b.addEventListener('click', () => {
-      report(call('permissionResponse', { requestId: p.requestId, decision }));
-      dropPermission(p.requestId);
+    b.addEventListener('click', async () => {
+      for (const x of buttons) x.disabled = true;
+      try {
+        await call('permissionResponse', { requestId: p.requestId, decision });
+      } catch (e) {
+        showNotice(e.message);
+        for (const x of buttons) x.disabled = false;
+      }
     });
+    buttons.push(b);
     box.append(b);
   }
-  state.permissions.set(p.requestId, box);
-  els.permissions.append(box);
-}
-
-function dropPermission(id) {
-  const box = state.permissions.get(id);
-  if (box) box.remove();
-  state.permissions.delete(id);
-}
-
-function clearPermissions() {
-  for (const id of [...state.permissions.keys()]) dropPermission(id);
+  return box;
 }
 
 els.composer.addEventListener('submit', (e) => {

@@ -79,24 +79,53 @@ export function normMessage(m) {
   return out;
 }
 
-// List is a consumer's copy of a session's message list. Its messages are
-// owned by the list: read them, never modify them.
+// normPermission copies a permissionRequest's params in
+// protocol.PermissionRequest's JSON shape.
+export function normPermission(p) {
+  const out = { sessionId: str(p.sessionId), seq: int(p.seq) };
+  if (int(p.firstSeq)) out.firstSeq = p.firstSeq;
+  Object.assign(out, {
+    requestId: str(p.requestId),
+    messageId: str(p.messageId),
+    blockIndex: int(p.blockIndex),
+    toolId: str(p.toolId),
+    name: str(p.name),
+    parameters: str(p.parameters),
+  });
+  if (str(p.compactParams)) out.compactParams = p.compactParams;
+  if (str(p.reason)) out.reason = p.reason;
+  return out;
+}
+
+// List is a consumer's copy of a session's view state: its messages,
+// whether the agent is running and the permission requests that wait for
+// an answer. What it holds is owned by the list: read it, never modify it.
 export class List {
   constructor(snap) {
     this.seq = 0;
     this.messages = [];
+    this.running = false;
+    this.pendingPermissions = [];
     if (snap) this.reset(snap);
   }
 
-  // reset replaces the list with a copy of a snapshot {messages, seq}.
+  // reset replaces the list with a copy of a snapshot
+  // {messages, seq, running, pendingPermissions}.
   reset(snap) {
     this.seq = int(snap.seq);
     this.messages = (snap.messages || []).map(normMessage);
+    this.running = snap.running === true;
+    this.pendingPermissions = Array.isArray(snap.pendingPermissions) ? snap.pendingPermissions.map(normPermission) : [];
   }
 
-  // snapshot returns a deep copy of the list and its seq.
+  // snapshot returns a deep copy of the view state and its seq.
   snapshot() {
-    return { messages: this.messages.map(normMessage), seq: this.seq };
+    return {
+      messages: this.messages.map(normMessage),
+      seq: this.seq,
+      running: this.running,
+      pendingPermissions: this.pendingPermissions.map(normPermission),
+    };
   }
 
   // index returns the index of the last message with the given id, or -1.
@@ -110,6 +139,8 @@ export class List {
   // apply applies one event, given as its wire method and params. It returns
   // STALE for an event already reflected, otherwise a change:
   //   {kind: 'none'}                       nothing visible in the list
+  //   {kind: 'run'}                        the run state changed
+  //   {kind: 'permissions'}                pendingPermissions changed
   //   {kind: 'append', index}              messages from index on are new
   //   {kind: 'message', index}             message index changed (not its block count)
   //   {kind: 'block', index, block}        block of message index changed or was added
@@ -192,9 +223,19 @@ export class List {
         this.messages = [];
         return { kind: 'truncate', index: 0 };
       case 'runStateChanged':
-      case 'streamNotice':
+        this.running = str(p.state) === 'running';
+        return { kind: 'run' };
       case 'permissionRequest':
-      case 'permissionResolved':
+        this.pendingPermissions.push(normPermission(p));
+        return { kind: 'permissions' };
+      case 'permissionResolved': {
+        // A resolution of a request never held changes nothing.
+        const id = str(p.requestId);
+        const n = this.pendingPermissions.length;
+        this.pendingPermissions = this.pendingPermissions.filter((r) => r.requestId !== id);
+        return this.pendingPermissions.length === n ? { kind: 'none' } : { kind: 'permissions' };
+      }
+      case 'streamNotice':
         return { kind: 'none' };
       default:
         throw new Error(`unknown event ${method}`);

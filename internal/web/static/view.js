@@ -25,8 +25,10 @@ const h = (tag, cls, text) => {
 // frozen at its end, nothing when the times are missing or inverted.
 export function reasoningHeader(b, now) {
   if (b.stage === 'end') {
-    if (b.startedAt && b.endedAt && b.endedAt >= b.startedAt) {
-      return `Thought for ${Math.max(1, Math.round((b.endedAt - b.startedAt) / 1000))}s`;
+    if (b.startedAt > 0 && b.endedAt && b.endedAt >= b.startedAt) {
+      // Rounded as the terminal UI rounds (internal/tui thinkingHeader).
+      const secs = Math.floor((b.endedAt - b.startedAt + 500) / 1000);
+      return secs > 0 ? `Thought for ${secs}s` : 'Thought for <1s';
     }
     return 'Thought';
   }
