@@ -156,6 +156,7 @@ type Queue struct {
 	notBefore time.Time // nothing is sent before this (pacing, cooldown, breaker, budget, session)
 	expired   bool
 	failures  int // in a row, for the breaker
+	inFlight  int // messages being sent
 }
 
 type chat struct {
@@ -325,6 +326,7 @@ func (q *Queue) send(ctx context.Context, it store.Item) {
 		// Stopping: the message stays stored for the next start.
 		q.mu.Lock()
 		q.chats[it.Chat].inFlight = false
+		q.inFlight--
 		q.mu.Unlock()
 		return
 	}
@@ -358,7 +360,8 @@ func (q *Queue) sleep(ctx context.Context, until time.Time) error {
 func (q *Queue) next(now time.Time) (*store.Item, time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.pacing.DailyBudget > 0 && q.sentToday(now) >= q.pacing.DailyBudget {
+	// Messages in flight count against the budget: each may go.
+	if q.pacing.DailyBudget > 0 && q.sentToday(now)+q.inFlight >= q.pacing.DailyBudget {
 		y, m, d := now.Date()
 		q.notBefore = time.Date(y, m, d+1, 0, 0, 0, 0, now.Location())
 	}
@@ -381,6 +384,7 @@ func (q *Queue) next(now time.Time) (*store.Item, time.Duration) {
 		q.rr = append(append(q.rr[:i:i], q.rr[i+1:]...), id)
 		it := c.items[0]
 		c.inFlight = true
+		q.inFlight++
 		q.notBefore = later(q.notBefore, now.Add(q.pacing.MinInterval))
 		return &it, 0
 	}
@@ -394,6 +398,7 @@ func (q *Queue) settle(ctx context.Context, it store.Item, err error) {
 	defer q.mu.Unlock()
 	c := q.chats[it.Chat]
 	c.inFlight = false
+	q.inFlight--
 	woken := c.woken
 	c.woken = false
 	q.notBefore = later(q.notBefore, now.Add(q.pacing.MinInterval))

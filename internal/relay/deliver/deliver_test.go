@@ -164,12 +164,7 @@ func (h *harness) settled() {
 func (q *Queue) sending() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for _, c := range q.chats {
-		if c.inFlight {
-			return true
-		}
-	}
-	return false
+	return q.inFlight > 0
 }
 
 // advanceTo moves the fake clock to t0+d, in one step.

@@ -170,3 +170,56 @@ func TestWakeDuringSend(t *testing.T) {
 		<-done
 	})
 }
+
+// gateSender holds every send until release is closed.
+type gateSender struct {
+	release chan struct{}
+
+	mu       sync.Mutex
+	attempts []string
+}
+
+func (s *gateSender) Send(_ context.Context, chat, _ string) error {
+	s.mu.Lock()
+	s.attempts = append(s.attempts, chat)
+	s.mu.Unlock()
+	<-s.release
+	return nil
+}
+
+// TestBudgetCountsSendsInFlight: with chats sent side by side, the daily
+// budget counts the messages in flight, so it is never overshot.
+func TestBudgetCountsSendsInFlight(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "relay.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		s := &gateSender{release: make(chan struct{})}
+		q, err := New(context.Background(), st, "wechat", s, Pacing{DailyBudget: 2}, model.SystemClock, Hooks{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- q.Run(ctx) }()
+		for _, chat := range []string{"a", "b", "c"} {
+			if err := q.Enqueue(ctx, chat, "final", "hi "+chat); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		close(s.release)
+		synctest.Wait()
+		s.mu.Lock()
+		n := len(s.attempts)
+		s.mu.Unlock()
+		if n != 2 || q.Pending("c") != 1 {
+			t.Errorf("%d sends with a budget of 2 (c waits: %d)", n, q.Pending("c"))
+		}
+		cancel()
+		<-done
+	})
+}
