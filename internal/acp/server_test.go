@@ -837,3 +837,27 @@ func TestTodoWriteIsAPlan(t *testing.T) {
 		t.Fatalf("plan = %+v", plan)
 	}
 }
+
+// TestRetryIsExplained: a response cut mid-stream is retried; the client,
+// which cannot be told to drop what it showed, is told why text repeats.
+func TestRetryIsExplained(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, modeltest.NewScript(
+		modeltest.Response(modeltest.Start("m1"), []modeltest.Step{{Part: model.Part{Type: model.PartBlockStart, Index: 0, Block: model.BlockText}}},
+			[]modeltest.Step{{Part: model.Part{Type: model.PartBlockDelta, Index: 0, Delta: model.DeltaText, Text: "Hel"}}},
+			modeltest.Fail(&model.APIError{Provider: "scripted", Status: 529, Message: "overloaded"})),
+		modeltest.Answer("m2", "Hello"),
+	), harnessOpts{})
+	h.initialize(sdk.ClientCapabilities{})
+	sess := h.newSession()
+	if resp, err := h.prompt(sess.SessionId, "hi"); err != nil || resp.StopReason != sdk.StopReasonEndTurn {
+		t.Fatalf("prompt: %+v, %v", resp, err)
+	}
+	ups := h.client.snapshot()
+	if got := messageText(ups); got != "HelHello" {
+		t.Errorf("chunks = %q", got)
+	}
+	if got := thoughtText(ups); !strings.Contains(got, "retried") {
+		t.Errorf("thought = %q", got)
+	}
+}

@@ -138,6 +138,10 @@ func (t *translator) updates(ev protocol.Event) []sdk.SessionUpdate {
 		return t.messageUpdates(e.Message, false)
 	case protocol.CompactBlockAdded:
 		return t.messageUpdates(e.Message, false)
+	case protocol.AssistantMessageDiscarded:
+		// ACP cannot take back chunks already sent: say why what follows
+		// may repeat them.
+		return []sdk.SessionUpdate{sdk.UpdateAgentThoughtText("The model's response was interrupted (" + e.Reason + "); it is retried, so its start may appear twice.\n")}
 	}
 	return nil
 }
