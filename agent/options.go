@@ -46,6 +46,8 @@ type Options struct {
 	// Approve, when set, answers permission requests instead of waiting
 	// for AnswerPermission.
 	Approve Approver
+	// Hooks take part in tool calls (see Hooks).
+	Hooks Hooks
 	// Tools replaces the built-in tools when non-nil.
 	Tools []tool.Tool
 	// AllowEnv names environment variables that tools' commands get even

@@ -226,6 +226,14 @@ func (s *Session) SetModel(name string) {
 	s.model = name
 }
 
+// SetThinkingBudget sets the extended thinking budget of the next
+// requests (0: off).
+func (s *Session) SetThinkingBudget(tokens int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opts.ThinkingBudget = max(tokens, 0)
+}
+
 // PermissionMode is the current mode.
 func (s *Session) PermissionMode() protocol.PermissionMode {
 	s.mu.Lock()

@@ -98,12 +98,18 @@ func (s *Session) execTool(ctx context.Context, msgID string, c toolCall) (model
 	ev.Parameters = string(c.input)
 	ev.CompactParams = t.Compact(c.input)
 
-	switch allowed, reason := s.permit(ctx, msgID, c, t, ev.CompactParams); {
+	allowed, reason, input := s.permit(ctx, msgID, c, t, ev.CompactParams)
+	switch {
 	case abortCause(ctx) != nil:
 		return fail(ErrAborted.Error(), interruptedPrompt), nil
 	case !allowed:
 		d := &Denial{ToolID: c.id, Name: c.name, Input: string(c.input)}
 		return fail(reason, reason), d
+	}
+	if input != nil && json.Valid(input) { // a hook changed the input
+		c.input = input
+		ev.Parameters = string(input)
+		ev.CompactParams = t.Compact(input)
 	}
 
 	running := ev
@@ -141,22 +147,32 @@ func (s *Session) execTool(ctx context.Context, msgID string, c toolCall) (model
 	if abortCause(ctx) != nil {
 		forModel = strings.TrimSpace(content + "\n" + interruptedPrompt)
 	}
+	s.opts.Hooks.postToolUse(ctx, c, forModel, !success)
 	return model.Content{Type: model.ContentToolResult, ID: c.id, Text: forModel, IsError: !success}, nil
 }
 
-// permit decides whether a call may run, asking whoever is attached when
-// the mode says so. It returns false and a reason for the model when not.
-func (s *Session) permit(ctx context.Context, msgID string, c toolCall, t tool.Tool, compact string) (bool, string) {
+// permit decides whether a call may run: the PreToolUse hook, then the
+// mode, asking whoever is attached when the mode says so. It returns false
+// and a reason for the model when not, and the input a hook replaced.
+func (s *Session) permit(ctx context.Context, msgID string, c toolCall, t tool.Tool, compact string) (bool, string, json.RawMessage) {
+	pre := s.opts.Hooks.preToolUse(ctx, c)
+	switch pre.Decision {
+	case protocol.DecisionAllow:
+		return true, "", pre.Input
+	case protocol.DecisionDeny:
+		return false, denyReason(pre.Reason, c.name), nil
+	}
 	s.mu.Lock()
 	mode := s.mode
 	always := s.always[c.name]
 	s.mu.Unlock()
 	d := permission.Decide(mode, t, c.input, &s.toolEnv)
 	switch {
+	case d.Action == permission.Allow && pre.Decision == VerdictAsk:
 	case d.Action == permission.Allow || (d.Action == permission.Ask && always):
-		return true, ""
+		return true, "", nil
 	case d.Action == permission.Deny:
-		return false, d.Reason
+		return false, d.Reason, nil
 	}
 	req := protocol.PermissionRequest{
 		RequestID: s.opts.NewID(), MessageID: msgID, BlockIndex: c.display, ToolID: c.id,
@@ -170,7 +186,18 @@ func (s *Session) permit(ctx context.Context, msgID string, c toolCall, t tool.T
 	s.waiters[req.RequestID] = w
 	s.mu.Unlock()
 	var decision protocol.Decision
-	if s.opts.Approve != nil {
+	var verdict Verdict
+	if ask := s.opts.Hooks.Ask; ask != nil {
+		verdict = ask(ctx, w.req)
+		decision = verdict.Decision
+		s.mu.Lock()
+		_, pending := s.waiters[req.RequestID]
+		delete(s.waiters, req.RequestID)
+		s.mu.Unlock()
+		if !pending { // a face answered first
+			decision, verdict = <-w.answer, Verdict{}
+		}
+	} else if s.opts.Approve != nil {
 		decision = s.opts.Approve(ctx, w.req)
 		s.mu.Lock()
 		_, pending := s.waiters[req.RequestID]
@@ -195,11 +222,18 @@ func (s *Session) permit(ctx context.Context, msgID string, c toolCall, t tool.T
 		s.mu.Lock()
 		s.always[c.name] = true
 		s.mu.Unlock()
-		return true, ""
+		return true, "", verdict.Input
 	case protocol.DecisionAllow:
-		return true, ""
+		return true, "", verdict.Input
 	}
-	return false, fmt.Sprintf("The user denied permission to use %s. Do not retry it; ask the user how to proceed.", c.name)
+	return false, denyReason(verdict.Reason, c.name), nil
+}
+
+func denyReason(reason, name string) string {
+	if reason != "" {
+		return reason
+	}
+	return fmt.Sprintf("The user denied permission to use %s. Do not retry it; ask the user how to proceed.", name)
 }
 
 // toolOutput publishes a running tool's output as resultChunk deltas with

@@ -103,12 +103,19 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 		Model: setup.Selection.Model, PermissionMode: string(setup.Options.PermissionMode),
 		APIKeySource: setup.APIKeySource(os.Getenv), Version: cli.Version,
 		AddDirs: af.AddDirs, MaxRetries: setup.Options.Stream.MaxRetries,
+		PermissionPromptStdio: cf.PermissionPromptTool == "stdio", ReplayUserMessages: cf.ReplayUserMessages,
+		Models: provider.Models(setup.Selection.Name), ContextWindow: setup.Options.ContextWindow,
 		Stdin: stdio.In, Stdout: stdio.Out, Stderr: stdio.Err,
 	}
-	if setup.MCP != nil {
-		for _, st := range setup.MCP.Status() {
-			cfg.MCPServers = append(cfg.MCPServers, printmode.MCPServer{Name: st.Name, Status: st.State})
+	if t := cf.PermissionPromptTool; t != "" && t != "stdio" {
+		fmt.Fprintf(stdio.Err, "sluice: --permission-prompt-tool %s: only stdio is supported; calls that need approval are denied\n", t)
+	}
+	cfg.MCPStatus = func() []printmode.MCPServer {
+		var out []printmode.MCPServer
+		for _, st := range setup.MCPStatus() {
+			out = append(out, printmode.MCPServer{Name: st.Name, Status: st.State})
 		}
+		return out
 	}
 	if v := os.Getenv("SLUICE_BACKGROUND_WAIT"); v != "" {
 		if cfg.BackgroundWait, err = time.ParseDuration(v); err != nil {
@@ -137,13 +144,41 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 	// Nobody is there to answer a permission prompt: what the mode does
 	// not allow is denied, and the result lists the denials.
 	setup.Options.Approve = func(context.Context, protocol.PermissionRequest) protocol.Decision { return protocol.DecisionDeny }
-	sess, err := setup.OpenSession(cf.Continue, cf.Resume)
-	if err != nil {
-		fmt.Fprintln(stdio.Err, "sluice:", err)
-		return 1
+	var sess *agent.Session
+	cfg.Open = func(init printmode.Init) (*agent.Session, error) {
+		applyInit(ctx, setup, init, stdio.Err)
+		s, err := setup.OpenSession(cf.Continue, cf.Resume)
+		sess = s
+		return s, err
 	}
-	defer sess.Close()
-	return printmode.Run(ctx, sess, prompt, cfg)
+	defer func() {
+		if sess != nil {
+			sess.Close()
+		}
+	}()
+	return printmode.Run(ctx, nil, prompt, cfg)
+}
+
+// sdkIdentity starts the system prompt a host gives in initialize, as
+// Claude Code starts it.
+const sdkIdentity = "You are sluice, an agent that a program drives through the Claude Agent SDK's protocol."
+
+// applyInit shapes the session's options as the host's initialize asks.
+func applyInit(ctx context.Context, setup *cli.Setup, init printmode.Init, stderr io.Writer) {
+	opts := &setup.Options
+	if init.SystemPrompt != nil {
+		opts.BaseSystemPrompt = strings.TrimSpace(sdkIdentity + "\n\n" + *init.SystemPrompt)
+	}
+	if init.AppendSystemPrompt != "" {
+		opts.SystemPrompt = strings.TrimSpace(opts.SystemPrompt + "\n\n" + init.AppendSystemPrompt)
+	}
+	if init.MCPServers != nil {
+		if err := setup.StartMoreMCP(ctx, string(init.MCPServers)); err != nil {
+			fmt.Fprintln(stderr, "sluice: warning:", err)
+		}
+	}
+	opts.ExtraTools = append(opts.ExtraTools, init.Tools...)
+	opts.Hooks = init.Hooks
 }
 
 func runTUI(ctx context.Context, setup *cli.Setup, prompt string, cont bool, resume string, stdio Stdio) int {

@@ -85,6 +85,8 @@ type Setup struct {
 	Store     store.Store
 	// MCP is set by StartMCP.
 	MCP *mcp.Servers
+	// More are the servers StartMoreMCP started.
+	More []*mcp.Servers
 
 	mcpConfig *mcp.Config
 }
@@ -197,12 +199,42 @@ func (s *Setup) StartMCP(ctx context.Context) error {
 	return err
 }
 
+// StartMoreMCP starts the MCP servers of more configurations (files or
+// JSON in Claude Code's format, as a host's initialize gives them) and adds
+// their tools to the options. Close stops them.
+func (s *Setup) StartMoreMCP(ctx context.Context, configs ...string) error {
+	cfg, err := mcp.LoadConfig(configs...)
+	if err != nil {
+		return err
+	}
+	servers, err := mcp.Connect(ctx, cfg, &mcp.Options{Dir: s.Options.WorkDir, Version: Version})
+	if servers != nil {
+		s.More = append(s.More, servers)
+		s.Options.ExtraTools = append(s.Options.ExtraTools, servers.Tools()...)
+	}
+	return err
+}
+
+// MCPStatus is the state of every MCP server started.
+func (s *Setup) MCPStatus() []mcp.Status {
+	var out []mcp.Status
+	for _, srv := range append([]*mcp.Servers{s.MCP}, s.More...) {
+		if srv != nil {
+			out = append(out, srv.Status()...)
+		}
+	}
+	return out
+}
+
 // Close stops what Setup started (the MCP servers).
 func (s *Setup) Close() error {
-	if s.MCP != nil {
-		return s.MCP.Close()
+	var errs []error
+	for _, srv := range append([]*mcp.Servers{s.MCP}, s.More...) {
+		if srv != nil {
+			errs = append(errs, srv.Close())
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // OpenSession starts a new session, or continues the most recent one of

@@ -25,8 +25,13 @@ type initLine struct {
 	MCPServers     []MCPServer `json:"mcp_servers"`
 	Model          string      `json:"model"`
 	PermissionMode string      `json:"permissionMode"`
+	SlashCommands  []string    `json:"slash_commands"`
 	APIKeySource   string      `json:"apiKeySource"`
 	SluiceVersion  string      `json:"sluice_version"`
+	OutputStyle    string      `json:"output_style"`
+	Agents         []string    `json:"agents"`
+	Skills         []string    `json:"skills"`
+	Plugins        []any       `json:"plugins"`
 	UUID           string      `json:"uuid"`
 	AdditionalDirs []string    `json:"additional_directories"`
 }
@@ -66,6 +71,9 @@ type userLine struct {
 	SessionID       string      `json:"session_id"`
 	UUID            string      `json:"uuid"`
 	Timestamp       string      `json:"timestamp"`
+	// ToolUseResult is the result as the SDK's user sees it: the output,
+	// or "Error: " and the cause.
+	ToolUseResult string `json:"tool_use_result"`
 }
 
 type userMessage struct {

@@ -46,6 +46,9 @@ type Config struct {
 	// MCPServers are the configured MCP servers (system/init's
 	// mcp_servers).
 	MCPServers []MCPServer
+	// MCPStatus, when set, reports the MCP servers instead of MCPServers
+	// (servers the host's initialize adds start after Run begins).
+	MCPStatus func() []MCPServer
 	// AddDirs are the directories besides the working directory that the
 	// tools may use (system/init's additional_directories).
 	AddDirs []string
@@ -58,6 +61,25 @@ type Config struct {
 	// (0: DefaultBackgroundWait; negative: stop them at once). A
 	// stream-json session keeps them across its turns.
 	BackgroundWait time.Duration
+	// Open opens the session when Run is given none: at once for a text
+	// prompt; with stream-json input, after the host's initialize (which
+	// may shape the session) or at the first message without one.
+	Open OpenFunc
+	// PermissionPromptStdio asks the host with can_use_tool control
+	// requests about the calls that need approval
+	// (--permission-prompt-tool stdio); without it they are denied.
+	PermissionPromptStdio bool
+	// ReplayUserMessages echoes each user message read from stream-json
+	// input on stdout (--replay-user-messages).
+	ReplayUserMessages bool
+	// Models are the models initialize offers (the session's when empty).
+	Models []string
+	// ContextWindow is the model's context in tokens, for
+	// get_context_usage (0: 200,000).
+	ContextWindow int
+	// Rules, when set, decides tool calls before the host's hooks and the
+	// permission mode (--allowedTools, --disallowedTools).
+	Rules func(agent.ToolCall) agent.Verdict
 
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
@@ -95,47 +117,87 @@ func (c *Config) maxRetries() int {
 }
 
 // Run answers prompt (or, with stream-json input, every user line of
-// Stdin) on sess and writes the output. It returns the process exit code:
-// 0 on success, 1 when a run failed or ctx was cancelled (the cause is on
+// Stdin) on sess, or on the session cfg.Open opens when sess is nil, and
+// writes the output. With stream-json input it speaks Claude Code's
+// control protocol with the host. It returns the process exit code: 0 on
+// success, 1 when a run failed or ctx was cancelled (the cause is on
 // Stderr).
 func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) int {
 	if cfg.OutputFormat == "" {
 		cfg.OutputFormat = FormatText
 	}
-	w := &writer{out: bufio.NewWriterSize(cfg.Stdout, 64<<10), session: sess.ID()}
-	sub := sess.Subscribe(agent.SubscribeOptions{ModelParts: cfg.OutputFormat == FormatStreamJSON})
-	defer sub.Close()
-	if cfg.OutputFormat == FormatStreamJSON {
-		w.line(initLine{
-			Type: "system", Subtype: "init", CWD: sess.WorkDir(), SessionID: sess.ID(),
-			Tools: sess.Tools(), MCPServers: append([]MCPServer{}, cfg.MCPServers...), Model: cfg.Model,
-			PermissionMode: cfg.PermissionMode, APIKeySource: cfg.APIKeySource,
-			SluiceVersion: cfg.Version, UUID: uuid.NewString(),
-			AdditionalDirs: append([]string{}, cfg.AddDirs...),
-		})
-		w.flush()
+	if cfg.Stderr == nil {
+		cfg.Stderr = io.Discard
+	}
+	w := &writer{out: bufio.NewWriterSize(cfg.Stdout, 64<<10)}
+	h := newHost(cfg, w, sess)
+	streamIn := cfg.InputFormat == FormatStreamJSON
+	readCtx, stopReading := context.WithCancel(ctx)
+	defer stopReading()
+	prompts := newQueue[userInput]()
+	readErr := make(chan error, 1)
+	if streamIn {
+		go func() { readErr <- h.read(readCtx, cfg.Stdin, prompts) }()
+	} else {
+		if ctx.Err() == nil { // interrupted before the run: nothing to run
+			prompts.push(userInput{text: prompt})
+		}
+		prompts.close()
 	}
 
-	prompts := make(chan string)
-	readErr := make(chan error, 1)
-	go func() {
-		defer close(prompts)
-		if cfg.InputFormat != FormatStreamJSON {
-			if ctx.Err() != nil {
-				return // interrupted before the run: nothing to run
-			}
-			select {
-			case prompts <- prompt:
-			case <-ctx.Done():
-			}
-			return
-		}
-		readErr <- readUserLines(ctx, cfg.Stdin, prompts)
-	}()
-
 	code := 0
-	for p := range prompts {
-		if err := runOne(ctx, sess, sub, w, p, cfg); err != nil {
+	var sub *agent.Subscription
+	// start subscribes to the session and, for stream-json, starts a turn
+	// with system/init as Claude Code does.
+	start := func() (*agent.Session, error) {
+		s, err := h.session()
+		if err != nil {
+			return nil, err
+		}
+		if sub == nil {
+			w.setSession(s.ID())
+			sub = s.Subscribe(agent.SubscribeOptions{ModelParts: cfg.OutputFormat == FormatStreamJSON})
+		}
+		if cfg.OutputFormat == FormatStreamJSON {
+			w.line(h.initLine(s))
+			w.flush()
+		}
+		return s, nil
+	}
+	defer func() {
+		if sub != nil {
+			sub.Close()
+		}
+	}()
+	if !streamIn {
+		// One prompt: its init line comes first, even when the run is
+		// interrupted before it starts.
+		if _, err := start(); err != nil {
+			fmt.Fprintf(cfg.Stderr, "sluice: %v\n", err)
+			return 1
+		}
+	}
+	for {
+		in, ok := prompts.pop(ctx)
+		if !ok {
+			break
+		}
+		s, err := h.session()
+		if streamIn && err == nil {
+			s, err = start()
+		}
+		if err != nil {
+			fmt.Fprintf(cfg.Stderr, "sluice: %v\n", err)
+			code = 1
+			break
+		}
+		if streamIn {
+			if cfg.ReplayUserMessages && in.line != nil {
+				w.line(replayLine(in.line, s.ID()))
+			}
+			w.flush()
+		}
+		if err := h.runTurn(ctx, s, sub, in.text); err != nil {
 			code = 1
 			fmt.Fprintf(cfg.Stderr, "sluice: %v\n", err)
 		}
@@ -143,14 +205,11 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 			break
 		}
 	}
-	if cfg.InputFormat == FormatStreamJSON {
-		select {
-		case err := <-readErr:
-			if err != nil {
-				fmt.Fprintf(cfg.Stderr, "sluice: reading stream-json input: %v\n", err)
-				code = 1
-			}
-		default:
+	stopReading()
+	if streamIn {
+		if err := <-readErr; err != nil && !errors.Is(err, context.Canceled) {
+			fmt.Fprintf(cfg.Stderr, "sluice: reading stream-json input: %v\n", err)
+			code = 1
 		}
 	}
 	if ctx.Err() != nil && code == 0 {
@@ -165,9 +224,104 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 	return code
 }
 
+func (h *host) initLine(s *agent.Session) initLine {
+	return initLine{
+		Type: "system", Subtype: "init", CWD: s.WorkDir(), SessionID: s.ID(),
+		Tools: s.Tools(), MCPServers: h.mcpServers(), Model: s.Model(),
+		PermissionMode: h.reportedMode(s), SlashCommands: []string{}, APIKeySource: h.cfg.APIKeySource,
+		SluiceVersion: h.cfg.Version, OutputStyle: "default", Agents: []string{}, Skills: []string{},
+		Plugins: []any{}, UUID: uuid.NewString(),
+		AdditionalDirs: append([]string{}, h.cfg.AddDirs...),
+	}
+}
+
+// replayLine is a user message read from the host, echoed with the
+// session's id (--replay-user-messages).
+func replayLine(line json.RawMessage, sessionID string) any {
+	var m map[string]any
+	if json.Unmarshal(line, &m) != nil {
+		return nil
+	}
+	m["session_id"] = sessionID
+	if _, ok := m["parent_tool_use_id"]; !ok {
+		m["parent_tool_use_id"] = nil
+	}
+	if _, ok := m["uuid"]; !ok {
+		m["uuid"] = uuid.NewString()
+	}
+	m["isReplay"] = true
+	return orderedType{m}
+}
+
+// orderedType writes a map with "type" first, as every line starts.
+type orderedType struct{ m map[string]any }
+
+func (o orderedType) MarshalJSON() ([]byte, error) {
+	t, _ := json.Marshal(o.m["type"])
+	rest := make(map[string]any, len(o.m))
+	for k, v := range o.m {
+		if k != "type" {
+			rest[k] = v
+		}
+	}
+	b, err := json.Marshal(rest)
+	if err != nil || len(b) <= 2 {
+		return []byte(`{"type":` + string(t) + `}`), err
+	}
+	return append([]byte(`{"type":`+string(t)+`,`), b[1:]...), nil
+}
+
+// maxStopContinuations bounds how often Stop hooks may send the model
+// back to work after one message.
+const maxStopContinuations = 8
+
+// runTurn runs one user message with the host's UserPromptSubmit and Stop
+// hooks around it.
+func (h *host) runTurn(ctx context.Context, s *agent.Session, sub *agent.Subscription, text string) error {
+	for _, o := range h.runHooks(ctx, "UserPromptSubmit", "", "", map[string]any{"prompt": text}) {
+		var out struct {
+			Decision           string `json:"decision"`
+			Reason             string `json:"reason"`
+			HookSpecificOutput struct {
+				AdditionalContext string `json:"additionalContext"`
+			} `json:"hookSpecificOutput"`
+		}
+		if json.Unmarshal(o, &out) != nil {
+			continue
+		}
+		if out.Decision == "block" {
+			err := fmt.Errorf("the prompt was blocked by a UserPromptSubmit hook: %s", out.Reason)
+			h.w.line(newResultLine(s, agent.Result{}, "", err, 0))
+			h.w.flush()
+			return err
+		}
+		if c := out.HookSpecificOutput.AdditionalContext; c != "" {
+			text += "\n\n" + c
+		}
+	}
+	err := runOne(ctx, s, sub, h.w, text, h.cfg, h)
+	for i := 0; err == nil && i < maxStopContinuations; i++ {
+		reason := ""
+		for _, o := range h.runHooks(ctx, "Stop", "", "", map[string]any{"stop_hook_active": i > 0}) {
+			var out struct {
+				Decision string `json:"decision"`
+				Reason   string `json:"reason"`
+			}
+			if json.Unmarshal(o, &out) == nil && out.Decision == "block" && out.Reason != "" {
+				reason = out.Reason
+			}
+		}
+		if reason == "" {
+			break
+		}
+		err = runOne(ctx, s, sub, h.w, reason, h.cfg, h)
+	}
+	return err
+}
+
 // runOne runs one prompt and writes its lines and result. An interrupt
 // (ctx done) aborts the run; what it produced is still written.
-func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w *writer, prompt string, cfg Config) error {
+func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w *writer, prompt string, cfg Config, hst *host) error {
 	start := time.Now()
 	h, err := sess.Submit(ctx, prompt)
 	if err != nil {
@@ -179,6 +333,13 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	defer stop()
 	stream := cfg.OutputFormat == FormatStreamJSON
 	tr := newTranslator(w, cfg)
+	defer func() {
+		hst.mu.Lock()
+		if tr.contextTokens > 0 {
+			hst.lastInput = tr.contextTokens
+		}
+		hst.mu.Unlock()
+	}()
 	// handle takes one item and reports whether it ended the run.
 	handle := func(it agent.Item) bool {
 		if stream {
@@ -283,34 +444,6 @@ func newResultLine(sess *agent.Session, res agent.Result, answer string, err err
 	return line
 }
 
-// readUserLines reads stream-json input: one JSON object per line, of which
-// {"type":"user","message":{"role":"user","content":...}} are prompts.
-func readUserLines(ctx context.Context, r io.Reader, out chan<- string) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	for {
-		line, err := readLine(br, MaxInputLine)
-		if len(strings.TrimSpace(string(line))) > 0 {
-			text, perr := userText(line)
-			if perr != nil {
-				return perr
-			}
-			if text != "" {
-				select {
-				case out <- text:
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
-}
-
 func userText(line []byte) (string, error) {
 	var in struct {
 		Type    string `json:"type"`
@@ -375,6 +508,12 @@ type writer struct {
 	enc     *json.Encoder
 	session string
 	err     error
+}
+
+func (w *writer) setSession(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.session = id
 }
 
 // line writes v as one JSON line. Like Claude Code's output (and

@@ -160,7 +160,7 @@ func TestInitAndRetryLines(t *testing.T) {
 	sess := newSessionRetrying(t, 3, answers(t, "status:529", "say:Hi.")...)
 	var stdout, stderr bytes.Buffer
 	code := Run(t.Context(), sess, "hello", Config{
-		OutputFormat: FormatStreamJSON, Model: "test-model", PermissionMode: "plan",
+		OutputFormat: FormatStreamJSON, Model: "test-model", PermissionMode: "default",
 		APIKeySource: "ANTHROPIC_API_KEY", Version: "1.2.3", AddDirs: []string{"/srv/data"},
 		MCPServers: []MCPServer{{Name: "files", Status: "connected"}, {Name: "broken", Status: "failed"}},
 		MaxRetries: 3, Stdout: &stdout, Stderr: &stderr,
@@ -170,8 +170,8 @@ func TestInitAndRetryLines(t *testing.T) {
 	}
 	out := strings.Split(stdout.String(), "\n")
 	init := fmt.Sprintf(`{"type":"system","subtype":"init","cwd":%q,"session_id":%q,"tools":["Bash","Read","Write","Edit","Glob","Grep","TodoWrite","WebFetch","BashOutput","KillShell"],`+
-		`"mcp_servers":[{"name":"files","status":"connected"},{"name":"broken","status":"failed"}],"model":"test-model","permissionMode":"plan",`+
-		`"apiKeySource":"ANTHROPIC_API_KEY","sluice_version":"1.2.3","uuid":"`, sess.WorkDir(), sess.ID())
+		`"mcp_servers":[{"name":"files","status":"connected"},{"name":"broken","status":"failed"}],"model":"test-model","permissionMode":"default",`+
+		`"slash_commands":[],"apiKeySource":"ANTHROPIC_API_KEY","sluice_version":"1.2.3","output_style":"default","agents":[],"skills":[],"plugins":[],"uuid":"`, sess.WorkDir(), sess.ID())
 	if !strings.HasPrefix(out[0], init) || !strings.HasSuffix(out[0], `","additional_directories":["/srv/data"]}`) {
 		t.Errorf("init line\n%s\nwant\n%s…%s", out[0], init, `","additional_directories":["/srv/data"]}`)
 	}
@@ -481,4 +481,90 @@ func (r repeatReader) Read(p []byte) (int, error) {
 		p[i] = byte(r)
 	}
 	return len(p), nil
+}
+
+// The control protocol on stream-json: initialize is answered with the
+// fields the Agent SDK reads, an unknown subtype gets an error response,
+// a response to nothing is ignored with a note, set_model and
+// set_permission_mode reach the session, and every turn starts with
+// system/init.
+func TestControlProtocol(t *testing.T) {
+	t.Parallel()
+	srv, err := printmodetest.NewServer(printmodetest.Anthropic, answers(t, "say:Hi."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	var opened *agent.Session
+	open := func(init Init) (*agent.Session, error) {
+		if init.AppendSystemPrompt != "Be brief." {
+			t.Errorf("initialize's appendSystemPrompt %q", init.AppendSystemPrompt)
+		}
+		s, err := agent.New(agent.Options{
+			Provider: anthropic.New(anthropic.Config{APIKey: "sk-test", BaseURL: srv.URL}),
+			Model:    "test-model", WorkDir: t.TempDir(), Hooks: init.Hooks,
+		})
+		opened = s
+		return s, err
+	}
+	in := strings.Join([]string{
+		`{"type":"control_request","request_id":"r1","request":{"subtype":"initialize","appendSystemPrompt":"Be brief."}}`,
+		`{"type":"control_request","request_id":"r2","request":{"subtype":"no_such_thing"}}`,
+		`{"type":"control_response","response":{"subtype":"success","request_id":"nobody","response":{}}}`,
+		`{"type":"control_request","request_id":"r3","request":{"subtype":"set_model","model":"other-model"}}`,
+		`{"type":"control_request","request_id":"r4","request":{"subtype":"set_permission_mode","mode":"acceptEdits"}}`,
+		`{"type":"control_request","request_id":"r5","request":{"subtype":"mcp_status"}}`,
+		`{"type":"user","message":{"role":"user","content":"hello"}}`,
+	}, "\n") + "\n"
+	var stdout, stderr bytes.Buffer
+	code := Run(t.Context(), nil, "", Config{
+		OutputFormat: FormatStreamJSON, InputFormat: FormatStreamJSON, Open: open,
+		Stdin: strings.NewReader(in), Stdout: &stdout, Stderr: &stderr,
+	})
+	if opened != nil {
+		defer opened.Close()
+	}
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	responses := map[string]map[string]any{}
+	var kinds []string
+	for _, l := range lines(t, stdout.String()) {
+		if l["type"] == "control_response" {
+			r := l["response"].(map[string]any)
+			responses[r["request_id"].(string)] = r
+			continue
+		}
+		kinds = append(kinds, fmt.Sprint(l["type"], "/", l["subtype"]))
+		if l["type"] == "system" && l["model"] != "other-model" {
+			t.Errorf("system/init model %v, want the one set_model chose", l["model"])
+		}
+		if l["type"] == "system" && l["permissionMode"] != "acceptEdits" {
+			t.Errorf("system/init permissionMode %v, want acceptEdits", l["permissionMode"])
+		}
+	}
+	init := responses["r1"]
+	if init["subtype"] != "success" {
+		t.Fatalf("initialize: %v", init)
+	}
+	body := init["response"].(map[string]any)
+	for _, k := range []string{"commands", "agents", "output_style", "available_output_styles", "models", "account"} {
+		if _, ok := body[k]; !ok {
+			t.Errorf("initialize's answer has no %s: %v", k, body)
+		}
+	}
+	if r := responses["r2"]; r["subtype"] != "error" || !strings.Contains(fmt.Sprint(r["error"]), "no_such_thing") {
+		t.Errorf("unknown subtype answered %v", r)
+	}
+	for _, id := range []string{"r3", "r4", "r5"} {
+		if responses[id]["subtype"] != "success" {
+			t.Errorf("%s answered %v", id, responses[id])
+		}
+	}
+	if !strings.Contains(stderr.String(), "answers no request") {
+		t.Errorf("stderr %q does not note the stray control_response", stderr.String())
+	}
+	if want := []string{"system/init", "assistant/<nil>", "result/success"}; !reflect.DeepEqual(kinds, want) {
+		t.Errorf("lines %q, want %q", kinds, want)
+	}
 }

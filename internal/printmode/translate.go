@@ -23,11 +23,13 @@ type translator struct {
 	cfg Config
 	now func() time.Time
 
-	msgID  string
-	model  string
-	usage  model.Usage
-	blocks map[int]*blockAcc
-	tools  map[string]bool // ids of the tool calls of this run
+	msgID string
+	model string
+	usage model.Usage
+	// contextTokens is the input of the last response: the context's size.
+	contextTokens int
+	blocks        map[int]*blockAcc
+	tools         map[string]bool // ids of the tool calls of this run
 }
 
 type blockAcc struct {
@@ -56,13 +58,19 @@ func (t *translator) item(it agent.Item) {
 		if content == "" && e.Error != "" {
 			content = e.Error
 		}
+		failed := e.Success == nil || !*e.Success
+		shown := content
+		if failed {
+			shown = "Error: " + content
+		}
 		t.w.line(userLine{
 			Type: "user",
 			Message: userMessage{Role: "user", Content: []toolResult{{
 				ToolUseID: e.ToolID, Type: "tool_result", Content: content,
-				IsError: e.Success == nil || !*e.Success,
+				IsError: failed,
 			}}},
 			SessionID: t.w.session, UUID: uuid.NewString(), Timestamp: timestamp(t.now()),
+			ToolUseResult: shown,
 		})
 	}
 }
@@ -82,6 +90,7 @@ func (t *translator) part(p model.Part) {
 	switch p.Type {
 	case model.PartMessageStart:
 		t.msgID, t.model, t.usage = p.ID, p.Model, p.Usage
+		t.contextTokens = p.Usage.InputTokens + p.Usage.CacheReadInputTokens + p.Usage.CacheCreationInputTokens
 		if t.msgID == "" {
 			t.msgID = "msg_" + strings.ReplaceAll(uuid.NewString(), "-", "")
 		}

@@ -1,0 +1,672 @@
+package printmode
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/tool"
+)
+
+// Init is what the host's initialize request (or, without one, the
+// command line alone) asks of the session that print mode opens.
+type Init struct {
+	// SystemPrompt, when set, replaces sluice's system prompt.
+	SystemPrompt *string
+	// AppendSystemPrompt is added to the system prompt.
+	AppendSystemPrompt string
+	// MCPServers is the host's mcpServers object (Claude Code's
+	// --mcp-config shape, {"mcpServers": ...}), for Open to start.
+	MCPServers json.RawMessage
+	// Tools are the tools of the host's in-process MCP servers.
+	Tools []tool.Tool
+	// Hooks put print mode's host in the session's tool calls: the hook
+	// callbacks and can_use_tool the host registered, the tool rules.
+	Hooks agent.Hooks
+}
+
+// OpenFunc opens the session of a print-mode run.
+type OpenFunc func(Init) (*agent.Session, error)
+
+// userInput is one user message read from the host.
+type userInput struct {
+	text string
+	line json.RawMessage // as read, for --replay-user-messages
+}
+
+// host is print mode's side of a run: the session (opened once, after the
+// host's initialize when one comes first), the input reader, the control
+// protocol and the state it changes.
+type host struct {
+	cfg  Config
+	w    *writer
+	out  *outbox
+	open OpenFunc
+
+	openOnce sync.Once
+	opened   chan struct{}
+	// initDone, once the host sent initialize, is closed when it has been
+	// answered: whatever comes after it waits for the session it opens.
+	initDone chan struct{}
+	// deferred are the lines read while initialize was handled; drained
+	// is closed (and drainedNow set) once they are handled.
+	deferred   []deferredLine
+	drained    chan struct{}
+	drainedNow bool
+	sess       *agent.Session
+	openErr    error
+	// preset is a session given to Run: initialize cannot reshape it.
+	preset bool
+
+	mu        sync.Mutex
+	hooks     map[string][]hookMatcher // by hook event name
+	sdkMCP    []string                 // the host's in-process MCP servers
+	disabled  map[string]bool          // MCP servers toggled off
+	mode      string                   // as the host named it (dontAsk, auto, ...)
+	lastInput int                      // the context's tokens, from the last response
+	sdkStatus []MCPServer              // the host's in-process servers
+}
+
+type hookMatcher struct {
+	Matcher         string   `json:"matcher"`
+	HookCallbackIDs []string `json:"hookCallbackIds"`
+	Timeout         float64  `json:"timeout"`
+}
+
+func newHost(cfg Config, w *writer, sess *agent.Session) *host {
+	h := &host{
+		cfg: cfg, w: w, out: newOutbox(w), open: cfg.Open, opened: make(chan struct{}), drained: make(chan struct{}),
+		hooks: map[string][]hookMatcher{}, disabled: map[string]bool{}, mode: cfg.PermissionMode,
+	}
+	if sess != nil {
+		h.sess, h.preset = sess, true
+		h.openOnce.Do(func() { close(h.opened) })
+	}
+	return h
+}
+
+// session returns the session, opening it as the command line alone asks
+// when no initialize did.
+func (h *host) session() (*agent.Session, error) {
+	h.mu.Lock()
+	done := h.initDone
+	h.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+	return h.openWith(Init{})
+}
+
+// openWith returns the session, opening it with init on the first call.
+func (h *host) openWith(init Init) (*agent.Session, error) {
+	h.openOnce.Do(func() {
+		defer close(h.opened)
+		if h.open == nil {
+			h.openErr = errors.New("print mode was given no session")
+			return
+		}
+		init.Hooks = h.agentHooks()
+		h.sess, h.openErr = h.open(init)
+	})
+	<-h.opened
+	return h.sess, h.openErr
+}
+
+// read reads the host's stream-json input until it ends: control
+// responses reach the requests waiting for them at once; the other lines
+// are handled in order (user messages queued for the turns, control
+// requests answered), those after an initialize once it is answered. The
+// reader itself never waits on a turn, so an interrupt or an answer to
+// can_use_tool is read whatever runs. It closes prompts when done.
+func (h *host) read(ctx context.Context, r io.Reader, prompts *queue[userInput]) error {
+	defer prompts.close()
+	defer func() {
+		h.mu.Lock()
+		done := h.initDone
+		h.mu.Unlock()
+		if done != nil {
+			<-h.drained
+		}
+	}()
+	defer h.out.close()
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := readLine(br, MaxInputLine)
+		if trimmed := strings.TrimSpace(string(line)); trimmed != "" {
+			var in incoming
+			if jerr := json.Unmarshal([]byte(trimmed), &in); jerr != nil {
+				return fmt.Errorf("input line is not JSON: %w", jerr)
+			}
+			if in.Type == "user" {
+				// Checked here, so that a bad message ends the input.
+				if _, perr := userText([]byte(trimmed)); perr != nil {
+					return perr
+				}
+			}
+			if in.Type == "control_response" {
+				if in.Response == nil || !h.out.deliver(in) {
+					fmt.Fprintf(h.cfg.Stderr, "sluice: ignoring a control_response that answers no request: %.200s\n", trimmed)
+				}
+			} else {
+				h.mu.Lock()
+				defer_ := h.initDone != nil && !h.drainedNow
+				if defer_ {
+					h.deferred = append(h.deferred, deferredLine{in, trimmed})
+				}
+				h.mu.Unlock()
+				if !defer_ {
+					h.dispatch(ctx, in, trimmed, prompts)
+				}
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+type deferredLine struct {
+	in   incoming
+	line string
+}
+
+// dispatch handles one input line other than a control response.
+func (h *host) dispatch(ctx context.Context, in incoming, line string, prompts *queue[userInput]) {
+	switch in.Type {
+	case "user":
+		if text, _ := userText([]byte(line)); text != "" {
+			prompts.push(userInput{text: text, line: json.RawMessage(line)})
+		}
+	case "control_request":
+		var hdr requestHeader
+		json.Unmarshal(in.Request, &hdr)
+		if hdr.Subtype != "initialize" {
+			h.control(ctx, in.RequestID, hdr.Subtype, in.Request)
+			return
+		}
+		h.mu.Lock()
+		if h.initDone != nil {
+			h.mu.Unlock()
+			h.w.respond(in.RequestID, nil, errors.New("already initialized"))
+			return
+		}
+		h.initDone = make(chan struct{})
+		h.mu.Unlock()
+		// Initialize may ask the host's MCP servers for their tools, whose
+		// answers the reader must go on reading; the lines after it wait.
+		go func() {
+			h.initialize(in.RequestID, in.Request)
+			close(h.initDone)
+			for {
+				h.mu.Lock()
+				if len(h.deferred) == 0 {
+					h.drainedNow = true
+					h.mu.Unlock()
+					close(h.drained)
+					return
+				}
+				next := h.deferred[0]
+				h.deferred = h.deferred[1:]
+				h.mu.Unlock()
+				h.dispatch(ctx, next.in, next.line, prompts)
+			}
+		}()
+	case "control_cancel_request", "keep_alive":
+		// Nothing waits on the host's side for these.
+	default:
+		fmt.Fprintf(h.cfg.Stderr, "sluice: ignoring an input line of type %q\n", in.Type)
+	}
+}
+
+// initialize answers the host's initialize request and opens the session
+// as it asks.
+func (h *host) initialize(id string, raw json.RawMessage) {
+	var req struct {
+		Hooks                 map[string][]hookMatcher   `json:"hooks"`
+		SDKMCPServers         []string                   `json:"sdkMcpServers"`
+		SDKMCPServerManifests map[string]sdkMCPManifest  `json:"sdkMcpServerManifests"`
+		SystemPrompt          []string                   `json:"systemPrompt"`
+		AppendSystemPrompt    string                     `json:"appendSystemPrompt"`
+		Agents                map[string]json.RawMessage `json:"agents"`
+		MCPServers            json.RawMessage            `json:"mcpServers"`
+		JSONSchema            json.RawMessage            `json:"jsonSchema"`
+	}
+	if err := json.Unmarshal(raw, &req); err != nil {
+		h.w.respond(id, nil, fmt.Errorf("malformed initialize request: %w", err))
+		return
+	}
+	if len(req.Agents) > 0 {
+		h.w.respond(id, nil, fmt.Errorf("subagents are not supported yet (asked for %d)", len(req.Agents)))
+		return
+	}
+	select {
+	case <-h.opened:
+		h.w.respond(id, nil, errors.New("already initialized"))
+		return
+	default:
+	}
+	h.mu.Lock()
+	for ev, ms := range req.Hooks {
+		h.hooks[ev] = append(h.hooks[ev], ms...)
+	}
+	h.sdkMCP = req.SDKMCPServers
+	h.mu.Unlock()
+
+	init := Init{AppendSystemPrompt: req.AppendSystemPrompt}
+	if len(req.SystemPrompt) > 0 {
+		s := strings.Join(req.SystemPrompt, "\n\n")
+		init.SystemPrompt = &s
+	}
+	if len(req.MCPServers) > 0 && string(req.MCPServers) != "null" && string(req.MCPServers) != "{}" {
+		init.MCPServers, _ = json.Marshal(map[string]json.RawMessage{"mcpServers": req.MCPServers})
+	}
+	for _, name := range req.SDKMCPServers {
+		tools, err := h.sdkMCPTools(name, req.SDKMCPServerManifests[name])
+		status := "connected"
+		if err != nil {
+			fmt.Fprintf(h.cfg.Stderr, "sluice: MCP server %s (in the host): %v\n", name, err)
+			status = "failed"
+		}
+		init.Tools = append(init.Tools, tools...)
+		h.mu.Lock()
+		h.sdkStatus = append(h.sdkStatus, MCPServer{Name: name, Status: status})
+		h.mu.Unlock()
+	}
+	sess, err := h.openWith(init)
+	if err != nil {
+		h.w.respond(id, nil, err)
+		return
+	}
+	h.w.respond(id, h.initializeResponse(sess, len(init.MCPServers) > 0), nil)
+}
+
+// initializeResponse is initialize's answer with the fields the Agent
+// SDK's SDKControlInitializeResponse declares.
+func (h *host) initializeResponse(sess *agent.Session, mcpApplied bool) map[string]any {
+	models := []map[string]any{}
+	for _, m := range h.cfg.Models {
+		models = append(models, map[string]any{"value": m, "displayName": m, "description": m})
+	}
+	if len(models) == 0 {
+		models = append(models, map[string]any{"value": sess.Model(), "displayName": sess.Model(), "description": "the session's model"})
+	}
+	resp := map[string]any{
+		"commands":                []any{},
+		"agents":                  []any{},
+		"output_style":            "default",
+		"available_output_styles": []string{"default"},
+		"models":                  models,
+		"account":                 map[string]any{"apiKeySource": h.cfg.APIKeySource, "apiProvider": "firstParty"},
+		"current_permission_mode": h.reportedMode(sess),
+		"hooks_applied":           true,
+		"sluice_version":          h.cfg.Version,
+		"pid":                     os.Getpid(),
+	}
+	if mcpApplied {
+		resp["mcp_servers_applied"] = true
+	}
+	return resp
+}
+
+func (h *host) reportedMode(sess *agent.Session) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.mode == "dontAsk" || h.mode == "auto" {
+		return h.mode
+	}
+	return string(sess.PermissionMode())
+}
+
+// control answers one host request other than initialize.
+func (h *host) control(ctx context.Context, id, subtype string, raw json.RawMessage) {
+	sess, err := h.session()
+	if err != nil {
+		h.w.respond(id, nil, err)
+		return
+	}
+	resp, err := h.answer(ctx, sess, subtype, raw)
+	h.w.respond(id, resp, err)
+}
+
+func (h *host) answer(_ context.Context, sess *agent.Session, subtype string, raw json.RawMessage) (any, error) {
+	switch subtype {
+	case "interrupt":
+		if sess.Running() {
+			sess.Abort("interrupted")
+		}
+		return map[string]any{"still_queued": []string{}}, nil
+	case "set_permission_mode":
+		var req struct {
+			Mode string `json:"mode"`
+		}
+		if err := json.Unmarshal(raw, &req); err != nil {
+			return nil, fmt.Errorf("malformed set_permission_mode request: %w", err)
+		}
+		m, err := sessionMode(req.Mode)
+		if err != nil {
+			return nil, err
+		}
+		if err := sess.SetPermissionMode(m); err != nil {
+			return nil, err
+		}
+		h.mu.Lock()
+		h.mode = req.Mode
+		h.mu.Unlock()
+		return map[string]any{}, nil
+	case "set_model":
+		var req struct {
+			Model *string `json:"model"`
+		}
+		if err := json.Unmarshal(raw, &req); err != nil {
+			return nil, fmt.Errorf("malformed set_model request: %w", err)
+		}
+		m := h.cfg.Model
+		if req.Model != nil && *req.Model != "" && *req.Model != "default" {
+			m = *req.Model
+		}
+		sess.SetModel(m)
+		return map[string]any{}, nil
+	case "set_max_thinking_tokens":
+		var req struct {
+			MaxThinkingTokens *int `json:"max_thinking_tokens"`
+		}
+		if err := json.Unmarshal(raw, &req); err != nil {
+			return nil, fmt.Errorf("malformed set_max_thinking_tokens request: %w", err)
+		}
+		n := 0
+		if req.MaxThinkingTokens != nil {
+			n = *req.MaxThinkingTokens
+		}
+		sess.SetThinkingBudget(n)
+		return map[string]any{}, nil
+	case "mcp_status":
+		return map[string]any{"mcpServers": h.mcpServers()}, nil
+	case "mcp_reconnect", "mcp_toggle":
+		var req struct {
+			ServerName string `json:"serverName"`
+			Enabled    *bool  `json:"enabled"`
+		}
+		if err := json.Unmarshal(raw, &req); err != nil {
+			return nil, fmt.Errorf("malformed %s request: %w", subtype, err)
+		}
+		var status string
+		for _, s := range h.mcpServers() {
+			if s.Name == req.ServerName {
+				status = s.Status
+			}
+		}
+		if status == "" {
+			return nil, fmt.Errorf("no MCP server named %q", req.ServerName)
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if subtype == "mcp_toggle" {
+			if req.Enabled == nil {
+				return nil, errors.New("mcp_toggle needs enabled")
+			}
+			h.disabled[req.ServerName] = !*req.Enabled
+			return map[string]any{}, nil
+		}
+		if status == "failed" {
+			return nil, fmt.Errorf("MCP server %s: reconnecting a failed server is not supported yet; restart the session", req.ServerName)
+		}
+		delete(h.disabled, req.ServerName)
+		return map[string]any{}, nil
+	case "get_context_usage":
+		return h.contextUsage(sess), nil
+	}
+	return nil, fmt.Errorf("unsupported control request subtype: %s", subtype)
+}
+
+// mcpServers are the MCP servers with their states, as McpServerStatus
+// declares them.
+func (h *host) mcpServers() []MCPServer {
+	servers := h.cfg.MCPServers
+	if h.cfg.MCPStatus != nil {
+		servers = h.cfg.MCPStatus()
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := append(append([]MCPServer{}, servers...), h.sdkStatus...)
+	for i, s := range out {
+		if h.disabled[s.Name] {
+			out[i].Status = "disabled"
+		}
+	}
+	return out
+}
+
+// contextUsage is get_context_usage's answer: the context the last
+// response was given, of the model's window.
+func (h *host) contextUsage(sess *agent.Session) map[string]any {
+	h.mu.Lock()
+	used := h.lastInput
+	h.mu.Unlock()
+	window := h.cfg.ContextWindow
+	if window <= 0 {
+		window = 200_000
+	}
+	free := max(window-used, 0)
+	return map[string]any{
+		"categories": []map[string]any{
+			{"id": "messages", "name": "Messages", "tokens": used, "color": "purple", "kind": "used"},
+			{"id": "free_space", "name": "Free space", "tokens": free, "color": "gray", "kind": "free"},
+		},
+		"totalTokens":  used,
+		"maxTokens":    window,
+		"rawMaxTokens": window,
+		"percentage":   float64(used) * 100 / float64(window),
+		"gridRows":     [][]any{},
+		"model":        sess.Model(),
+		"memoryFiles":  []any{},
+	}
+}
+
+// agentHooks are the session's hooks: the tool rules and the host's
+// PreToolUse hooks before the mode, can_use_tool for what the mode asks,
+// the host's PostToolUse hooks after.
+func (h *host) agentHooks() agent.Hooks {
+	hooks := agent.Hooks{
+		PreToolUse: h.preToolUse,
+		PostToolUse: func(ctx context.Context, call agent.ToolCall, result string, isError bool) {
+			h.runHooks(ctx, "PostToolUse", call.Name, call.ID, map[string]any{
+				"tool_name": call.Name, "tool_input": call.Input, "tool_response": result, "tool_use_id": call.ID,
+			})
+		},
+	}
+	if h.cfg.PermissionPromptStdio {
+		hooks.Ask = h.canUseTool
+	}
+	return hooks
+}
+
+func (h *host) preToolUse(ctx context.Context, call agent.ToolCall) agent.Verdict {
+	if server, ok := mcpServerOf(call.Name); ok {
+		h.mu.Lock()
+		off := h.disabled[server]
+		h.mu.Unlock()
+		if off {
+			return agent.Verdict{Decision: protocol.DecisionDeny, Reason: fmt.Sprintf("The MCP server %s is disabled.", server)}
+		}
+	}
+	if h.cfg.Rules != nil {
+		if v := h.cfg.Rules(call); v.Decision != "" {
+			return v
+		}
+	}
+	outs := h.runHooks(ctx, "PreToolUse", call.Name, call.ID, map[string]any{
+		"tool_name": call.Name, "tool_input": call.Input, "tool_use_id": call.ID,
+	})
+	var v agent.Verdict
+	for _, o := range outs {
+		var out struct {
+			Decision           string `json:"decision"` // the older approve/block
+			Reason             string `json:"reason"`
+			HookSpecificOutput struct {
+				PermissionDecision       string          `json:"permissionDecision"`
+				PermissionDecisionReason string          `json:"permissionDecisionReason"`
+				UpdatedInput             json.RawMessage `json:"updatedInput"`
+			} `json:"hookSpecificOutput"`
+		}
+		if json.Unmarshal(o, &out) != nil {
+			continue
+		}
+		d, reason := out.HookSpecificOutput.PermissionDecision, out.HookSpecificOutput.PermissionDecisionReason
+		switch out.Decision {
+		case "approve":
+			d, reason = "allow", out.Reason
+		case "block":
+			d, reason = "deny", out.Reason
+		}
+		switch d {
+		case "deny": // a denial wins over every other hook's answer
+			return agent.Verdict{Decision: protocol.DecisionDeny, Reason: reason}
+		case "allow":
+			v = agent.Verdict{Decision: protocol.DecisionAllow, Input: out.HookSpecificOutput.UpdatedInput}
+		case "ask":
+			if v.Decision == "" {
+				v.Decision = agent.VerdictAsk
+			}
+		}
+	}
+	return v
+}
+
+// canUseTool asks the host whether a call may run (--permission-prompt-tool
+// stdio). A host that cannot be asked denies.
+func (h *host) canUseTool(ctx context.Context, req protocol.PermissionRequest) agent.Verdict {
+	input := json.RawMessage(req.Parameters)
+	if !json.Valid(input) {
+		input = json.RawMessage("{}")
+	}
+	ask := map[string]any{
+		"subtype": "can_use_tool", "tool_name": req.Name, "display_name": req.Name, "input": input,
+		"permission_suggestions": []any{}, "tool_use_id": req.ToolID,
+	}
+	if req.CompactParams != "" {
+		ask["description"] = req.CompactParams
+	}
+	if server, ok := mcpServerOf(req.Name); ok {
+		ask["mcp_server"] = map[string]any{"name": server, "source": h.serverSource(server)}
+	}
+	raw, err := h.out.ask(ctx, ask)
+	if err != nil {
+		return agent.Verdict{Decision: protocol.DecisionDeny, Reason: fmt.Sprintf("Permission to use %s was not granted: %v", req.Name, err)}
+	}
+	var ans struct {
+		Behavior     string          `json:"behavior"`
+		UpdatedInput json.RawMessage `json:"updatedInput"`
+		Message      string          `json:"message"`
+	}
+	if err := json.Unmarshal(raw, &ans); err != nil {
+		return agent.Verdict{Decision: protocol.DecisionDeny, Reason: "Permission was not granted: the host's answer was malformed."}
+	}
+	if ans.Behavior == "allow" {
+		in := ans.UpdatedInput
+		if len(in) == 0 || string(in) == "null" {
+			in = nil
+		}
+		return agent.Verdict{Decision: protocol.DecisionAllow, Input: in}
+	}
+	return agent.Verdict{Decision: protocol.DecisionDeny, Reason: ans.Message}
+}
+
+func (h *host) serverSource(name string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, s := range h.sdkMCP {
+		if s == name {
+			return "sdk"
+		}
+	}
+	return "config"
+}
+
+// runHooks calls the host's callbacks registered for event whose matcher
+// matches target, in order, and returns their outputs.
+func (h *host) runHooks(ctx context.Context, event, target, toolUseID string, fields map[string]any) []json.RawMessage {
+	h.mu.Lock()
+	matchers := h.hooks[event]
+	mode := h.mode
+	h.mu.Unlock()
+	var outs []json.RawMessage
+	for _, m := range matchers {
+		if !hookMatches(m.Matcher, target) {
+			continue
+		}
+		for _, cb := range m.HookCallbackIDs {
+			input := map[string]any{
+				"session_id": h.sessionID(), "transcript_path": "", "cwd": h.workDir(),
+				"permission_mode": mode, "hook_event_name": event,
+			}
+			for k, v := range fields {
+				input[k] = v
+			}
+			req := map[string]any{"subtype": "hook_callback", "callback_id": cb, "input": input}
+			if toolUseID != "" {
+				req["tool_use_id"] = toolUseID
+			}
+			out, err := h.out.ask(ctx, req)
+			if err != nil {
+				fmt.Fprintf(h.cfg.Stderr, "sluice: %s hook %s: %v\n", event, cb, err)
+				continue
+			}
+			outs = append(outs, out)
+		}
+	}
+	return outs
+}
+
+func (h *host) sessionID() string {
+	select {
+	case <-h.opened:
+		if h.sess != nil {
+			return h.sess.ID()
+		}
+	default:
+	}
+	return ""
+}
+
+func (h *host) workDir() string {
+	select {
+	case <-h.opened:
+		if h.sess != nil {
+			return h.sess.WorkDir()
+		}
+	default:
+	}
+	return ""
+}
+
+// hookMatches reports whether a hook's matcher (a tool name, "A|B", a
+// regular expression, or empty / "*" for all) matches name.
+func hookMatches(matcher, name string) bool {
+	if matcher == "" || matcher == "*" || matcher == name {
+		return true
+	}
+	re, err := regexp.Compile("^(?:" + matcher + ")$")
+	return err == nil && re.MatchString(name)
+}
+
+// mcpServerOf returns the server of an MCP tool name (mcp__server__tool).
+func mcpServerOf(name string) (string, bool) {
+	rest, ok := strings.CutPrefix(name, "mcp__")
+	if !ok {
+		return "", false
+	}
+	server, _, ok := strings.Cut(rest, "__")
+	return server, ok
+}
