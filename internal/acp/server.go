@@ -62,6 +62,23 @@ type Server struct {
 	caps     sdk.ClientCapabilities
 	sessions map[sdk.SessionId]*session
 	closed   bool
+	// work counts the requests that make sessions or run prompts, so that
+	// their answers go out before Serve returns.
+	work sync.WaitGroup
+}
+
+// errClosing answers requests that arrive while the connection ends.
+var errClosing = sdk.NewInternalError(map[string]any{"error": "the agent is shutting down"})
+
+// begin registers a request's work; false once the connection is closing.
+func (s *Server) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.work.Add(1)
+	return true
 }
 
 // Serve runs an ACP agent on in/out until in ends or ctx is done, then
@@ -96,6 +113,9 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 	cancel()
 	pr.Close() // ends the filter's writes when ctx ended first
 	closeErr := s.closeAll()
+	// The requests still running end promptly now (their sessions are
+	// closed, their contexts done); their answers go out first.
+	s.work.Wait()
 	select {
 	case ferr := <-filtered:
 		if err == nil && ferr != nil && !errors.Is(ferr, io.ErrClosedPipe) {
@@ -260,6 +280,10 @@ func mcpConfig(servers []sdk.McpServer) (*mcp.Config, error) {
 
 // NewSession implements sdk.Agent.
 func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
+	if !s.begin() {
+		return sdk.NewSessionResponse{}, errClosing
+	}
+	defer s.work.Done()
 	cwd, err := checkCwd(p.Cwd)
 	if err != nil {
 		return sdk.NewSessionResponse{}, err
@@ -274,7 +298,10 @@ func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.N
 		closeMCP(ms)
 		return sdk.NewSessionResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
 	}
-	ss := s.attach(ag, ms, ref, false)
+	ss, err := s.attach(ag, ms, ref, false)
+	if err != nil {
+		return sdk.NewSessionResponse{}, err
+	}
 	return sdk.NewSessionResponse{
 		SessionId: sdk.SessionId(ag.ID()), Modes: ss.modes(), ConfigOptions: ss.configOptions(), Models: ss.models(),
 	}, nil
@@ -315,12 +342,16 @@ func (s *Server) open(ctx context.Context, id sdk.SessionId, cwd string, dirs []
 		}
 		return nil, invalidParams("cannot open session %s: %v", id, err)
 	}
-	return s.attach(ag, ms, ref, replay), nil
+	return s.attach(ag, ms, ref, replay)
 }
 
 // LoadSession implements sdk.AgentLoader: the stored conversation is
 // replayed as session/update notifications before the answer.
 func (s *Server) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
+	if !s.begin() {
+		return sdk.LoadSessionResponse{}, errClosing
+	}
+	defer s.work.Done()
 	ss, err := s.open(ctx, p.SessionId, p.Cwd, p.AdditionalDirectories, p.McpServers, true)
 	if err != nil {
 		return sdk.LoadSessionResponse{}, err
@@ -333,6 +364,10 @@ func (s *Server) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk
 
 // ResumeSession implements sdk.Agent: like load, without the replay.
 func (s *Server) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
+	if !s.begin() {
+		return sdk.ResumeSessionResponse{}, errClosing
+	}
+	defer s.work.Done()
 	ss, err := s.open(ctx, p.SessionId, p.Cwd, p.AdditionalDirectories, p.McpServers, false)
 	if err != nil {
 		return sdk.ResumeSessionResponse{}, err
@@ -399,6 +434,10 @@ func (s *Server) Cancel(_ context.Context, p sdk.CancelNotification) error {
 
 // Prompt implements sdk.Agent.
 func (s *Server) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResponse, error) {
+	if !s.begin() {
+		return sdk.PromptResponse{}, errClosing
+	}
+	defer s.work.Done()
 	ss, err := s.session(p.SessionId)
 	if err != nil {
 		return sdk.PromptResponse{}, err

@@ -861,3 +861,44 @@ func TestRetryIsExplained(t *testing.T) {
 		t.Errorf("thought = %q", got)
 	}
 }
+
+// TestInputClosesDuringPrompt: when the client closes the agent's input
+// with a prompt running, the run is stopped and the prompt still gets its
+// answer before Serve returns.
+func TestInputClosesDuringPrompt(t *testing.T) {
+	t.Parallel()
+	gate := make(chan struct{})
+	defer close(gate)
+	h := newHarness(t, modeltest.NewScript(modeltest.Response(
+		modeltest.Start("m1"), modeltest.Text(0, "partial"), modeltest.Gate(gate), modeltest.Stop("end_turn"),
+	)), harnessOpts{})
+	h.initialize(sdk.ClientCapabilities{})
+	sess := h.newSession()
+	go h.prompt(sess.SessionId, "go") // its answer is read from the raw output
+	deadline := time.After(wait)
+	for messageText(h.client.snapshot()) != "partial" {
+		select {
+		case <-h.client.notify:
+		case <-deadline:
+			t.Fatal("the prompt did not stream")
+		}
+	}
+	h.in.Close()
+	select {
+	case err := <-h.done:
+		h.done <- err // for the cleanup
+	case <-deadline:
+		t.Fatal("Serve did not end")
+	}
+	h.out.mu.Lock()
+	defer h.out.mu.Unlock()
+	answered := false
+	for _, l := range h.out.lines {
+		if strings.Contains(l, `"stopReason":"cancelled"`) {
+			answered = true
+		}
+	}
+	if !answered {
+		t.Errorf("no cancelled answer in %q", h.out.lines)
+	}
+}

@@ -74,8 +74,9 @@ type turn struct {
 }
 
 // attach wires a session to the connection and starts its pump. With
-// replay, the session's stored conversation is sent first.
-func (s *Server) attach(ag *agent.Session, ms *mcp.Servers, ref *sessionRef, replay bool) *session {
+// replay, the session's stored conversation is sent first. A connection
+// that is closing gets no new session: it is closed at once.
+func (s *Server) attach(ag *agent.Session, ms *mcp.Servers, ref *sessionRef, replay bool) (*session, error) {
 	ctx, stop := context.WithCancel(s.ctx)
 	ss := &session{
 		srv: s, ag: ag, mcp: ms, id: sdk.SessionId(ag.ID()),
@@ -109,12 +110,20 @@ func (s *Server) attach(ag *agent.Session, ms *mcp.Servers, ref *sessionRef, rep
 		}
 	}
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		sub.Close()
+		stop()
+		closeMCP(ms)
+		ag.Close()
+		return nil, errClosing
+	}
 	s.sessions[ss.id] = ss
 	s.mu.Unlock()
 	// The replay goes out before any event after the snapshot: the pump
 	// sends it first.
 	go ss.pump(first, snap.Seq)
-	return ss
+	return ss, nil
 }
 
 func titleUpdate(m protocol.Message) sdk.SessionUpdate {
@@ -326,6 +335,11 @@ func (ss *session) prompt(ctx context.Context, text string) (sdk.PromptResponse,
 	res, runErr := h.Wait(context.WithoutCancel(ctx))
 	// Every update of the run goes out before the answer.
 	if err := ss.waitSent(context.WithoutCancel(ctx), ss.ag.Seq()); err != nil {
+		if ss.ctx.Err() != nil {
+			// The session was closed under the prompt (session/close, a
+			// reload, the connection ending): the run was stopped.
+			return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+		}
 		return sdk.PromptResponse{}, err
 	}
 	ss.mu.Lock()
