@@ -163,18 +163,11 @@ func (r *Relay) answer(ctx context.Context, c *chat, name, arg string) {
 		return
 	case err != nil:
 		r.say(ctx, c.id, KindCommand, "⚠️ "+err.Error())
+		return
 	}
-	c.mu.Lock()
-	for k, q := range c.perms {
-		if q.RequestID == p.RequestID {
-			c.perms = append(c.perms[:k:k], c.perms[k+1:]...)
-			break
-		}
-	}
-	c.mu.Unlock()
-	if err == nil {
-		r.say(ctx, c.id, KindCommand, map[protocol.Decision]string{
-			protocol.DecisionAllow: "Allowed.", protocol.DecisionAllowAlways: "Allowed for the rest of the session.", protocol.DecisionDeny: "Denied.",
-		}[decision])
-	}
+	// The request leaves c.perms when the agent's permissionResolved
+	// reaches the run's list.
+	r.say(ctx, c.id, KindCommand, map[protocol.Decision]string{
+		protocol.DecisionAllow: "Allowed.", protocol.DecisionAllowAlways: "Allowed for the rest of the session.", protocol.DecisionDeny: "Denied.",
+	}[decision])
 }

@@ -78,8 +78,17 @@ type chat struct {
 	mu      sync.Mutex
 	conv    backend.Conversation
 	jobs    []job
-	running bool
-	perms   []protocol.PermissionRequest
+	running bool // the worker runs a job
+	// perms are the approval requests of the run in progress as its
+	// router's list holds them after its last event: a copy for the
+	// commands, which run on the receiving goroutine.
+	perms []protocol.PermissionRequest
+}
+
+func (c *chat) setPerms(p []protocol.PermissionRequest) {
+	c.mu.Lock()
+	c.perms = p
+	c.mu.Unlock()
 }
 
 // New returns a relay; undelivered messages from before are queued again.
@@ -379,15 +388,11 @@ func (r *Relay) run(ctx context.Context, stop <-chan struct{}, c *chat, conv bac
 		}
 		switch e := ev.(type) {
 		case protocol.PermissionRequest:
-			c.mu.Lock()
-			c.perms = append(c.perms, e)
-			c.mu.Unlock()
+			c.setPerms(rt.PendingPermissions())
 			r.say(ctx, c.id, KindPermission, permissionPrompt(e))
 			w.activity()
 		case protocol.PermissionResolved:
-			c.mu.Lock()
-			c.perms = slices.DeleteFunc(c.perms, func(p protocol.PermissionRequest) bool { return p.RequestID == e.RequestID })
-			c.mu.Unlock()
+			c.setPerms(rt.PendingPermissions())
 		}
 	}
 	var rest []deliver.Message

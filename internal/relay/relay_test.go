@@ -18,9 +18,11 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/relay/backend"
 	"github.com/sluicehq/sluice/internal/relay/backend/claudecode"
 	"github.com/sluicehq/sluice/internal/relay/backend/claudecode/fakeclaude"
+	"github.com/sluicehq/sluice/internal/relay/backend/sluiceagent"
 	"github.com/sluicehq/sluice/internal/relay/channel"
 	"github.com/sluicehq/sluice/internal/relay/channel/telegram"
 	"github.com/sluicehq/sluice/internal/relay/channel/telegram/telegramfake"
@@ -31,6 +33,8 @@ import (
 	"github.com/sluicehq/sluice/internal/relay/store"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/model/modeltest"
+	"github.com/sluicehq/sluice/protocol"
+	sessionstore "github.com/sluicehq/sluice/store"
 )
 
 // relayProcessEnv makes the test binary 'sluice relay' with its arguments,
@@ -615,5 +619,57 @@ func TestCrashWhileSluiceAnswers(t *testing.T) {
 	defer mu.Unlock()
 	if len(bodies) != 2 || !strings.Contains(bodies[1], "first question, please") {
 		t.Errorf("the model got %d requests; the second should carry the restored session: %.300s", len(bodies), bodies)
+	}
+}
+
+// TestApprovalInTheChat: with sluice's agent, a command asks for approval
+// in the chat; /allow answers it, and the request is gone from /status and
+// from a second /allow once the agent resolved it — the relay reads the
+// pending requests from the run's reduced list.
+func TestApprovalInTheChat(t *testing.T) {
+	t.Parallel()
+	f := telegramfake.New()
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	st := openStore(t, filepath.Join(t.TempDir(), "relay.db"))
+	t.Cleanup(func() { st.Close() })
+	tg := telegram.New(telegram.Config{BaseURL: srv.URL, Token: telegramfake.Token, KV: st, PollTimeout: time.Second})
+	script := modeltest.NewScript(
+		modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, "Let me look."),
+			modeltest.ToolUse(1, "toolu_1", "Bash", map[string]string{"command": "echo approved"}), modeltest.Stop("tool_use")),
+		modeltest.Answer("m2", "It printed approved."),
+	)
+	workDir, sessions := t.TempDir(), t.TempDir()
+	be := sluiceagent.New(sluiceagent.Config{KV: st, Options: func(string) agent.Options {
+		return agent.Options{Provider: script, WorkDir: workDir, PermissionMode: protocol.ModeDefault,
+			Stream: modeltest.StreamOptions(), Store: sessionstore.NewJSONL(sessions)}
+	}})
+	t.Cleanup(func() { be.Close() })
+	startRelay(t, st, tg, be, nil, fast)
+	f.UserSays(4, "what does echo say?")
+	sent, err := f.WaitSent(waitCtx(t), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent[0].Text != "Let me look." || !strings.HasPrefix(sent[1].Text, "🔐 Bash wants to run:\necho approved") {
+		t.Fatalf("before the approval: %q, %q", sent[0].Text, sent[1].Text)
+	}
+	f.UserSays(4, "/status")
+	f.UserSays(4, "/allow")
+	sent, err = f.WaitSent(waitCtx(t), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sent[2].Text, "Approvals asked: 1") || sent[3].Text != "Allowed." || sent[4].Text != "It printed approved." {
+		t.Errorf("around /allow: %q, %q, %q", sent[2].Text, sent[3].Text, sent[4].Text)
+	}
+	f.UserSays(4, "/allow")
+	f.UserSays(4, "/status")
+	sent, err = f.WaitSent(waitCtx(t), 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent[5].Text != "No approval is waiting." || !strings.Contains(sent[6].Text, "Approvals asked: 0") {
+		t.Errorf("after the run: %q, %q", sent[5].Text, sent[6].Text)
 	}
 }

@@ -105,6 +105,12 @@ func (r *Router) Apply(ev protocol.Event) []Message {
 	return nil
 }
 
+// PendingPermissions returns the run's approval requests not yet
+// resolved, oldest first, as the list holds them.
+func (r *Router) PendingPermissions() []protocol.PermissionRequest {
+	return r.list.PendingPermissions()
+}
+
 // Finish ends the run and returns the messages still to send: the final
 // answer, the text of turns that never ended, the result text when nothing
 // was sent, and the errors. result may be empty.

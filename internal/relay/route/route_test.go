@@ -343,3 +343,27 @@ func TestNothingLost(t *testing.T) {
 		}
 	}
 }
+
+// TestPendingPermissions: the router's list holds the run's open approval
+// requests, oldest first, until each is resolved.
+func TestPendingPermissions(t *testing.T) {
+	t.Parallel()
+	r := New(split.TelegramLimit)
+	ids := func() []string {
+		var out []string
+		for _, p := range r.PendingPermissions() {
+			out = append(out, p.RequestID)
+		}
+		return out
+	}
+	r.Apply(added("m1"))
+	r.Apply(protocol.PermissionRequest{RequestID: "p1", Name: "Bash"})
+	r.Apply(protocol.PermissionRequest{RequestID: "p2", Name: "Edit"})
+	if got := ids(); strings.Join(got, ",") != "p1,p2" {
+		t.Fatalf("pending %v", got)
+	}
+	r.Apply(protocol.PermissionResolved{RequestID: "p1", Decision: protocol.DecisionAllow})
+	if got := ids(); strings.Join(got, ",") != "p2" {
+		t.Errorf("after resolving p1: %v", got)
+	}
+}
