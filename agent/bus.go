@@ -9,21 +9,8 @@ import (
 	"github.com/sluicehq/sluice/protocol"
 )
 
-// Delivery guarantees of a session's events (see also package protocol):
-//
-//   - Every event is applied to the session's own list and queued to every
-//     subscriber under one lock, so a snapshot at seq S reflects exactly the
-//     events up to S, and every subscriber sees the events in seq order.
-//   - Publishing never blocks on a subscriber. A subscriber's queue has no
-//     count limit; adjacent deltas of one block are merged in it
-//     (protocol.Merge), so a subscriber that reads nothing holds memory in
-//     proportion to the content streamed, not to the number of events.
-//   - Nothing is dropped: a subscriber sees every event from the point it
-//     subscribed until it closes or the session closes.
-//   - A bounded replay buffer keeps the most recent events so that a
-//     consumer that reconnects with its last seq can receive exactly the
-//     events it missed (SubscribeFrom), or learn that it must pull a
-//     snapshot (ErrTooFarBehind).
+// The delivery guarantees of a session's events are in the package
+// documentation (doc.go), where go doc shows them.
 
 // ErrClosed is returned by Subscription.Next after Close, and by Session
 // methods after the session is closed.

@@ -238,9 +238,9 @@ func (s *streamer) run(ctx context.Context, yield func(Part, error) bool) {
 			stopped, began bool
 		)
 		if fallback {
-			err, stopped = s.complete(ctx, yield)
+			stopped, err = s.complete(ctx, yield)
 		} else {
-			err, stopped, began = s.attempt(ctx, yield)
+			stopped, began, err = s.attempt(ctx, yield)
 		}
 		if stopped || err == nil {
 			return
@@ -345,7 +345,7 @@ var errAttemptOver = errors.New("model: attempt over")
 // attempt streams once. It returns err == nil when the response ended with
 // PartMessageStop, stopped when the consumer stopped, and began when any
 // part was yielded.
-func (s *streamer) attempt(ctx context.Context, yield func(Part, error) bool) (err error, stopped, began bool) {
+func (s *streamer) attempt(ctx context.Context, yield func(Part, error) bool) (stopped, began bool, err error) {
 	actx, cancel := context.WithCancelCause(ctx)
 	w := &watch{clock: s.o.Clock, max: s.o.MaxResponseSize}
 	w.touch()
@@ -390,49 +390,49 @@ func (s *streamer) attempt(ctx context.Context, yield func(Part, error) bool) (e
 	for {
 		select {
 		case it, ok := <-items:
-			if err, stopped, done := s.handle(it, ok, &began, w, yield); done {
-				return err, stopped, began
+			if stopped, done, err := s.handle(it, ok, &began, w, yield); done {
+				return stopped, began, err
 			}
 		case <-timerC:
 			last := w.last.Load()
 			idle := s.o.Clock.Now().Sub(time.Unix(0, last))
 			if s.o.IdleTimeout > 0 && idle >= s.o.IdleTimeout {
 				cancel(ErrIdleTimeout)
-				return fmt.Errorf("%w: no data for %v", ErrIdleTimeout, idle.Round(time.Millisecond)), false, began
+				return false, began, fmt.Errorf("%w: no data for %v", ErrIdleTimeout, idle.Round(time.Millisecond))
 			}
 			stalled := stalledAt == last
 			if s.o.StallWarning > 0 && idle >= s.o.StallWarning && !stalled {
 				stalledAt, stalled = last, true
 				if !yield(Part{Type: PartStalled, Idle: idle}, nil) {
-					return nil, true, began
+					return true, began, nil
 				}
 			}
 			timer.Reset(s.nextCheck(idle, stalled))
 		case <-ctx.Done():
-			return context.Cause(ctx), false, began
+			return false, began, context.Cause(ctx)
 		}
 	}
 }
 
 // handle passes on one item of the provider's stream; done says the attempt
 // is over.
-func (s *streamer) handle(it item, ok bool, began *bool, w *watch, yield func(Part, error) bool) (err error, stopped, done bool) {
+func (s *streamer) handle(it item, ok bool, began *bool, w *watch, yield func(Part, error) bool) (stopped, done bool, err error) {
 	switch {
 	case !ok:
-		return fmt.Errorf("%w (%s ended its stream without message stop)", ErrIncomplete, s.p.Name()), false, true
+		return false, true, fmt.Errorf("%w (%s ended its stream without message stop)", ErrIncomplete, s.p.Name())
 	case it.err != nil:
-		return it.err, false, true
+		return false, true, it.err
 	}
 	*began = true
 	if !yield(it.part, nil) {
-		return nil, true, true
+		return true, true, nil
 	}
 	// Time spent in the consumer is not time waiting for the server.
 	w.touch()
 	if it.part.Type == PartMessageStop {
-		return nil, false, true
+		return false, true, nil
 	}
-	return nil, false, false
+	return false, false, nil
 }
 
 // nextCheck is when the watchdog must look again, idle having passed since
@@ -455,7 +455,7 @@ func (s *streamer) nextCheck(idle time.Duration, stalled bool) time.Duration {
 
 // complete makes the non-streaming fallback request and yields its response
 // as parts.
-func (s *streamer) complete(ctx context.Context, yield func(Part, error) bool) (err error, stopped bool) {
+func (s *streamer) complete(ctx context.Context, yield func(Part, error) bool) (stopped bool, err error) {
 	cctx, cancel := context.WithCancelCause(ctx)
 	cctx = context.WithValue(cctx, watchKey{}, &watch{clock: s.o.Clock, max: s.o.MaxResponseSize})
 	type result struct {
@@ -480,21 +480,21 @@ func (s *streamer) complete(ctx context.Context, yield func(Part, error) bool) (
 	case <-timeout:
 		cancel(errAttemptOver)
 		<-done
-		return fmt.Errorf("%w: the non-streaming request took longer than %v", ErrIdleTimeout, s.o.CompleteTimeout), false
+		return false, fmt.Errorf("%w: the non-streaming request took longer than %v", ErrIdleTimeout, s.o.CompleteTimeout)
 	case <-ctx.Done():
 		cancel(errAttemptOver)
 		<-done
-		return context.Cause(ctx), false
+		return false, context.Cause(ctx)
 	}
 	if r.err != nil {
-		return r.err, false
+		return false, r.err
 	}
 	for part := range r.resp.Parts() {
 		if !yield(part, nil) {
-			return nil, true
+			return true, nil
 		}
 	}
-	return nil, false
+	return false, nil
 }
 
 // watch is the time of the last sign of life of an attempt (its response's

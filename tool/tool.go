@@ -31,6 +31,10 @@ type Tool interface {
 	// tool block get. Run returns an error only when the call could not be
 	// carried out (bad params, a path outside the working directory, ctx
 	// cancelled); the error text is shown to the model as a failed result.
+	//
+	// Run must return promptly once ctx is done: aborting a run, a
+	// rewind, a clear and closing the session wait for it. A tool that
+	// starts processes or goroutines stops them before it returns.
 	Run(ctx context.Context, env *Env, params json.RawMessage, out Output) (Result, error)
 }
 

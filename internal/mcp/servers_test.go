@@ -255,6 +255,9 @@ func TestConnectCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	s, err := Connect(ctx, &Config{Servers: map[string]ServerConfig{"test": testServer(t, modeTools, nil)}}, nil)
+	if s == nil {
+		t.Fatalf("Connect returned no servers (it returns those that connected beside the errors of the rest): %v", err)
+	}
 	defer s.Close()
 	if errs := serverErrors(t, err); errs["test"] == nil || !errors.Is(errs["test"], context.Canceled) {
 		t.Errorf("Connect with a cancelled ctx: %v, want context.Canceled for test", err)
@@ -400,6 +403,9 @@ func TestURLSecretsRedacted(t *testing.T) {
 	s, err := Connect(context.Background(), &Config{Servers: map[string]ServerConfig{
 		"gone": {Type: TypeHTTP, URL: gone + "/mcp?token=query-s3cret"},
 	}}, nil)
+	if s == nil {
+		t.Fatalf("Connect returned no servers (it returns those that connected beside the errors of the rest): %v", err)
+	}
 	defer s.Close()
 	if err == nil {
 		t.Fatal("Connect to a closed server: no error")

@@ -258,16 +258,6 @@ func (w *rawHost) result(method string, params, v any) {
 	}
 }
 
-// rpcError calls and returns the error, failing on success.
-func (w *rawHost) rpcError(method string, params any) *wire.Error {
-	w.t.Helper()
-	m := w.response(w.call(method, params))
-	if m.Error == nil {
-		w.t.Fatalf("%s succeeded: %s", method, m.raw)
-	}
-	return m.Error
-}
-
 // initialize attaches the wire to a session and resets its list.
 func (w *rawHost) initialize(p wire.InitializeParams) wire.InitializeResult {
 	w.t.Helper()

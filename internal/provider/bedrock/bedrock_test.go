@@ -795,11 +795,7 @@ func FuzzDecode(f *testing.F) {
 // Bedrock's frames rather than stopping at a frame's CRC.
 func FuzzChunks(f *testing.F) {
 	for _, name := range []string{"tool_use_response.sse", "redacted_thinking.sse", "compaction_usage.sse"} {
-		var lines [][]byte
-		for _, ev := range sseEvents(f, fixture(f, name)) {
-			lines = append(lines, ev)
-		}
-		f.Add(bytes.Join(lines, []byte("\n")))
+		f.Add(bytes.Join(sseEvents(f, fixture(f, name)), []byte("\n")))
 	}
 	f.Add([]byte(`{"type":"content_block_delta","index":3,"delta":{"type":"input_json_delta","partial_json":"{"}}` + "\n" + `{"type":"message_stop"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {

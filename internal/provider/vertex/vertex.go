@@ -6,12 +6,14 @@ package vertex
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 
 	"cloud.google.com/go/auth"
@@ -83,15 +85,19 @@ func New(cfg Config) (*Provider, error) {
 	}
 	creds := cfg.Credentials
 	if creds == nil && !cfg.SkipAuth {
-		var err error
-		creds, err = credentials.DetectDefault(&credentials.DetectOptions{
-			Scopes:          []string{scope},
-			CredentialsFile: cfg.CredentialsFile,
-			Client:          cfg.HTTPClient,
+		opts := &credentials.DetectOptions{
+			Scopes: []string{scope},
+			Client: cfg.HTTPClient,
 			// A token is refreshed when a request needs it, not by a
 			// goroutine of its own.
 			DisableAsyncRefresh: true,
-		})
+		}
+		var err error
+		if cfg.CredentialsFile != "" {
+			creds, err = credentialsFromFile(cfg.CredentialsFile, opts)
+		} else {
+			creds, err = credentials.DetectDefault(opts)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("vertex: no Google credentials (run gcloud auth application-default login, or set GOOGLE_APPLICATION_CREDENTIALS): %w", err)
 		}
@@ -212,3 +218,20 @@ func (c Config) String() string {
 
 // GoString is String.
 func (c Config) GoString() string { return c.String() }
+
+// credentialsFromFile reads an ADC JSON file of the user's (what
+// GOOGLE_APPLICATION_CREDENTIALS names) as the type it says it is.
+// DetectOptions.CredentialsFile did the same and is deprecated.
+func credentialsFromFile(path string, opts *credentials.DetectOptions) (*auth.Credentials, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var head struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return credentials.NewCredentialsFromJSON(credentials.CredType(head.Type), b, opts)
+}
