@@ -51,14 +51,13 @@ func (r *Relay) command(ctx context.Context, c *chat, text string) {
 		reply(helpText)
 	case "/stop":
 		c.mu.Lock()
-		jobs, running, conv := c.jobs, c.running, c.conv
+		jobs := c.jobs
 		c.jobs = nil
 		c.mu.Unlock()
 		r.drop(ctx, jobs)
 		dropped := len(jobs)
 		msg := "Nothing is running."
-		if running {
-			conv.Abort("stopped from the chat")
+		if c.abort("stopped from the chat") {
 			msg = "Stopping; what the agent wrote so far follows."
 		}
 		if dropped > 0 {

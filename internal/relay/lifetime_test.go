@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http/httptest"
 	"os"
@@ -12,11 +13,13 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sluicehq/sluice/internal/relay/backend"
 	"github.com/sluicehq/sluice/internal/relay/backend/claudecode"
 	"github.com/sluicehq/sluice/internal/relay/backend/claudecode/fakeclaude"
 	"github.com/sluicehq/sluice/internal/relay/channel"
 	"github.com/sluicehq/sluice/internal/relay/channel/telegram/telegramfake"
 	"github.com/sluicehq/sluice/internal/relay/split"
+	"github.com/sluicehq/sluice/protocol"
 )
 
 // requestChannel is a channel whose every inbound message comes with its
@@ -195,5 +198,102 @@ func TestOpenProvider(t *testing.T) {
 				t.Errorf("got %s %s, want %s %s", sel.Name, sel.Model, tt.wantName, tt.wantModel)
 			}
 		})
+	}
+}
+
+// gatedBackend's runs start only when the test lets them, and then last
+// until aborted.
+type gatedBackend struct {
+	starting chan struct{} // a Start began
+	release  chan struct{} // Start may return
+
+	mu      sync.Mutex
+	aborted []string
+	abort   chan struct{} // closed by the first Abort of a started run
+	started bool
+}
+
+func newGatedBackend() *gatedBackend {
+	return &gatedBackend{starting: make(chan struct{}, 1), release: make(chan struct{}), abort: make(chan struct{})}
+}
+
+func (b *gatedBackend) Name() string { return "gated" }
+func (b *gatedBackend) Close() error { return nil }
+func (b *gatedBackend) Open(context.Context, string) (backend.Conversation, error) {
+	return gatedConv{b}, nil
+}
+
+type gatedConv struct{ b *gatedBackend }
+
+func (c gatedConv) Start(ctx context.Context, _ string) (backend.Run, error) {
+	c.b.starting <- struct{}{}
+	<-c.b.release
+	c.b.mu.Lock()
+	c.b.started = true
+	c.b.mu.Unlock()
+	return gatedRun{c.b}, nil
+}
+
+func (c gatedConv) Abort(reason string) {
+	c.b.mu.Lock()
+	defer c.b.mu.Unlock()
+	c.b.aborted = append(c.b.aborted, reason)
+	if c.b.started {
+		select {
+		case <-c.b.abort:
+		default:
+			close(c.b.abort)
+		}
+	}
+}
+
+func (gatedConv) Reset(context.Context) error                      { return nil }
+func (gatedConv) Compact(context.Context) error                    { return nil }
+func (gatedConv) Model() string                                    { return "" }
+func (gatedConv) SetModel(string) error                            { return nil }
+func (gatedConv) AnswerPermission(string, protocol.Decision) error { return backend.ErrUnsupported }
+func (gatedConv) Session() string                                  { return "s" }
+func (gatedConv) Close() error                                     { return nil }
+
+type gatedRun struct{ b *gatedBackend }
+
+func (r gatedRun) Next(ctx context.Context) (protocol.Event, error) {
+	select {
+	case <-r.b.abort:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+func (gatedRun) Result() string { return "" }
+func (gatedRun) Close() error   { return nil }
+
+// TestStopWhileTheRunStarts: /stop that comes while the agent is still
+// starting its run stops that run once it started — it does not say
+// "nothing is running" and let the run go on.
+func TestStopWhileTheRunStarts(t *testing.T) {
+	t.Parallel()
+	ch := newRequestChannel()
+	st := openStore(t, filepath.Join(t.TempDir(), "relay.db"))
+	t.Cleanup(func() { st.Close() })
+	be := newGatedBackend()
+	startRelay(t, st, ch, be, nil, fast)
+	ch.in <- channel.Inbound{Chat: "1", Text: "a question", Key: "q"}
+	<-be.starting
+	ch.in <- channel.Inbound{Chat: "1", Text: "/stop", Key: "s"}
+	sent := ch.waitSent(t, 1)
+	if !strings.HasPrefix(sent[0], "Stopping") {
+		t.Errorf("/stop answered %q", sent[0])
+	}
+	close(be.release)
+	select {
+	case <-be.abort:
+	case <-waitCtx(t).Done():
+		t.Fatal("the run was never aborted")
+	}
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	if be.aborted[len(be.aborted)-1] != "stopped from the chat" {
+		t.Errorf("aborts %q", be.aborted)
 	}
 }

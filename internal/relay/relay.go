@@ -78,11 +78,43 @@ type chat struct {
 	mu      sync.Mutex
 	conv    backend.Conversation
 	jobs    []job
-	running bool // the worker runs a job
+	running bool // the worker has taken a question
+	started bool // and its run started: Abort reaches it
+	// abortReason is an abort asked for the question taken, applied when
+	// its run starts if it had not yet.
+	abortReason string
 	// perms are the approval requests of the run in progress as its
 	// router's list holds them after its last event: a copy for the
 	// commands, which run on the receiving goroutine.
 	perms []protocol.PermissionRequest
+}
+
+// abort stops the question in progress — at once, or as soon as its run
+// starts — and reports whether there was one.
+func (c *chat) abort(reason string) bool {
+	c.mu.Lock()
+	if !c.running {
+		c.mu.Unlock()
+		return false
+	}
+	if c.abortReason == "" {
+		c.abortReason = reason
+	}
+	conv, started := c.conv, c.started
+	c.mu.Unlock()
+	if started {
+		conv.Abort(reason)
+	}
+	return true
+}
+
+// begin records that the run of the question taken started and returns
+// the abort asked for it meanwhile ("" for none).
+func (c *chat) begin() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.started = true
+	return c.abortReason
 }
 
 func (c *chat) setPerms(p []protocol.PermissionRequest) {
@@ -241,12 +273,10 @@ func (r *Relay) handle(ctx context.Context, in channel.Inbound) {
 func (r *Relay) ask(q store.Question) {
 	c := r.chat(q.Chat)
 	c.mu.Lock()
-	running := c.running
 	c.jobs = append(c.jobs, job{question: q.ID, text: q.Text})
-	conv := c.conv
 	c.mu.Unlock()
-	if running && r.opts.Interrupt && conv != nil {
-		conv.Abort("interrupted by a new message")
+	if r.opts.Interrupt {
+		c.abort("interrupted by a new message")
 	}
 	c.poke()
 }
@@ -312,6 +342,9 @@ func (r *Relay) work(ctx context.Context, stop <-chan struct{}, c *chat) {
 		if len(c.jobs) > 0 {
 			j = &c.jobs[0]
 			c.jobs = c.jobs[1:]
+			if !j.compact {
+				c.running, c.started, c.abortReason = true, false, ""
+			}
 		}
 		c.mu.Unlock()
 		if j == nil {
@@ -333,19 +366,21 @@ func (r *Relay) work(ctx context.Context, stop <-chan struct{}, c *chat) {
 			}
 		}
 		conv, err := r.conversation(ctx, c)
-		if err != nil {
+		switch {
+		case err != nil:
 			r.reply(ctx, c.id, []deliver.Message{{Kind: string(route.Error), Text: "⚠️ cannot start the agent: " + err.Error()}}, j.question)
-			continue
-		}
-		if j.compact {
+		case j.compact:
 			msg := "Context compacted."
 			if err := conv.Compact(ctx); err != nil {
 				msg = "⚠️ compaction failed: " + err.Error()
 			}
 			r.say(ctx, c.id, KindCommand, msg)
-			continue
+		default:
+			r.run(ctx, stop, c, conv, j)
 		}
-		r.run(ctx, stop, c, conv, j)
+		c.mu.Lock()
+		c.running, c.started, c.abortReason, c.perms = false, false, "", nil
+		c.mu.Unlock()
 	}
 }
 
@@ -359,7 +394,7 @@ func (r *Relay) run(ctx context.Context, stop <-chan struct{}, c *chat, conv bac
 		select {
 		case <-stop:
 			// Shutting down: stop the agent; what it produced is kept.
-			conv.Abort("the relay is stopping")
+			c.abort("the relay is stopping")
 		case <-runCtx.Done():
 		}
 	}()
@@ -369,9 +404,10 @@ func (r *Relay) run(ctx context.Context, stop <-chan struct{}, c *chat, conv bac
 		return
 	}
 	defer rn.Close()
-	c.mu.Lock()
-	c.running = true
-	c.mu.Unlock()
+	if reason := c.begin(); reason != "" {
+		// Stopped while the run was starting.
+		conv.Abort(reason)
+	}
 	w := r.watch(runCtx, c.id)
 	rt := route.New(r.opts.Channel.Limit())
 	for {
@@ -401,10 +437,6 @@ func (r *Relay) run(ctx context.Context, stop <-chan struct{}, c *chat, conv bac
 	}
 	r.reply(ctx, c.id, rest, j.question)
 	w.stop()
-	c.mu.Lock()
-	c.running = false
-	c.perms = nil
-	c.mu.Unlock()
 }
 
 // reply queues the messages that answer a question (0: none) and takes
