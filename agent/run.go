@@ -94,6 +94,7 @@ func (s *Session) runMessage(j *job) (res Result) {
 				res.Err = err
 				return res
 			}
+			s.steer(j)
 		case out.stopReason == model.StopMaxTokens || out.stopReason == model.StopContextLimit:
 			continuations++
 			s.endRound(out)
@@ -277,6 +278,30 @@ func (s *Session) interrupted(att *attempt, aborted bool) {
 }
 
 // addUserMessage publishes a user message and adds it to the context.
+// steer delivers the messages sent while j runs at its next model request,
+// after the tool results just recorded: the model reads them before it goes
+// on, as a person would interject. Only messages at the head of the queue
+// join (a bang or a compaction queued before them keeps its place), and
+// each is published as userMessageAdded as it is sent; until then it was
+// queued. Their handles are done when j's run ends, with its result.
+func (s *Session) steer(j *job) {
+	for {
+		s.mu.Lock()
+		if len(s.queued) == 0 || s.queued[0].kind != jobMessage || s.queued[0].ctx.Err() != nil {
+			s.mu.Unlock()
+			return
+		}
+		m := s.queued[0]
+		s.queued = s.queued[1:]
+		j.steered = append(j.steered, m)
+		s.mu.Unlock()
+		s.addUserMessage(protocol.Message{
+			ID: m.id, Role: protocol.RoleUser, CreatedAt: s.now(),
+			Blocks: []protocol.Block{{Type: protocol.BlockText, Content: m.text}},
+		}, model.Message{Role: model.RoleUser, Content: []model.Content{{Type: model.ContentText, Text: m.text}}})
+	}
+}
+
 func (s *Session) addUserMessage(msg protocol.Message, ctxMsg model.Message) {
 	s.mu.Lock()
 	mark := ctxMark{Epoch: s.epoch, Len: len(s.ctxMsgs)}

@@ -128,6 +128,9 @@ type job struct {
 	cancel context.CancelCauseFunc
 	done   chan struct{}
 	result Result
+	// steered are the messages that joined this run at a model request
+	// (Session.steer); they end with it. Only the worker touches it.
+	steered []*job
 }
 
 // New starts a new session.
@@ -301,6 +304,12 @@ func (s *Session) worker() {
 			running = false
 			s.publish(protocol.RunStateChanged{State: protocol.RunIdle})
 		}
+		for _, m := range j.steered {
+			m.result = j.result
+			m.result.MessageID = m.id
+			m.cancel(nil)
+			close(m.done)
+		}
 		close(j.done)
 	}
 }
@@ -367,8 +376,10 @@ func (h *Handle) Done() <-chan struct{} { return h.j.done }
 // first, the work is aborted (and Wait still returns its result).
 func (h *Handle) Wait(ctx context.Context) (Result, error) { return h.s.wait(ctx, h.j) }
 
-// Submit queues a user message and returns at once. Work already running
-// finishes first.
+// Submit queues a user message and returns at once. A message sent while a
+// run is going joins that run at its next model request, after the tool
+// results of the current round (steering); otherwise it runs once the work
+// before it ends.
 func (s *Session) Submit(ctx context.Context, text string) (*Handle, error) {
 	j, err := s.enqueue(ctx, jobMessage, text)
 	if err != nil {
