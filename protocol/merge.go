@@ -59,31 +59,48 @@ func (m *Merger) merge(prev, next Event) (Event, bool) {
 		}
 		p.Header = h
 		appendString(&p.Chunk, &m.buf, n.Chunk)
-		if p.StartedAt == 0 {
-			p.StartedAt = n.StartedAt
-		}
+		later(&p.StartedAt, n.StartedAt)
+		later(&p.EndedAt, n.EndedAt)
 		return p, true
 	case ToolBlockUpdated:
 		n, ok := next.(ToolBlockUpdated)
 		if !ok || p.MessageID != n.MessageID || p.BlockIndex != n.BlockIndex || p.Stage != n.Stage {
 			return nil, false
 		}
+		// As the reducer applies them: a value an event carries replaces
+		// the one before it, an empty one leaves it.
 		switch p.Stage {
 		case StageStreaming:
 			p.Header = h
 			appendString(&p.ParametersChunk, &m.buf, n.ParametersChunk)
+			later(&p.ToolID, n.ToolID)
+			later(&p.Name, n.Name)
 			return p, true
 		case StageRunning:
-			// The stable fields are repeated on every running event; the
-			// later values are the current ones.
+			// The final values (result, success, error) belong to end; a
+			// running event that carries one is not merged, so that what
+			// it replaces and what is appended after it keep their order.
+			if p.Result != nil || n.Result != nil || p.Success != nil || n.Success != nil || p.Error != "" || n.Error != "" {
+				return nil, false
+			}
 			p.Header = h
 			appendString(&p.ResultChunk, &m.buf, n.ResultChunk)
-			p.Name, p.ToolID, p.Parameters, p.CompactParams = n.Name, n.ToolID, n.Parameters, n.CompactParams
-			if n.ShortResult != "" {
-				p.ShortResult = n.ShortResult
-			}
+			later(&p.ToolID, n.ToolID)
+			later(&p.Name, n.Name)
+			later(&p.Parameters, n.Parameters)
+			later(&p.CompactParams, n.CompactParams)
+			later(&p.ShortResult, n.ShortResult)
 			return p, true
 		}
 	}
 	return nil, false
+}
+
+// later sets *v to next unless next is the zero value: what the reducer
+// does with a field that a later event may carry again.
+func later[T comparable](v *T, next T) {
+	var zero T
+	if next != zero {
+		*v = next
+	}
 }
