@@ -22,24 +22,90 @@ const (
 )
 
 // lockedWriter serialises whole messages: the SDK writes each message with
-// one Write, and so does the filter, so lines never interleave.
+// one Write, and so does the filter, so lines never interleave. It counts
+// the responses that go out (see tally).
 type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu    *sync.Mutex // shared by the writers of one stream
+	w     io.Writer
+	tally *tally // nil: not counted
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+	n, err := l.w.Write(p)
+	l.mu.Unlock()
+	if l.tally != nil && isResponse(p) {
+		l.tally.add(0, 1)
+	}
+	return n, err
+}
+
+// tally counts the requests passed to the SDK and the responses it wrote,
+// so that Serve can wait for every answer before it returns: the SDK
+// writes a response after the method has returned, and gives no way to
+// wait for it.
+type tally struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	in, out int64
+}
+
+func newTally() *tally {
+	t := &tally{}
+	t.cond = sync.NewCond(&t.mu)
+	return t
+}
+
+func (t *tally) add(in, out int64) {
+	t.mu.Lock()
+	t.in += in
+	t.out += out
+	t.mu.Unlock()
+	t.cond.Broadcast()
+}
+
+// wait returns once every request counted has its response.
+func (t *tally) wait() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for t.out < t.in {
+		t.cond.Wait()
+	}
+}
+
+// isResponse reports whether an outgoing message is a response: it has a
+// result or an error before any method. Only the first keys are read.
+func isResponse(msg []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(msg))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch key {
+		case "method":
+			return false
+		case "result", "error":
+			return true
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return false
+		}
+	}
+	return false
 }
 
 // filterLines copies the JSON-RPC messages of in to out, one per line, and
 // answers what is not one on errs instead of passing it on: a line that is
 // not JSON (parse error), one that is not a request, notification or
 // response (invalid request), and one longer than max (invalid request,
-// the rest of the line skipped). It returns when in ends.
-func filterLines(in io.Reader, out io.Writer, errs io.Writer, max int) error {
+// the rest of the line skipped). Requests passed on are counted in t when
+// it is not nil. It returns when in ends.
+func filterLines(in io.Reader, out io.Writer, errs io.Writer, max int, t *tally) error {
 	br := bufio.NewReaderSize(in, 64<<10)
 	var line []byte
 	for {
@@ -60,7 +126,10 @@ func filterLines(in io.Reader, out io.Writer, errs io.Writer, max int) error {
 		}
 		if tooLong || len(line) > max {
 			writeError(errs, nil, codeInvalidRequest, fmt.Sprintf("message longer than %d bytes skipped", max))
-		} else if msg, ok := checkLine(line, errs); ok {
+		} else if msg, request, ok := checkLine(line, errs); ok {
+			if request && t != nil {
+				t.add(1, 0)
+			}
 			if _, werr := out.Write(msg); werr != nil {
 				return werr
 			}
@@ -95,25 +164,26 @@ type envelope struct {
 }
 
 // checkLine returns the line to pass on (compacted onto one line, ending in
-// a newline) or answers it on errs.
-func checkLine(line []byte, errs io.Writer) ([]byte, bool) {
+// a newline) and whether it is a request (it will be answered), or answers
+// it on errs.
+func checkLine(line []byte, errs io.Writer) (msg []byte, request, ok bool) {
 	body := bytes.TrimSpace(line)
 	if len(body) == 0 {
-		return nil, false
+		return nil, false, false
 	}
 	if !json.Valid(body) {
 		writeError(errs, nil, codeParseError, "the line is not JSON")
-		return nil, false
+		return nil, false, false
 	}
 	var env envelope
 	if body[0] != '{' || json.Unmarshal(body, &env) != nil {
 		writeError(errs, nil, codeInvalidRequest, "a message must be a JSON object")
-		return nil, false
+		return nil, false, false
 	}
 	id := bytes.TrimSpace(env.ID)
 	if len(id) > 0 && id[0] != '"' && id[0] != '-' && (id[0] < '0' || id[0] > '9') && !bytes.Equal(id, []byte("null")) {
 		writeError(errs, nil, codeInvalidRequest, "id must be a string, a number or null")
-		return nil, false
+		return nil, false, false
 	}
 	if len(id) == 0 {
 		id = nil
@@ -123,23 +193,25 @@ func checkLine(line []byte, errs io.Writer) ([]byte, bool) {
 		if id != nil || env.Method != nil {
 			writeError(errs, id, codeInvalidRequest, `jsonrpc must be "2.0"`)
 		}
-		return nil, false
+		return nil, false, false
 	case env.Method == nil && id == nil:
 		writeError(errs, nil, codeInvalidRequest, "a message needs a method or an id")
-		return nil, false
+		return nil, false, false
 	case env.Method != nil && *env.Method == "":
 		if id != nil {
 			writeError(errs, id, codeInvalidRequest, "method must not be empty")
 		}
-		return nil, false
+		return nil, false, false
 	}
 	var buf bytes.Buffer
 	buf.Grow(len(body) + 1)
 	if err := json.Compact(&buf, body); err != nil {
-		return nil, false // json.Valid said it was JSON
+		return nil, false, false // json.Valid said it was JSON
 	}
 	buf.WriteByte('\n')
-	return buf.Bytes(), true
+	// A request has an id and a method; the SDK takes "id": null for a
+	// notification and answers nothing.
+	return buf.Bytes(), id != nil && !bytes.Equal(id, []byte("null")) && env.Method != nil, true
 }
 
 // writeError writes a JSON-RPC error response (id null when nil).

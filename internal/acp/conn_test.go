@@ -33,7 +33,7 @@ func TestFilterLines(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var out, errs bytes.Buffer
-			if err := filterLines(strings.NewReader(tt.in), &out, &errs, 256); err != nil {
+			if err := filterLines(strings.NewReader(tt.in), &out, &errs, 256, nil); err != nil {
 				t.Fatal(err)
 			}
 			if got := strings.Count(out.String(), "\n"); got != tt.forwarded {
@@ -65,7 +65,7 @@ func FuzzFilterLines(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var out, errs bytes.Buffer
-		if err := filterLines(bytes.NewReader(data), &out, &errs, 128); err != nil {
+		if err := filterLines(bytes.NewReader(data), &out, &errs, 128, nil); err != nil {
 			t.Fatal(err)
 		}
 		lines := bytes.Count(data, []byte("\n")) + 1
@@ -95,6 +95,46 @@ func FuzzFilterLines(f *testing.F) {
 		}
 		if len(fwd)+len(answers) > lines {
 			t.Fatalf("%d lines in, %d forwarded and %d answered", lines, len(fwd), len(answers))
+		}
+	})
+}
+
+func TestIsResponse(t *testing.T) {
+	t.Parallel()
+	for msg, want := range map[string]bool{
+		`{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}`:                true,
+		`{"jsonrpc":"2.0","id":"a,\"method\":1","error":{"code":-32601}}`:            true,
+		`{"jsonrpc":"2.0","id":{"x":[1,{"result":2}]},"result":null}`:                true,
+		`{"jsonrpc":"2.0","id":3,"method":"session/request_permission","params":{}}`: false,
+		`{"jsonrpc":"2.0","method":"session/update","params":{"result":1}}`:          false,
+		`not json`: false,
+		`[]`:       false,
+	} {
+		if got := isResponse([]byte(msg)); got != want {
+			t.Errorf("isResponse(%s) = %v", msg, got)
+		}
+	}
+}
+
+// FuzzIsResponse checks that any output line is classified without
+// panicking, and that a response is JSON that has a result or an error.
+func FuzzIsResponse(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"x"}`))
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		if !isResponse(msg) {
+			return
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(msg, &m); err != nil {
+			// Only a prefix is read: a line broken after its result key
+			// still counts, as the SDK never writes one.
+			return
+		}
+		if _, ok := m["result"]; !ok {
+			if _, ok := m["error"]; !ok {
+				t.Fatalf("%s classified as a response", msg)
+			}
 		}
 	})
 }

@@ -62,23 +62,16 @@ type Server struct {
 	caps     sdk.ClientCapabilities
 	sessions map[sdk.SessionId]*session
 	closed   bool
-	// work counts the requests that make sessions or run prompts, so that
-	// their answers go out before Serve returns.
-	work sync.WaitGroup
 }
 
 // errClosing answers requests that arrive while the connection ends.
 var errClosing = sdk.NewInternalError(map[string]any{"error": "the agent is shutting down"})
 
-// begin registers a request's work; false once the connection is closing.
-func (s *Server) begin() bool {
+// closing reports whether the connection is ending: no new work starts.
+func (s *Server) closing() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return false
-	}
-	s.work.Add(1)
-	return true
+	return s.closed
 }
 
 // Serve runs an ACP agent on in/out until in ends or ctx is done, then
@@ -94,11 +87,16 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := &Server{opts: opts, log: opts.Logger, ctx: ctx, sessions: map[sdk.SessionId]*session{}}
-	w := &lockedWriter{w: out}
+	// The SDK's messages and the filter's own error answers share out; only
+	// the SDK's answers are counted against the requests passed to it.
+	answers := newTally()
+	var outMu sync.Mutex
+	w := &lockedWriter{mu: &outMu, w: out, tally: answers}
+	filterErrs := &lockedWriter{mu: &outMu, w: out}
 	pr, pw := io.Pipe()
 	filtered := make(chan error, 1)
 	go func() {
-		err := filterLines(in, pw, w, opts.MaxLineBytes)
+		err := filterLines(in, pw, filterErrs, opts.MaxLineBytes, answers)
 		pw.CloseWithError(err)
 		filtered <- err
 	}()
@@ -115,7 +113,7 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 	closeErr := s.closeAll()
 	// The requests still running end promptly now (their sessions are
 	// closed, their contexts done); their answers go out first.
-	s.work.Wait()
+	answers.wait()
 	select {
 	case ferr := <-filtered:
 		if err == nil && ferr != nil && !errors.Is(ferr, io.ErrClosedPipe) {
@@ -280,10 +278,9 @@ func mcpConfig(servers []sdk.McpServer) (*mcp.Config, error) {
 
 // NewSession implements sdk.Agent.
 func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
-	if !s.begin() {
+	if s.closing() {
 		return sdk.NewSessionResponse{}, errClosing
 	}
-	defer s.work.Done()
 	cwd, err := checkCwd(p.Cwd)
 	if err != nil {
 		return sdk.NewSessionResponse{}, err
@@ -348,10 +345,9 @@ func (s *Server) open(ctx context.Context, id sdk.SessionId, cwd string, dirs []
 // LoadSession implements sdk.AgentLoader: the stored conversation is
 // replayed as session/update notifications before the answer.
 func (s *Server) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
-	if !s.begin() {
+	if s.closing() {
 		return sdk.LoadSessionResponse{}, errClosing
 	}
-	defer s.work.Done()
 	ss, err := s.open(ctx, p.SessionId, p.Cwd, p.AdditionalDirectories, p.McpServers, true)
 	if err != nil {
 		return sdk.LoadSessionResponse{}, err
@@ -364,10 +360,9 @@ func (s *Server) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk
 
 // ResumeSession implements sdk.Agent: like load, without the replay.
 func (s *Server) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
-	if !s.begin() {
+	if s.closing() {
 		return sdk.ResumeSessionResponse{}, errClosing
 	}
-	defer s.work.Done()
 	ss, err := s.open(ctx, p.SessionId, p.Cwd, p.AdditionalDirectories, p.McpServers, false)
 	if err != nil {
 		return sdk.ResumeSessionResponse{}, err
@@ -434,10 +429,9 @@ func (s *Server) Cancel(_ context.Context, p sdk.CancelNotification) error {
 
 // Prompt implements sdk.Agent.
 func (s *Server) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResponse, error) {
-	if !s.begin() {
+	if s.closing() {
 		return sdk.PromptResponse{}, errClosing
 	}
-	defer s.work.Done()
 	ss, err := s.session(p.SessionId)
 	if err != nil {
 		return sdk.PromptResponse{}, err
