@@ -230,7 +230,8 @@ type streamer struct {
 
 func (s *streamer) run(ctx context.Context, yield func(Part, error) bool) {
 	retries, streamFailures := 0, 0
-	malformed := 0 // consecutive attempts that failed with ErrMalformedEvent
+	malformed := 0      // consecutive attempts that failed with ErrMalformedEvent
+	var streamErr error // the last streaming attempt's failure
 	fallback := false
 	for {
 		var (
@@ -249,10 +250,16 @@ func (s *streamer) run(ctx context.Context, yield func(Part, error) bool) {
 			yield(Part{}, context.Cause(ctx))
 			return
 		}
+		if fallback && streamErr != nil {
+			// The fallback's failure alone would hide why streaming was
+			// given up.
+			err = fmt.Errorf("%w (the non-streaming request, tried after the stream failed: %v)", err, streamErr)
+		}
 		if fallback || !retryable(err) {
 			yield(Part{}, err)
 			return
 		}
+		streamErr = err
 		if !errors.Is(err, ErrMalformedEvent) {
 			malformed = 0
 		} else if malformed++; malformed >= 2 {

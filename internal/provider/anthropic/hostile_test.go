@@ -329,3 +329,14 @@ func TestMalformedStreamRecurs(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 }
+
+// A non-streaming request answered with an event stream (that might only
+// ping, forever) fails at once instead of holding the fallback.
+func TestCompleteAnsweredWithEventStream(t *testing.T) {
+	t.Parallel()
+	p, _ := server(t, pingServer(make(chan struct{})))
+	_, err := p.Complete(t.Context(), hi)
+	if !errors.Is(err, model.ErrMalformedEvent) || !strings.Contains(err.Error(), "event stream") {
+		t.Fatalf("err = %v", err)
+	}
+}

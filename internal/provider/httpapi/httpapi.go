@@ -295,11 +295,17 @@ func ErrorDocument(provider string, body []byte) *model.APIError {
 }
 
 // Document reads the whole body of resp, a 2xx answer to a non-streaming
-// request, through model.WatchBody (bounded by the maximum response size).
+// request, through model.WatchBody (bounded by the maximum response size);
+// an event stream fails at once with model.ErrMalformedEvent.
 // A JSON error document is returned as the *model.APIError it describes,
 // wrapped as Wrap does, so that a 200 carrying an error is never taken for
 // an empty answer.
 func (c *Client) Document(ctx context.Context, resp *http.Response) ([]byte, error) {
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
+		// An event stream is no answer to a non-streaming request, and
+		// one that only pings would hold the fallback until its timeout.
+		return nil, fmt.Errorf("%s: %w: the non-streaming request was answered with an event stream", c.Provider, model.ErrMalformedEvent)
+	}
 	body := model.WatchBody(ctx, resp.Body)
 	data, err := io.ReadAll(body)
 	if err != nil {
