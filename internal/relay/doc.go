@@ -11,4 +11,10 @@
 // process). This package wires them together (Relay), answers the chat
 // commands, and holds the preview tool (Simulate) and the command line
 // (Main).
+//
+// Nothing is dropped silently: a question is stored (the store's inbox)
+// before it is acknowledged to the platform and leaves only with its
+// answer, so after a crash it is answered, or — if the agent was already
+// answering it — its chat is told the answer was cut off. Delivery is at
+// least once (README.md, "What a crash does").
 package relay
