@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
@@ -319,54 +320,53 @@ func blocked(ctx context.Context, yield func(model.Part, error) bool) {
 	yield(model.Part{}, ctx.Err())
 }
 
+// The watchdog on the real clock, in a synctest bubble: time moves only
+// when every goroutine of the stream waits, so the stall and the idle
+// timeout fire at exactly their thresholds.
 func TestStreamStallAndIdleTimeout(t *testing.T) {
 	t.Parallel()
-	clock := modeltest.NewClock(time.Unix(1000, 0))
-	f := &fake{attempts: []func(context.Context, func(model.Part, error) bool){blocked, ok}}
-	opts := model.StreamOptions{
-		Clock:        clock,
-		StallWarning: 10 * time.Second, IdleTimeout: 60 * time.Second,
-		Sleep:  func(context.Context, time.Duration) error { return nil },
-		Jitter: func() float64 { return 0 },
-	}
-	next, stop := iter.Pull2(model.Stream(t.Context(), f, &model.Request{}, opts))
-	defer stop()
-	expect := func(want model.PartType) model.Part {
-		t.Helper()
-		p, err, more := next()
-		if err != nil || !more || p.Type != want {
-			t.Fatalf("got %v, %v, %v; want %v", p.Type, err, more, want)
+	synctest.Test(t, func(t *testing.T) {
+		f := &fake{attempts: []func(context.Context, func(model.Part, error) bool){blocked, ok}}
+		opts := model.StreamOptions{
+			StallWarning: 10 * time.Second, IdleTimeout: 60 * time.Second,
+			Sleep:  func(context.Context, time.Duration) error { return nil },
+			Jitter: func() float64 { return 0 },
 		}
-		return p
-	}
-	expect(model.PartMessageStart)
-	advance := func(d time.Duration) {
-		go func() {
-			clock.WaitArmed(1)
-			clock.Advance(d)
-		}()
-	}
-	advance(10 * time.Second)
-	if p := expect(model.PartStalled); p.Idle != 10*time.Second {
-		t.Fatalf("idle %v", p.Idle)
-	}
-	advance(50 * time.Second)
-	p := expect(model.PartRetry)
-	if !errors.Is(p.Retry.Err, model.ErrIdleTimeout) {
-		t.Fatalf("retry cause %v", p.Retry.Err)
-	}
-	for {
-		p, err, more := next()
-		if err != nil {
-			t.Fatal(err)
+		next, stop := iter.Pull2(model.Stream(t.Context(), f, &model.Request{}, opts))
+		defer stop()
+		expect := func(want model.PartType) model.Part {
+			t.Helper()
+			p, err, more := next()
+			if err != nil || !more || p.Type != want {
+				t.Fatalf("got %v, %v, %v; want %v", p.Type, err, more, want)
+			}
+			return p
 		}
-		if !more {
-			break
+		start := time.Now()
+		expect(model.PartMessageStart)
+		if p := expect(model.PartStalled); p.Idle != 10*time.Second || time.Since(start) != 10*time.Second {
+			t.Fatalf("stalled after %v, idle %v; want 10s", time.Since(start), p.Idle)
 		}
-		if p.Type == model.PartStalled {
-			t.Fatal("stalled again")
+		p := expect(model.PartRetry)
+		if !errors.Is(p.Retry.Err, model.ErrIdleTimeout) {
+			t.Fatalf("retry cause %v", p.Retry.Err)
 		}
-	}
+		if d := time.Since(start); d != 60*time.Second {
+			t.Fatalf("retried after %v, want the 60s idle timeout", d)
+		}
+		for {
+			p, err, more := next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !more {
+				break
+			}
+			if p.Type == model.PartStalled {
+				t.Fatal("stalled again")
+			}
+		}
+	})
 }
 
 // Bytes that make no part (keep-alives: pings, comments) do not keep the
@@ -510,31 +510,32 @@ func TestStreamOptionsMaxResponseSizeFromEnv(t *testing.T) {
 	}
 }
 
+// The fallback request's timeout on the real clock, in a synctest bubble.
 func TestStreamCompleteTimeout(t *testing.T) {
 	t.Parallel()
-	clock := modeltest.NewClock(time.Unix(0, 0))
-	f := &fake{
-		attempts: []func(context.Context, func(model.Part, error) bool){refuse(&model.APIError{Status: 500})},
-		complete: func(ctx context.Context) (*model.Response, error) { <-ctx.Done(); return nil, ctx.Err() },
-	}
-	opts := model.StreamOptions{
-		Clock: clock, MaxRetries: -1, CompleteTimeout: time.Minute, StallWarning: -1, IdleTimeout: -1,
-		Sleep: func(context.Context, time.Duration) error { return nil },
-	}
-	go func() {
-		clock.WaitArmed(1) // the fallback's timeout: there is no other timer
-
-		clock.Advance(time.Minute)
-	}()
-	var err error
-	for _, e := range model.Stream(t.Context(), f, &model.Request{}, opts) {
-		if e != nil {
-			err = e
+	synctest.Test(t, func(t *testing.T) {
+		f := &fake{
+			attempts: []func(context.Context, func(model.Part, error) bool){refuse(&model.APIError{Status: 500})},
+			complete: func(ctx context.Context) (*model.Response, error) { <-ctx.Done(); return nil, ctx.Err() },
 		}
-	}
-	if !errors.Is(err, model.ErrIdleTimeout) {
-		t.Fatalf("err = %v", err)
-	}
+		opts := model.StreamOptions{
+			MaxRetries: -1, CompleteTimeout: time.Minute, StallWarning: -1, IdleTimeout: -1,
+			Sleep: func(context.Context, time.Duration) error { return nil },
+		}
+		start := time.Now()
+		var err error
+		for _, e := range model.Stream(t.Context(), f, &model.Request{}, opts) {
+			if e != nil {
+				err = e
+			}
+		}
+		if !errors.Is(err, model.ErrIdleTimeout) {
+			t.Fatalf("err = %v", err)
+		}
+		if d := time.Since(start); d != time.Minute {
+			t.Fatalf("gave up after %v, want the 1m timeout", d)
+		}
+	})
 }
 
 // A consumer that stops early ends the attempt: the provider sees its

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rogpeppe/go-internal/txtar"
+
 	"github.com/sluicehq/sluice/internal/rpc/rpctest"
 	"github.com/sluicehq/sluice/internal/testbin"
 	"github.com/sluicehq/sluice/protocol"
@@ -92,7 +94,7 @@ func parseScript(t *testing.T, data []byte) (head []string, steps []*step) {
 }
 
 func runTranscript(t *testing.T, file, baseURL string) {
-	ar, err := parseTxtar(file)
+	ar, err := txtar.ParseFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +104,7 @@ func runTranscript(t *testing.T, file, baseURL string) {
 			args = strings.Fields(rest)
 		}
 	}
-	var script *txtarFile
+	var script *txtar.File
 	for i := range ar.Files {
 		if ar.Files[i].Name == "script" {
 			script = &ar.Files[i]
@@ -180,7 +182,7 @@ func runTranscript(t *testing.T, file, baseURL string) {
 	}
 	if *update {
 		script.Data = []byte(strings.Join(out, "\n") + "\n")
-		if err := os.WriteFile(file, ar.format(), 0o644); err != nil {
+		if err := os.WriteFile(file, txtar.Format(ar), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -516,47 +518,4 @@ func (n *normaliser) clone() *normaliser {
 		c.rev[k] = v
 	}
 	return &c
-}
-
-// txtarArchive is a txtar archive (the format of cmd/go's test scripts):
-// a comment, then files each introduced by a "-- name --" line. It is
-// parsed here because the txtar packages at hand pull in modules this one
-// does not otherwise need.
-type txtarArchive struct {
-	Comment []byte
-	Files   []txtarFile
-}
-
-type txtarFile struct {
-	Name string
-	Data []byte
-}
-
-func parseTxtar(file string) (*txtarArchive, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	ar := &txtarArchive{}
-	var cur *[]byte = &ar.Comment
-	for _, line := range strings.SplitAfter(string(data), "\n") {
-		trimmed := strings.TrimRight(line, "\r\n")
-		if name, ok := strings.CutPrefix(trimmed, "-- "); ok && strings.HasSuffix(name, " --") {
-			ar.Files = append(ar.Files, txtarFile{Name: strings.TrimSpace(strings.TrimSuffix(name, " --"))})
-			cur = &ar.Files[len(ar.Files)-1].Data
-			continue
-		}
-		*cur = append(*cur, line...)
-	}
-	return ar, nil
-}
-
-func (ar *txtarArchive) format() []byte {
-	var b bytes.Buffer
-	b.Write(ar.Comment)
-	for _, f := range ar.Files {
-		fmt.Fprintf(&b, "-- %s --\n", f.Name)
-		b.Write(f.Data)
-	}
-	return b.Bytes()
 }
