@@ -303,7 +303,9 @@ func TestStuckChatOverTelegram(t *testing.T) {
 	tg := telegram.New(telegram.Config{BaseURL: srv.URL, Token: telegramfake.Token, KV: st, PollTimeout: time.Second})
 	be := claudecode.New(claudecode.Config{Command: os.Args[0], Env: fakeclaude.Env(runs(t)), KV: st})
 	p := fast
-	p.SendTimeout = 200 * time.Millisecond
+	// Long enough that a loaded machine's sends to chat 8 never time out
+	// (a retry would send one twice), short for the test.
+	p.SendTimeout = time.Second
 	startRelay(t, st, tg, be, nil, p)
 	f.UserSays(7, "tool_use_bash.ndjson")
 	f.UserSays(8, "tool_use_bash.ndjson")
