@@ -127,10 +127,15 @@ func filterLines(in io.Reader, out io.Writer, errs io.Writer, max int, t *tally)
 		if tooLong || len(line) > max {
 			writeError(errs, nil, codeInvalidRequest, fmt.Sprintf("message longer than %d bytes skipped", max))
 		} else if msg, request, ok := checkLine(line, errs); ok {
+			// Counted before it can be answered; uncounted again if it
+			// never reached the SDK.
 			if request && t != nil {
 				t.add(1, 0)
 			}
 			if _, werr := out.Write(msg); werr != nil {
+				if request && t != nil {
+					t.add(-1, 0)
+				}
 				return werr
 			}
 		}

@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -900,5 +901,30 @@ func TestInputClosesDuringPrompt(t *testing.T) {
 	}
 	if !answered {
 		t.Errorf("no cancelled answer in %q", h.out.lines)
+	}
+}
+
+// TestServeEndsWithContext: a cancelled context (SIGTERM) ends Serve even
+// though the client keeps the input open.
+func TestServeEndsWithContext(t *testing.T) {
+	t.Parallel()
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(ctx, Options{Agent: agent.Options{Provider: modeltest.NewScript(), WorkDir: t.TempDir()}}, inR, io.Discard)
+	}()
+	if _, err := io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Serve = %v, want context.Canceled", err)
+		}
+	case <-time.After(wait):
+		t.Fatal("Serve did not end with its context")
 	}
 }
