@@ -155,7 +155,6 @@ type jsonlLog struct {
 	f      *os.File   // nil while released
 	size   int64      // the file's size as this log wrote it
 	elem   *list.Element
-	buf    bytes.Buffer
 	closed bool
 }
 
@@ -221,16 +220,19 @@ func (s *JSONL) forget(l *jsonlLog) {
 	}
 }
 
-// Append writes records, one line each, with one write, then syncs. A
-// write that fails part-way (a full disk) is cut back, so the file never
-// holds part of a record that Append reported as failed.
+// Append writes records, one line each, then syncs. Records are gathered
+// into writes of at most appendChunk bytes (a record larger than that is
+// written as it is), so a long answer is not copied into one more buffer,
+// and no buffer outlives the call. A write that fails part-way (a full
+// disk) is cut back, so the file never holds part of a record that Append
+// reported as failed.
 func (l *jsonlLog) Append(_ context.Context, records ...json.RawMessage) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		return errors.New("store: append to closed session file")
 	}
-	l.buf.Reset()
+	pieces := make([][]byte, 0, 2*len(records))
 	for _, r := range records {
 		if bytes.ContainsAny(r, "\r\n") {
 			// Compact keeps the one-record-per-line invariant for records
@@ -241,8 +243,7 @@ func (l *jsonlLog) Append(_ context.Context, records ...json.RawMessage) error {
 			}
 			r = c.Bytes()
 		}
-		l.buf.Write(r)
-		l.buf.WriteByte('\n')
+		pieces = append(pieces, r, newline)
 	}
 	if l.f == nil {
 		f, size, err := l.openFile()
@@ -252,7 +253,7 @@ func (l *jsonlLog) Append(_ context.Context, records ...json.RawMessage) error {
 		l.f, l.size = f, size
 	}
 	l.store.touch(l)
-	n, err := l.f.Write(l.buf.Bytes())
+	n, err := writeGathered(l.f, pieces)
 	if err == nil {
 		err = l.f.Sync()
 		if err != nil {
@@ -267,8 +268,60 @@ func (l *jsonlLog) Append(_ context.Context, records ...json.RawMessage) error {
 		}
 		return err
 	}
-	l.size += int64(n)
+	l.size += n
 	return nil
+}
+
+var newline = []byte{'\n'}
+
+// appendChunk is the most Append copies into one write.
+const appendChunk = 64 << 10
+
+// writeGathered writes pieces in order, small ones joined into writes of
+// up to appendChunk bytes, and returns the bytes written.
+func writeGathered(f *os.File, pieces [][]byte) (int64, error) {
+	var total int64
+	var buf []byte
+	flush := func() error {
+		if len(buf) == 0 {
+			return nil
+		}
+		n, err := f.Write(buf)
+		total += int64(n)
+		buf = buf[:0]
+		return err
+	}
+	for _, p := range pieces {
+		if len(p) > appendChunk {
+			if err := flush(); err != nil {
+				return total, err
+			}
+			n, err := f.Write(p)
+			total += int64(n)
+			if err != nil {
+				return total, err
+			}
+			continue
+		}
+		if len(buf)+len(p) > appendChunk {
+			if err := flush(); err != nil {
+				return total, err
+			}
+		}
+		if buf == nil {
+			buf = make([]byte, 0, min(appendChunk, totalLen(pieces)))
+		}
+		buf = append(buf, p...)
+	}
+	return total, flush()
+}
+
+func totalLen(pieces [][]byte) int {
+	n := 0
+	for _, p := range pieces {
+		n += len(p)
+	}
+	return n
 }
 
 // Close closes the file.
