@@ -531,20 +531,34 @@ func WatchBody(ctx context.Context, body io.ReadCloser) io.ReadCloser {
 		w.touch()
 		limit = w.max
 	}
-	if limit < 0 {
-		return body
-	}
-	return &boundedBody{ReadCloser: body, left: limit, max: limit}
+	return &boundedBody{ReadCloser: body, left: limit, max: limit, w: w}
 }
 
-// boundedBody fails once more than max bytes have been read.
+// ServerWorking tells the watchdog of the Stream call that body (as
+// WatchBody returned it) belongs to that the server is busy on the
+// response without sending content: a provider calls it for a keep-alive
+// that comes while a server-side tool (a web fetch, code execution) runs,
+// which can take longer than the idle timeout. Any other reader is left
+// alone.
+func ServerWorking(body io.Reader) {
+	if b, ok := body.(*boundedBody); ok && b.w != nil {
+		b.w.touch()
+	}
+}
+
+// boundedBody fails once more than max bytes have been read (max < 0: no
+// bound).
 type boundedBody struct {
 	io.ReadCloser
 	left, max int64
 	err       error
+	w         *watch // the Stream call's, or nil
 }
 
 func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.max < 0 {
+		return b.ReadCloser.Read(p)
+	}
 	if b.err != nil {
 		return 0, b.err
 	}

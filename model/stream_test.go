@@ -454,6 +454,69 @@ func TestStreamKeepAlivesAreNoProgress(t *testing.T) {
 	}
 }
 
+// Keep-alives a provider marks as the server working (a server-side tool
+// runs) keep the watchdog quiet however long they last.
+func TestStreamServerWorking(t *testing.T) {
+	t.Parallel()
+	clock := modeltest.NewClock(time.Unix(0, 0))
+	pr, pw := io.Pipe()
+	read := make(chan struct{})
+	working := func(ctx context.Context, yield func(model.Part, error) bool) {
+		body := model.WatchBody(ctx, pr)
+		defer body.Close()
+		if !yield(model.Part{Type: model.PartMessageStart}, nil) {
+			return
+		}
+		buf := make([]byte, 64)
+		for {
+			if _, err := body.Read(buf); err == io.EOF {
+				break
+			} else if err != nil {
+				yield(model.Part{}, err)
+				return
+			}
+			model.ServerWorking(body)
+			read <- struct{}{}
+		}
+		for p := range answer.Parts() {
+			if p.Type != model.PartMessageStart && !yield(p, nil) {
+				return
+			}
+		}
+	}
+	f := &fake{attempts: []func(context.Context, func(model.Part, error) bool){working}}
+	opts := model.StreamOptions{Clock: clock, StallWarning: 10 * time.Second, IdleTimeout: 20 * time.Second}
+	var got []model.PartType
+	done := make(chan error, 1)
+	go func() {
+		for p, err := range model.Stream(t.Context(), f, &model.Request{}, opts) {
+			if err != nil {
+				done <- err
+				return
+			}
+			got = append(got, p.Type)
+		}
+		done <- nil
+	}()
+	for range 10 { // a ping every 8 s for 80 s
+		clock.WaitArmed(1)
+		clock.Advance(8 * time.Second)
+		if _, err := pw.Write([]byte("event: ping\n\n")); err != nil {
+			t.Fatal(err)
+		}
+		<-read
+	}
+	pw.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range got {
+		if typ == model.PartStalled || typ == model.PartRetry {
+			t.Fatalf("got %v while the server worked", got)
+		}
+	}
+}
+
 // A body past the maximum response size fails the call, clearly, and is
 // not retried: the same request would get the same answer.
 func TestStreamMaxResponseSize(t *testing.T) {

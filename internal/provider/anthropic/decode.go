@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/sluicehq/sluice/internal/provider/httpapi"
 	"github.com/sluicehq/sluice/internal/provider/jsonscan"
@@ -20,6 +21,11 @@ import (
 func decode(r io.Reader, maxEventSize int, wrap func(*model.APIError) error, yield func(model.Part, error) bool) {
 	d := decoder{wrap: wrap}
 	err := httpapi.ReadEvents(r, maxEventSize, "anthropic", "message_stop", func(ev sse.Event) (bool, error) {
+		if ev.Type == "ping" && d.serverTool {
+			// A server-side tool runs: its pings are the only sign of
+			// life until its result, and it may run past the idle timeout.
+			model.ServerWorking(r)
+		}
 		return d.event(ev.Type, ev.Data, yield)
 	})
 	if err != nil {
@@ -39,6 +45,12 @@ type decoder struct {
 	wholeStop, wholeSeq string
 	streamed            bool // a content_block_start came
 	delta               bool // a message_delta came
+
+	// serverTool is true from the stop of a server-side tool's call
+	// (server_tool_use, mcp_tool_use) until the next block starts: the
+	// server is running the tool.
+	serverTool bool
+	raws       map[int]bool // open blocks that are server-side tool calls
 
 	// startInput holds, by block index, the input of a tool use given
 	// whole in its content_block_start: it becomes the block's one delta at
@@ -99,6 +111,13 @@ func (d *decoder) event(sseType string, data []byte, yield func(model.Part, erro
 			return false, malformed(sseType, data, err)
 		}
 		d.streamed = true
+		d.serverTool = false
+		if p.Block == model.BlockRaw && strings.HasSuffix(p.Name, "_tool_use") {
+			if d.raws == nil {
+				d.raws = make(map[int]bool)
+			}
+			d.raws[index] = true
+		}
 		if input != "" {
 			if d.startInput == nil {
 				d.startInput = make(map[int]string)
@@ -115,6 +134,10 @@ func (d *decoder) event(sseType string, data []byte, yield func(model.Part, erro
 		}
 		return false, nil
 	case "content_block_stop":
+		if d.raws[index] {
+			delete(d.raws, index)
+			d.serverTool = true
+		}
 		if input, ok := d.startInput[index]; ok {
 			delete(d.startInput, index)
 			if !emit(model.Part{Type: model.PartBlockDelta, Index: index, Delta: model.DeltaInputJSON, Text: input}) {

@@ -340,3 +340,94 @@ func TestCompleteAnsweredWithEventStream(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// Pings while a server-side tool runs are the server working: a long web
+// fetch or code execution outlives the idle timeout without a retry.
+func TestPingsDuringServerToolKeepItAlive(t *testing.T) {
+	t.Parallel()
+	tick, finish := make(chan struct{}), make(chan struct{})
+	head := miniStream[:strings.Index(miniStream, "event: content_block_start")] +
+		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"server_tool_use\",\"id\":\"srvtoolu_1\",\"name\":\"code_execution\",\"input\":{}}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"code\\\": \\\"import time; time.sleep(300)\\\"}\"}}\n\n" +
+		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+	tail := "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"code_execution_tool_result\",\"tool_use_id\":\"srvtoolu_1\",\"content\":{\"type\":\"code_execution_result\",\"stdout\":\"\",\"stderr\":\"\",\"return_code\":0,\"content\":[]}}}\n\n" +
+		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n" +
+		strings.ReplaceAll(miniStream[strings.Index(miniStream, "event: content_block_start"):strings.Index(miniStream, "event: message_delta")], `"index":0`, `"index":2`) +
+		miniStream[strings.Index(miniStream, "event: message_delta"):]
+	h, n := pt.Attempts(func(w http.ResponseWriter, r *http.Request) {
+		pt.ServeSSE(w, []byte(head), false)
+		w.(http.Flusher).Flush()
+		for {
+			select {
+			case <-tick:
+				io.WriteString(w, "event: ping\ndata: {\"type\": \"ping\"}\n\n")
+				w.(http.Flusher).Flush()
+			case <-finish:
+				io.WriteString(w, tail)
+				return
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}, ok)
+	_, srv := server(t, h)
+	// The client's reads are reported, so that the clock moves only once
+	// the decoder has the ping.
+	reads := make(chan string, 1024)
+	client := srv.Client()
+	client.Transport = notifyTransport{client.Transport, reads}
+	p := New(Config{APIKey: "sk-test-secret", BaseURL: srv.URL, HTTPClient: client})
+	clock := modeltest.NewClock(time.Unix(0, 0))
+	opts := model.StreamOptions{Clock: clock, StallWarning: -1, IdleTimeout: time.Minute}
+	go func() {
+		// Five minutes of pings, one each 30 s.
+		for range 10 {
+			tick <- struct{}{}
+			for !strings.Contains(<-reads, "event: ping") {
+			}
+			clock.WaitArmed(1)
+			clock.Advance(30 * time.Second)
+		}
+		close(finish)
+	}()
+	parts, waits, err := pt.StreamAll(t, p, hi, opts)
+	if err != nil || len(waits) > 0 || n.Load() != 1 {
+		for _, r := range pt.Retries(parts) {
+			t.Logf("retry: %v", r.Err)
+		}
+		t.Fatalf("err %v after %d requests", err, n.Load())
+	}
+	if r := pt.Accumulate(t, parts); len(r.Content) != 3 || r.Content[2].Text != "Hi" {
+		t.Fatalf("%+v", r.Content)
+	}
+}
+
+// notifyTransport reports every chunk the client reads from a response.
+type notifyTransport struct {
+	rt    http.RoundTripper
+	reads chan<- string
+}
+
+func (t notifyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.rt.RoundTrip(r)
+	if err == nil {
+		resp.Body = notifyBody{resp.Body, t.reads}
+	}
+	return resp, err
+}
+
+type notifyBody struct {
+	io.ReadCloser
+	reads chan<- string
+}
+
+func (b notifyBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		select {
+		case b.reads <- string(p[:n]):
+		default: // nobody waits for these bytes
+		}
+	}
+	return n, err
+}
