@@ -46,6 +46,8 @@ type Options struct {
 	// Approve, when set, answers permission requests instead of waiting
 	// for AnswerPermission.
 	Approve Approver
+	// SessionID is the id of a session New starts (default: NewID()).
+	SessionID string
 	// Hooks take part in tool calls (see Hooks).
 	Hooks Hooks
 	// Tools replaces the built-in tools when non-nil.

@@ -135,7 +135,7 @@ type job struct {
 
 // New starts a new session.
 func New(opts Options) (*Session, error) {
-	s, err := newSession(opts, "")
+	s, err := newSession(opts, opts.SessionID)
 	if err != nil {
 		return nil, err
 	}

@@ -28,6 +28,12 @@ go test -race -timeout 12m ./...
 phase "node --test (the page's JavaScript reducer against the protocol vectors)"
 node --test internal/web/jstest/
 
+phase "the official Claude Agent SDK driving sluice (internal/printmode/sdktest)"
+# Pinned by the lock file; the SDK's optional native Claude Code binaries
+# are not needed (sluice stands in for them) and are left out.
+npm ci --prefix internal/printmode/sdktest --omit=optional --no-audit --no-fund --loglevel=error
+node --test internal/printmode/sdktest/
+
 phase "load check: sessions streaming over WebSocket through a real sluice serve"
 go run ./internal/web/cmd/loadcheck -sluice "$SLUICE_BIN" -sessions 20
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,6 +73,12 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 		fmt.Fprintln(stdio.Err, "sluice:", err)
 		return 2
 	}
+	// Claude Code's dontAsk and auto modes run as default; print mode
+	// reports them as given, and dontAsk never asks the host.
+	hostMode := af.PermissionMode
+	if hostMode == "dontAsk" || hostMode == "auto" {
+		af.PermissionMode = "default"
+	}
 	level := slog.LevelWarn
 	if cf.Verbose {
 		level = slog.LevelInfo
@@ -87,6 +94,26 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 	if cf.NoSessionPersistence {
 		setup.Options.Store = nil
 	}
+	setup.Options.SessionID = cf.SessionID
+	if cf.Tools.Given {
+		ts, unknown := cli.SelectTools(setup.Options.WorkDir, cf.Tools.Value)
+		for _, n := range unknown {
+			fmt.Fprintf(stdio.Err, "sluice: --tools: no built-in tool %q; left out\n", n)
+		}
+		setup.Options.Tools = ts
+	}
+	rules, err := cli.ParseRules(cf.AllowedTools, cf.DisallowedTools, setup.Options.WorkDir)
+	if err != nil {
+		fmt.Fprintln(stdio.Err, "sluice:", err)
+		return 2
+	}
+	var schema json.RawMessage
+	if cf.JSONSchema != "" {
+		if schema = json.RawMessage(cf.JSONSchema); !json.Valid(schema) {
+			fmt.Fprintln(stdio.Err, "sluice: --json-schema: not a JSON schema")
+			return 2
+		}
+	}
 	if n := setup.Selection.Notice; n != "" {
 		fmt.Fprintln(stdio.Err, n)
 	}
@@ -100,10 +127,11 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 	}
 	cfg := printmode.Config{
 		OutputFormat: cf.OutputFormat, InputFormat: cf.InputFormat, IncludePartial: cf.Partial,
-		Model: setup.Selection.Model, PermissionMode: string(setup.Options.PermissionMode),
+		Model: setup.Selection.Model, PermissionMode: cmp.Or(hostMode, string(setup.Options.PermissionMode)),
 		APIKeySource: setup.APIKeySource(os.Getenv), Version: cli.Version,
 		AddDirs: af.AddDirs, MaxRetries: setup.Options.Stream.MaxRetries,
 		PermissionPromptStdio: cf.PermissionPromptTool == "stdio", ReplayUserMessages: cf.ReplayUserMessages,
+		Rules: rules.Decide, JSONSchema: schema,
 		Models: provider.Models(setup.Selection.Name), ContextWindow: setup.Options.ContextWindow,
 		Stdin: stdio.In, Stdout: stdio.Out, Stderr: stdio.Err,
 	}

@@ -2,7 +2,10 @@ package cli
 
 import (
 	"flag"
+
 	"fmt"
+	"github.com/sluicehq/sluice/internal/tools"
+	"github.com/sluicehq/sluice/tool"
 	"os"
 	"sort"
 	"strconv"
@@ -97,16 +100,9 @@ var acceptedOnly = map[string]string{
 	"autocompact":                            "use --auto-compact",
 	"thinking":                               "use --max-thinking-tokens (adaptive thinking is not supported)",
 	// Not yet honoured by this build.
-	"allowedTools":      "tool rules are not applied yet",
-	"allowed-tools":     "tool rules are not applied yet",
-	"disallowedTools":   "tool rules are not applied yet",
-	"disallowed-tools":  "tool rules are not applied yet",
-	"tools":             "every built-in tool is offered",
-	"session-id":        "the session gets a new id",
 	"fork-session":      "the resumed session is continued in place",
 	"resume-session-at": "the whole resumed session is kept",
 	"max-budget-usd":    "no cost limit is applied",
-	"json-schema":       "the answer is not structured",
 	"await-initialize":  "the first message does not wait for initialize",
 }
 
@@ -227,6 +223,31 @@ func (c *ClaudeFlags) WantsPrint(stdoutTerminal bool) bool {
 	}
 	set := setFlags(c.fs)
 	return (set["output-format"] && c.OutputFormat != "text") || (set["input-format"] && c.InputFormat != "text")
+}
+
+// SelectTools is --tools: the built-in tools named in spec (comma or
+// space separated), all of them for "default", none for "". It returns
+// the names that are no built-in tool.
+func SelectTools(workDir, spec string) ([]tool.Tool, []string) {
+	if strings.TrimSpace(spec) == "default" {
+		return nil, nil
+	}
+	all := tools.BuiltinsIn(workDir)
+	out := []tool.Tool{}
+	var unknown []string
+	for _, name := range ToolList([]string{spec}) {
+		found := false
+		for _, t := range all {
+			if t.Name() == name {
+				out = append(out, t)
+				found = true
+			}
+		}
+		if !found {
+			unknown = append(unknown, name)
+		}
+	}
+	return out, unknown
 }
 
 // ToolList splits rule lists as Claude Code takes them: each value may

@@ -32,6 +32,8 @@ type Init struct {
 	// Hooks put print mode's host in the session's tool calls: the hook
 	// callbacks and can_use_tool the host registered, the tool rules.
 	Hooks agent.Hooks
+
+	jsonSchema json.RawMessage // initialize's, over Config.JSONSchema
 }
 
 // OpenFunc opens the session of a print-mode run.
@@ -74,6 +76,8 @@ type host struct {
 	mode      string                   // as the host named it (dontAsk, auto, ...)
 	lastInput int                      // the context's tokens, from the last response
 	sdkStatus []MCPServer              // the host's in-process servers
+	// structured is the StructuredOutput tool, when a schema was given.
+	structured *structuredOutput
 }
 
 type hookMatcher struct {
@@ -115,6 +119,14 @@ func (h *host) openWith(init Init) (*agent.Session, error) {
 			return
 		}
 		init.Hooks = h.agentHooks()
+		schema := h.cfg.JSONSchema
+		if len(init.jsonSchema) > 0 && string(init.jsonSchema) != "null" {
+			schema = init.jsonSchema
+		}
+		if len(schema) > 0 {
+			h.structured = &structuredOutput{schema: schema}
+			init.Tools = append(init.Tools, h.structured)
+		}
 		h.sess, h.openErr = h.open(init)
 	})
 	<-h.opened
@@ -264,7 +276,7 @@ func (h *host) initialize(id string, raw json.RawMessage) {
 	h.sdkMCP = req.SDKMCPServers
 	h.mu.Unlock()
 
-	init := Init{AppendSystemPrompt: req.AppendSystemPrompt}
+	init := Init{AppendSystemPrompt: req.AppendSystemPrompt, jsonSchema: req.JSONSchema}
 	if len(req.SystemPrompt) > 0 {
 		s := strings.Join(req.SystemPrompt, "\n\n")
 		init.SystemPrompt = &s
@@ -501,11 +513,6 @@ func (h *host) preToolUse(ctx context.Context, call agent.ToolCall) agent.Verdic
 			return agent.Verdict{Decision: protocol.DecisionDeny, Reason: fmt.Sprintf("The MCP server %s is disabled.", server)}
 		}
 	}
-	if h.cfg.Rules != nil {
-		if v := h.cfg.Rules(call); v.Decision != "" {
-			return v
-		}
-	}
 	outs := h.runHooks(ctx, "PreToolUse", call.Name, call.ID, map[string]any{
 		"tool_name": call.Name, "tool_input": call.Input, "tool_use_id": call.ID,
 	})
@@ -541,12 +548,29 @@ func (h *host) preToolUse(ctx context.Context, call agent.ToolCall) agent.Verdic
 			}
 		}
 	}
+	// The hooks first, as in Claude Code; then the tool rules, whose
+	// denials stand whatever a hook allowed.
+	if h.cfg.Rules != nil {
+		r := h.cfg.Rules(call)
+		switch {
+		case r.Decision == protocol.DecisionDeny:
+			return r
+		case v.Decision == "" && r.Decision != "":
+			return r
+		}
+	}
 	return v
 }
 
 // canUseTool asks the host whether a call may run (--permission-prompt-tool
 // stdio). A host that cannot be asked denies.
 func (h *host) canUseTool(ctx context.Context, req protocol.PermissionRequest) agent.Verdict {
+	h.mu.Lock()
+	mode := h.mode
+	h.mu.Unlock()
+	if mode == "dontAsk" {
+		return agent.Verdict{Decision: protocol.DecisionDeny, Reason: fmt.Sprintf("Permission to use %s was not granted: the permission mode is dontAsk.", req.Name)}
+	}
 	input := json.RawMessage(req.Parameters)
 	if !json.Valid(input) {
 		input = json.RawMessage("{}")

@@ -124,6 +124,11 @@ type resultLine struct {
 	PermissionDenials []denial              `json:"permission_denials"`
 	APIErrorStatus    *int                  `json:"api_error_status"`
 	Errors            []string              `json:"errors,omitempty"`
+	// TerminalReason says why the run ended, in Claude Code's words
+	// (completed, max_turns, aborted_streaming, api_error, model_error).
+	TerminalReason string `json:"terminal_reason"`
+	// StructuredOutput is the structured answer (--json-schema).
+	StructuredOutput json.RawMessage `json:"structured_output,omitempty"`
 	// StoppedTasks are sluice's: background commands the run started that
 	// were still running when it ended, and were stopped.
 	StoppedTasks []string `json:"stopped_background_tasks,omitempty"`

@@ -77,6 +77,9 @@ type Config struct {
 	// ContextWindow is the model's context in tokens, for
 	// get_context_usage (0: 200,000).
 	ContextWindow int
+	// JSONSchema, when set, asks for a structured answer in the result's
+	// structured_output (--json-schema); the host's initialize may set it.
+	JSONSchema json.RawMessage
 	// Rules, when set, decides tool calls before the host's hooks and the
 	// permission mode (--allowedTools, --disallowedTools).
 	Rules func(agent.ToolCall) agent.Verdict
@@ -198,8 +201,12 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 			w.flush()
 		}
 		if err := h.runTurn(ctx, s, sub, in.text); err != nil {
-			code = 1
-			fmt.Fprintf(cfg.Stderr, "sluice: %v\n", err)
+			// The host's interrupt ends a turn, not the session: the result
+			// says so, and the process goes on to the host's next message.
+			if !(streamIn && errors.Is(err, agent.ErrAborted) && ctx.Err() == nil) {
+				code = 1
+				fmt.Fprintf(cfg.Stderr, "sluice: %v\n", err)
+			}
 		}
 		if ctx.Err() != nil {
 			break
@@ -399,6 +406,7 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	case FormatJSON, FormatStreamJSON:
 		line := newResultLine(sess, res, answer, err, time.Since(start))
 		line.StoppedTasks = stopped
+		line.StructuredOutput = hst.structured.take()
 		w.line(line)
 	}
 	w.flush()
@@ -433,11 +441,18 @@ func newResultLine(sess *agent.Session, res agent.Result, answer string, err err
 		}
 	}
 	if err == nil {
+		line.TerminalReason = "completed"
 		return line
 	}
-	line.IsError, line.Subtype = true, "error_during_execution"
-	if errors.Is(err, agent.ErrMaxTurns) {
-		line.Subtype = "error_max_turns"
+	line.IsError, line.Subtype, line.TerminalReason = true, "error_during_execution", "model_error"
+	var apiErr *model.APIError
+	switch {
+	case errors.Is(err, agent.ErrMaxTurns):
+		line.Subtype, line.TerminalReason = "error_max_turns", "max_turns"
+	case errors.Is(err, agent.ErrAborted):
+		line.TerminalReason = "aborted_streaming"
+	case errors.As(err, &apiErr):
+		line.TerminalReason = "api_error"
 	}
 	line.Errors = []string{err.Error()}
 	_, line.APIErrorStatus = errorKind(err)
