@@ -491,3 +491,52 @@ func TestDiskFull(t *testing.T) {
 		t.Fatalf("sluice -p on a full disk said:\n%.2000s\nwant that the session could not be saved, and why", out)
 	}
 }
+
+// TestRPCKilledMidStream: kill -9 of sluice rpc while an answer streams to
+// the host; a restore shows what reached the wire, and the model gets it.
+func TestRPCKilledMidStream(t *testing.T) {
+	t.Parallel()
+	m := newModel(t, nil)
+	e := newEnv(t, m)
+	cmd := e.command("rpc")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	out := lines(t, stdout)
+	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`)
+	var init struct {
+		Result struct {
+			SessionID string `json:"sessionId"`
+		} `json:"result"`
+	}
+	json.Unmarshal([]byte(until(t, out, `"sessionId"`)), &init)
+	id := init.Result.SessionID
+	if id == "" {
+		t.Fatal("initialize gave no session id")
+	}
+	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":2,"method":"sendMessage","params":{"text":"question"}}`)
+	until(t, out, "chunk-0020")
+	waitFile(t, e.sessionFile(id), "chunk-0020")
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+
+	shown := e.restore(id)
+	if len(shown) != 2 || !strings.Contains(shown[1].text, "chunk-0020") || !shown[1].interrupted {
+		t.Fatalf("a restore shows %+v; want the question and the streamed answer, interrupted", shown)
+	}
+	e.continueRun("go on")
+	if got := m.request(t, 1); len(got) < 3 || got[1].role != "assistant" || !strings.Contains(got[1].text, "chunk-0020") {
+		t.Fatalf("the model was sent %+v; want the streamed answer as the assistant's", got)
+	}
+}
