@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -391,5 +392,61 @@ func TestResumeReceivesExactlyTheMissedEvents(t *testing.T) {
 	sameAsServer(t, s3)
 	if s3.Resyncs() != 0 {
 		t.Fatalf("%d resyncs", s3.Resyncs())
+	}
+}
+
+// oldServer strips the message from compactBlockAdded notifications, as
+// a server from before the summary travelled with its message sent them.
+type oldServer struct{ wire.Conn }
+
+func (o oldServer) Read(ctx context.Context) ([]byte, error) {
+	line, err := o.Conn.Read(ctx)
+	if err != nil || !strings.Contains(string(line), `"method":"compactBlockAdded"`) {
+		return line, err
+	}
+	var n struct {
+		JSONRPC string                     `json:"jsonrpc"`
+		Method  string                     `json:"method"`
+		Params  map[string]json.RawMessage `json:"params"`
+	}
+	if err := json.Unmarshal(line, &n); err != nil {
+		return nil, err
+	}
+	delete(n.Params, "message")
+	return json.Marshal(n)
+}
+
+// TestCompactWithoutMessagePullsASnapshot: a compactBlockAdded without its
+// message does not fit the list; the host pulls a snapshot, which holds the
+// summary, instead of appending an empty message.
+func TestCompactWithoutMessagePullsASnapshot(t *testing.T) {
+	t.Parallel()
+	srv := server(t, t.TempDir(), modeltest.NewScript(modeltest.Answer("m1", "first answer"), modeltest.Answer("m2", "The summary.")), nil)
+	c := connect(t, srv, func(conn wire.Conn) wire.Conn { return oldServer{conn} })
+	sess, err := c.Initialize(bg(t), wire.InitializeParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.Run(bg(t), "hello"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Compact(bg(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.waitFor(bg(t), func() bool {
+		n := sess.list.Len()
+		return !sess.resyncing && n > 0 && slices.ContainsFunc(sess.list.At(n-1).Blocks, func(b protocol.Block) bool {
+			return b.Type == protocol.BlockCompact && strings.Contains(b.Content, "The summary.")
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if sess.Resyncs() != 1 {
+		t.Fatalf("%d resyncs, want 1", sess.Resyncs())
+	}
+	for _, m := range sess.Messages().Messages {
+		if len(m.Blocks) == 0 || m.ID == "" {
+			t.Fatalf("an empty message in the list: %+v", sess.Messages().Messages)
+		}
 	}
 }

@@ -126,6 +126,11 @@ func (l *List) apply(ev Event) error {
 	case AssistantMessageAdded:
 		l.push(e.Message)
 	case CompactBlockAdded:
+		if e.Message.ID == "" {
+			// An older server sent the summary without its message:
+			// appending an empty one would show nothing; a snapshot has it.
+			return errors.New("no message")
+		}
 		l.push(e.Message)
 	case AssistantContentUpdated:
 		i, b, err := l.block(e.MessageID, e.BlockIndex, BlockText)

@@ -37,6 +37,7 @@ func TestApplyErrors(t *testing.T) {
 		{"block index skips", protocol.AssistantContentUpdated{Header: hdr(4), MessageID: "a1", BlockIndex: 2, Chunk: "x", Stage: protocol.StageStreaming}, protocol.ErrInconsistent},
 		{"wrong block type", protocol.AssistantReasoningUpdated{Header: hdr(4), MessageID: "a1", Chunk: "x", Stage: protocol.StageStreaming}, protocol.ErrInconsistent},
 		{"rewind to unknown", protocol.MessagesRewound{Header: hdr(4), AnchorMessageID: "nope"}, protocol.ErrInconsistent},
+		{"compact without its message", protocol.CompactBlockAdded{Header: hdr(4)}, protocol.ErrInconsistent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

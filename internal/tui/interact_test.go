@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/sluicehq/sluice/protocol"
 )
 
@@ -393,5 +395,42 @@ func TestResyncRefreshesPermissions(t *testing.T) {
 	h.ev(userMsg("u2", "next"))
 	if len(h.m.answered) != 0 || h.m.list.Running() || h.m.busy() {
 		t.Fatalf("after the second resync: answered %v, running %v", h.m.answered, h.m.list.Running())
+	}
+}
+
+// TestCollapsedToolOutputCountsHiddenLines: a tool's collapsed output is
+// its last lines, after a line that says how many more there are.
+func TestCollapsedToolOutputCountsHiddenLines(t *testing.T) {
+	t.Parallel()
+	yes := true
+	tests := []struct {
+		name, result, short string
+		stage               protocol.Stage
+		want                string // "" for no such line
+	}{
+		{"ended, 12 lines, 5 shown", "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n", "8\n9\n10\n11\n12", protocol.StageEnd, "… +7 lines (ctrl+o to expand)"},
+		{"running, 6 lines so far", "a\nb\nc\nd\ne\nf\n", "b\nc\nd\ne\nf", protocol.StageRunning, "… +1 line (ctrl+o to expand)"},
+		{"everything shown", "a\nb\n", "a\nb", protocol.StageEnd, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := protocol.Block{Type: protocol.BlockTool, Name: "Bash", CompactParams: "seq 12", Stage: tt.stage,
+				Result: tt.result, ShortResult: tt.short}
+			if tt.stage == protocol.StageEnd {
+				b.Success = &yes
+			}
+			got := ansi.Strip(strings.Join(toolLines(b, 80), "\n"))
+			if tt.want == "" {
+				if strings.Contains(got, "+") {
+					t.Fatalf("a hidden-lines hint where none is hidden:\n%s", got)
+				}
+				return
+			}
+			hint := strings.Index(got, tt.want)
+			if hint < 0 || hint > strings.LastIndex(got, tt.short[strings.LastIndexByte(tt.short, '\n')+1:]) {
+				t.Fatalf("want %q before the short result:\n%s", tt.want, got)
+			}
+		})
 	}
 }

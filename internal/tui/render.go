@@ -147,7 +147,7 @@ func toolLines(b protocol.Block, width int) []string {
 		if b.ShortResult == "" {
 			body = styleLines(stDim, []string{"Running…"})
 		} else {
-			body = styleLines(stDim, wrapPlain(strings.TrimRight(b.ShortResult, "\n"), inner))
+			body = styleLines(stDim, append(moreLines(b), wrapPlain(strings.TrimRight(b.ShortResult, "\n"), inner)...))
 		}
 	case protocol.StageEnd:
 		ok := b.Success != nil && *b.Success
@@ -159,13 +159,27 @@ func toolLines(b protocol.Block, width int) []string {
 			body = styleLines(stErr, wrapPlain("Error: "+msg, inner))
 		}
 		if sr := strings.TrimRight(b.ShortResult, "\n"); sr != "" && (ok || sr != b.Error) {
-			body = append(body, styleLines(stDim, wrapPlain(sr, inner))...)
+			body = append(body, styleLines(stDim, append(moreLines(b), wrapPlain(sr, inner)...))...)
 		}
 		if len(body) == 0 {
 			body = styleLines(stDim, []string{"(no output)"})
 		}
 	}
 	return append(lines, hang(resultFirst, resultIndent, body)...)
+}
+
+// moreLines says how many lines of a tool's output the short result (its
+// last lines) leaves out, as a line to put before it; nothing when it
+// leaves out none.
+func moreLines(b protocol.Block) []string {
+	hidden := strings.Count(strings.TrimRight(b.Result, "\n"), "\n") - strings.Count(strings.TrimRight(b.ShortResult, "\n"), "\n")
+	switch {
+	case hidden <= 0:
+		return nil
+	case hidden == 1:
+		return []string{"… +1 line (ctrl+o to expand)"}
+	}
+	return []string{fmt.Sprintf("… +%d lines (ctrl+o to expand)", hidden)}
 }
 
 // toolLinesExpanded renders a tool block with its whole parameters and

@@ -115,6 +115,8 @@ test('an event that does not fit the list demands a resync and changes nothing',
     ['errorBlockAdded', { messageId: 'a1', blockIndex: 3, error: 'x' }],
     ['turnEnded', { messageId: 'nope', stopReason: 'end_turn' }],
     ['messagesRewound', { anchorMessageId: 'nope' }],
+    ['compactBlockAdded', {}], // an older server's, without its message
+    ['compactBlockAdded', { message: { role: 'assistant', blocks: [] } }],
     ['noSuchEvent', {}],
   ];
   for (const [method, params] of cases) {

@@ -167,9 +167,14 @@ export class List {
 
   #apply(method, p) {
     switch (method) {
+      case 'compactBlockAdded':
+        // An older server sent the summary without its message: appending
+        // an empty one would show nothing; a snapshot has it.
+        if (!p.message || !str(p.message.id)) throw new Error('no message');
+        this.messages.push(normMessage(p.message));
+        return { kind: 'append', index: this.messages.length - 1 };
       case 'userMessageAdded':
       case 'assistantMessageAdded':
-      case 'compactBlockAdded':
         this.messages.push(normMessage(p.message || {}));
         return { kind: 'append', index: this.messages.length - 1 };
       case 'assistantContentUpdated':
