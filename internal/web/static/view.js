@@ -154,13 +154,35 @@ export class View {
     this.frame = 0;
     this.clock = 0;
     this.liveClocks = new Set(); // reasoning block views still streaming
+    // follow: the container shows its end, and keeps showing it as content
+    // grows, until the reader scrolls up (and again once they scroll back
+    // down to the end).
+    this.follow = true;
+    this.autoTop = -1; // where stick last scrolled to: its own scroll events are not the reader's
+    container.addEventListener('scroll', () => {
+      if (container.scrollTop !== this.autoTop) this.follow = this.atEnd();
+    });
   }
 
-  // reset rebuilds everything from the list.
+  atEnd() {
+    const c = this.container;
+    return c.scrollHeight - c.scrollTop - c.clientHeight < 48;
+  }
+
+  // stick scrolls to the end when following.
+  stick() {
+    if (!this.follow) return;
+    this.container.scrollTop = this.container.scrollHeight;
+    this.autoTop = this.container.scrollTop;
+  }
+
+  // reset rebuilds everything from the list, showing its end: a session
+  // opens at its last message.
   reset(list) {
     this.dirty.clear();
     this.msgs = [];
     this.container.replaceChildren();
+    this.follow = true;
     this.append(list, 0);
   }
 
@@ -179,6 +201,7 @@ export class View {
       }
       case 'message':
         this.renderFooter(this.msgs[change.index]);
+        this.stick();
         break;
       case 'remove': {
         const [mv] = this.msgs.splice(change.index, 1);
@@ -197,11 +220,15 @@ export class View {
 
   append(list, from) {
     for (let i = from; i < list.messages.length; i++) {
+      // A new message from the user is where the reader's attention is:
+      // show it and what answers it.
+      if (list.messages[i].role === 'user') this.follow = true;
       const mv = this.buildMessage(list.messages[i]);
       this.msgs.push(mv);
       this.container.append(mv.el);
     }
     this.tickClocks();
+    this.stick();
   }
 
   schedule() {
@@ -219,6 +246,7 @@ export class View {
     }
     this.dirty.clear();
     this.tickClocks();
+    this.stick();
   }
 
   buildMessage(msg) {

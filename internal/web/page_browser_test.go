@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -64,4 +65,61 @@ func TestBrowserReloadDuringPermissionPrompt(t *testing.T) {
 		t.Errorf("after the run: running %v, pending %+v", snap.Running, snap.PendingPermissions)
 	}
 	tb.poll("the prompt to go", prompt+`.length === 0 && document.getElementById('run').hidden`)
+}
+
+// TestBrowserFollowsNewContent: a long session opens at its end; a new
+// message and its streamed answer are scrolled into view; a reader who
+// scrolled up is not pulled down by the stream.
+func TestBrowserFollowsNewContent(t *testing.T) {
+	long := func(id, word string) []modeltest.Step {
+		var chunks []string
+		for i := range 40 {
+			chunks = append(chunks, fmt.Sprintf("%s line %d\n\n", word, i))
+		}
+		return modeltest.Answer(id, chunks...)
+	}
+	gate := make(chan struct{})
+	script := modeltest.NewScript(long("m1", "one"), long("m2", "two"), long("m3", "three"),
+		long("m4", "four"),
+		modeltest.Response(modeltest.Start("m5"), gatedText(0, []string{"five start\n\n"}, gate, []string{"five end"}), modeltest.Stop(model.StopEndTurn)))
+	st := newStack(t, script, stackOptions{})
+	ctx := context.Background()
+
+	// The history is made before the page opens.
+	obs := &observer{client: dial(t, ctx, st.wsURL(), nil)}
+	var init wire.InitializeResult
+	if err := obs.call(ctx, "initialize", map[string]any{}, &init); err != nil {
+		t.Fatal(err)
+	}
+	obs.sessionID = init.SessionID
+	for _, q := range []string{"first", "second", "third"} {
+		obs.after(func() { obs.send(ctx, "sendMessage", map[string]any{"text": q}) }, idleIn)
+	}
+
+	tb := newTab(t)
+	tb.open(st.pageURL() + "#session=" + init.SessionID)
+	const atEnd = `(() => { const m = document.getElementById('messages');
+	  return m.scrollHeight > 2 * m.clientHeight && m.scrollHeight - m.scrollTop - m.clientHeight < 2; })()`
+	tb.poll("a long session to open at its end", atEnd)
+
+	snap := obs.after(func() { tb.send("fourth") }, idleIn)
+	tb.matches("after a long answer", snap)
+	tb.poll("the new answer in view", atEnd+` && document.getElementById('messages').textContent.includes('four line 39')`)
+
+	// Scrolled up, the reader stays where they are while an answer streams.
+	snap = obs.after(func() {
+		tb.send("fifth")
+		tb.poll("the streaming answer in view", atEnd+` && document.getElementById('messages').textContent.includes('five start')`)
+		tb.eval(`(() => { const m = document.getElementById('messages');
+		  m.addEventListener('scroll', () => { window.__scrolled = true; }, { once: true });
+		  m.scrollTop = 0; })()`, nil)
+		tb.poll("the reader's scroll", `window.__scrolled === true`)
+		close(gate)
+	}, idleIn)
+	tb.matches("after the answer the reader scrolled away from", snap)
+	var top float64
+	tb.eval(`document.getElementById('messages').scrollTop`, &top)
+	if top != 0 {
+		t.Errorf("the stream moved a reader who had scrolled up to %v", top)
+	}
 }
