@@ -1,5 +1,5 @@
 // Package crashtest kills the real sluice binary mid-stream (SIGKILL,
-// SIGHUP) and checks what a restore shows and what the model is sent next:
+// SIGHUP; print mode, rpc and the terminal UI) and checks what a restore shows and what the model is sent next:
 // streamed content is durable as it streams, and no tool process outlives
 // sluice (issue 16, items 1 and 2).
 package crashtest
@@ -538,5 +538,73 @@ func TestRPCKilledMidStream(t *testing.T) {
 	e.continueRun("go on")
 	if got := m.request(t, 1); len(got) < 3 || got[1].role != "assistant" || !strings.Contains(got[1].text, "chunk-0020") {
 		t.Fatalf("the model was sent %+v; want the streamed answer as the assistant's", got)
+	}
+}
+
+// TestTUIKilledMidStream: kill -9 of the terminal UI (in a real
+// pseudo-terminal, under tmux) while an answer streams on screen; a
+// restore shows what was on screen, interrupted.
+func TestTUIKilledMidStream(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("SLUICE_REQUIRE_TMUX") != "" {
+			t.Fatal("tmux is required (SLUICE_REQUIRE_TMUX is set) but not installed")
+		}
+		t.Skip("tmux is not installed")
+	}
+	m := newModel(t, nil)
+	e := newEnv(t, m)
+	sock := filepath.Join(t.TempDir(), "tmux.sock")
+	tmux := func(args ...string) string {
+		out, err := exec.Command("tmux", append([]string{"-S", sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v: %s", args, err, out)
+		}
+		return string(out)
+	}
+	args := []string{"new-session", "-d", "-x", "100", "-y", "30", "-s", "t", "-c", e.wd}
+	for _, kv := range e.command().Env {
+		args = append(args, "-e", kv)
+	}
+	tmux(append(args, testbin.Sluice(t)+"; sleep 600")...)
+	t.Cleanup(func() { exec.Command("tmux", "-S", sock, "kill-server").Run() })
+	screenHas := func(s string) {
+		t.Helper()
+		deadline := time.Now().Add(guard)
+		for !strings.Contains(tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "t"), s) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the screen never showed %q:\n%s", s, tmux("capture-pane", "-p", "-J", "-t", "t"))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	screenHas("✻ sluice")
+	tmux("send-keys", "-t", "t", "question", "Enter")
+	screenHas("chunk-0020")
+	files, _ := filepath.Glob(filepath.Join(e.home, "projects", "*", "*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("session files: %v", files)
+	}
+	waitFile(t, files[0], "chunk-0020")
+	shell, _ := strconv.Atoi(strings.TrimSpace(tmux("display-message", "-p", "-t", "t", "#{pane_pid}")))
+	children, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", shell, shell))
+	pid, err := strconv.Atoi(strings.Fields(string(children) + " x")[0])
+	if err != nil {
+		t.Fatalf("no sluice process under the pane's shell %d: %q", shell, children)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(guard)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("sluice (%d) outlived its SIGKILL", pid)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	id := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	shown := e.restore(id)
+	if len(shown) != 2 || !strings.Contains(shown[1].text, "chunk-0020") || !shown[1].interrupted {
+		t.Fatalf("a restore shows %+v; want the question and the streamed answer, interrupted", shown)
 	}
 }
