@@ -119,7 +119,7 @@ type resultLine struct {
 	ContinuedAfter    string                `json:"continued_after,omitempty"` // sluice's: a cut answer was continued
 	SessionID         string                `json:"session_id"`
 	TotalCostUSD      float64               `json:"total_cost_usd"`
-	Usage             api.Usage             `json:"usage"`
+	Usage             resultUsage           `json:"usage"`
 	ModelUsage        map[string]modelUsage `json:"modelUsage"`
 	PermissionDenials []denial              `json:"permission_denials"`
 	APIErrorStatus    *int                  `json:"api_error_status"`
@@ -168,9 +168,34 @@ func modelUsageOf(u model.Usage) api.Usage {
 		CacheReadInputTokens: u.CacheReadInputTokens, OutputTokens: u.OutputTokens}
 }
 
-func sessionUsageOf(u protocol.Usage) api.Usage {
-	return api.Usage{InputTokens: u.InputTokens, CacheCreationInputTokens: u.CacheCreationInputTokens,
-		CacheReadInputTokens: u.CacheReadInputTokens, OutputTokens: u.OutputTokens}
+// resultUsage is the result's usage with the fields the Agent SDK's types
+// declare beside Anthropic's four counts.
+type resultUsage struct {
+	api.Usage
+	ServerToolUse serverToolUse `json:"server_tool_use"`
+	ServiceTier   string        `json:"service_tier"`
+	CacheCreation cacheCreation `json:"cache_creation"`
+}
+
+type serverToolUse struct {
+	WebSearchRequests int `json:"web_search_requests"`
+	WebFetchRequests  int `json:"web_fetch_requests"`
+}
+
+type cacheCreation struct {
+	Ephemeral1hInputTokens int `json:"ephemeral_1h_input_tokens"`
+	Ephemeral5mInputTokens int `json:"ephemeral_5m_input_tokens"`
+}
+
+func sessionUsageOf(u protocol.Usage) resultUsage {
+	return resultUsage{
+		Usage: api.Usage{InputTokens: u.InputTokens, CacheCreationInputTokens: u.CacheCreationInputTokens,
+			CacheReadInputTokens: u.CacheReadInputTokens, OutputTokens: u.OutputTokens},
+		ServiceTier: "standard",
+		// The split by cache lifetime is not known; Anthropic's default
+		// cache is the 5-minute one.
+		CacheCreation: cacheCreation{Ephemeral5mInputTokens: u.CacheCreationInputTokens},
+	}
 }
 
 // assistantMessage is a model response as Claude Code's assistant lines
