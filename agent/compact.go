@@ -58,6 +58,7 @@ func (s *Session) compact(ctx context.Context) error {
 	s.ctxMsgs = folded
 	s.epoch++
 	s.ctxTokens = estimateTokens(folded)
+	s.startSource = "compact"
 	s.mu.Unlock()
 	s.publish(protocol.CompactBlockAdded{Message: msg})
 	s.persist(record{Type: recCompact, Time: s.now(), Message: &msg, KeepFrom: keep})
@@ -181,6 +182,7 @@ func (s *Session) maybeAutoCompact(ctx context.Context) error {
 	if float64(tokens) < s.opts.AutoCompact*float64(s.opts.ContextWindow) {
 		return nil
 	}
+	s.fire(ctx, EventPreCompact, "auto", map[string]any{"trigger": "auto", "custom_instructions": ""})
 	return s.compact(ctx)
 }
 

@@ -95,6 +95,7 @@ func Open(opts Options, id string) (*Session, error) {
 		return nil, err
 	}
 	s.log = newJournal(l)
+	s.startSource = "resume"
 	s.start()
 	return s, nil
 }
@@ -357,6 +358,7 @@ func (s *Session) clear() {
 	s.ctxMsgs = nil
 	s.epoch++
 	s.ctxTokens = 0
+	s.startSource = "clear"
 	s.mu.Unlock()
 	s.publish(protocol.MessagesCleared{})
 	s.persist(record{Type: recClear, Time: s.now()})

@@ -35,13 +35,15 @@ func (s *Session) runMessage(j *job) (res Result) {
 			res.Text = cut.String() + s.messageText(answerMsg)
 		}
 	}()
-	s.addUserMessage(protocol.Message{
-		ID: j.id, Role: protocol.RoleUser, CreatedAt: s.now(),
-		Blocks: []protocol.Block{{Type: protocol.BlockText, Content: j.text}},
-	}, model.Message{Role: model.RoleUser, Content: []model.Content{{Type: model.ContentText, Text: j.text}}})
+	_ = s.takeHalt() // a halt asked for after the last run ended is stale
+	if err := s.addPrompt(ctx, j.id, j.text); err != nil {
+		res.Err = err
+		return res
+	}
 
 	continuations := 0
 	overflowCompacted := false
+	stopHookActive := false
 	for {
 		if err := abortCause(ctx); err != nil {
 			res.Err = err
@@ -66,6 +68,7 @@ func (s *Session) runMessage(j *job) (res Result) {
 			if errors.Is(out.err, model.ErrContextOverflow) && !overflowCompacted && !out.aborted {
 				// The request did not fit: fold the context and try again.
 				overflowCompacted = true
+				s.fire(ctx, EventPreCompact, "auto", map[string]any{"trigger": "auto", "custom_instructions": ""})
 				err := s.compact(ctx)
 				if err == nil {
 					continue
@@ -92,6 +95,11 @@ func (s *Session) runMessage(j *job) (res Result) {
 			answerMsg = ""
 			if err := abortCause(ctx); err != nil {
 				res.Err = err
+				return res
+			}
+			if err := s.takeHalt(); err != nil {
+				res.Err = err
+				s.noteOnLast(err.Error())
 				return res
 			}
 			s.steer(j)
@@ -123,6 +131,15 @@ func (s *Session) runMessage(j *job) (res Result) {
 			s.endRound(out)
 		default:
 			s.endRound(out)
+			if reason, again := s.stopHook(ctx, stopHookActive); again {
+				// A Stop hook wants more: its reason is the model's next
+				// prompt, and the answer is what follows.
+				stopHookActive = true
+				s.appendContext(model.Message{Role: model.RoleUser, Content: []model.Content{{Type: model.ContentText, Text: reason}}})
+				cut.Reset()
+				answerMsg = ""
+				continue
+			}
 			res.Text = cut.String() + s.messageText(out.att.msgID)
 			return res
 		}
@@ -277,7 +294,6 @@ func (s *Session) interrupted(att *attempt, aborted bool) {
 	s.persistMessage(att.msgID, nil, more...)
 }
 
-// addUserMessage publishes a user message and adds it to the context.
 // steer delivers the messages sent while j runs at its next model request,
 // after the tool results just recorded: the model reads them before it goes
 // on, as a person would interject. Only messages at the head of the queue
@@ -295,13 +311,34 @@ func (s *Session) steer(j *job) {
 		s.queued = s.queued[1:]
 		j.steered = append(j.steered, m)
 		s.mu.Unlock()
-		s.addUserMessage(protocol.Message{
-			ID: m.id, Role: protocol.RoleUser, CreatedAt: s.now(),
-			Blocks: []protocol.Block{{Type: protocol.BlockText, Content: m.text}},
-		}, model.Message{Role: model.RoleUser, Content: []model.Content{{Type: model.ContentText, Text: m.text}}})
+		// A steered message a hook refuses is shown refused; the run goes
+		// on without it.
+		_ = s.addPrompt(j.ctx, m.id, m.text)
 	}
 }
 
+// addPrompt adds a user message, with what the UserPromptSubmit (and a
+// pending SessionStart) hooks add for the model, or shows it refused and
+// returns why when a hook refuses it.
+func (s *Session) addPrompt(ctx context.Context, id, text string) error {
+	msg := protocol.Message{
+		ID: id, Role: protocol.RoleUser, CreatedAt: s.now(),
+		Blocks: []protocol.Block{{Type: protocol.BlockText, Content: text}},
+	}
+	ctxMsg := model.Message{Role: model.RoleUser, Content: []model.Content{{Type: model.ContentText, Text: text}}}
+	extra, refused := s.beforePrompt(ctx, text)
+	if refused != nil {
+		s.addRefusedMessage(msg, refused.Error())
+		return refused
+	}
+	for _, t := range extra {
+		ctxMsg.Content = append(ctxMsg.Content, model.Content{Type: model.ContentText, Text: t})
+	}
+	s.addUserMessage(msg, ctxMsg)
+	return nil
+}
+
+// addUserMessage publishes a user message and adds it to the context.
 func (s *Session) addUserMessage(msg protocol.Message, ctxMsg model.Message) {
 	s.mu.Lock()
 	mark := ctxMark{Epoch: s.epoch, Len: len(s.ctxMsgs)}

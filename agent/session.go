@@ -81,6 +81,11 @@ type Session struct {
 	tools   []tool.Tool
 	toolEnv tool.Env
 
+	transcript  string             // the session file's path, for hooks ("" if none)
+	notifying   sync.WaitGroup     // Notification hooks under way; Close waits
+	hooksCtx    context.Context    // of Notification hooks; cancelled by Close
+	hooksCancel context.CancelFunc //
+
 	wake    chan struct{} // capacity 1: "the queue may have work"
 	closing chan struct{}
 	done    chan struct{}
@@ -98,6 +103,11 @@ type Session struct {
 	ctxTokens int                // estimate of the context's size
 	closed    bool
 	titled    bool
+	// Hooks' state: the SessionStart source still to fire before the next
+	// message ("" once fired), and a halt asked for by a hook.
+	startSource string
+	halted      bool
+	haltReason  string
 }
 
 // ctxMark remembers where the context stood when a user message was added,
@@ -205,6 +215,14 @@ func newSession(opts Options, id string) (*Session, error) {
 		always:  map[string]bool{},
 		marks:   map[string]ctxMark{},
 		waiters: map[string]*waiter{},
+
+		startSource: "startup",
+	}
+	s.hooksCtx, s.hooksCancel = context.WithCancel(context.Background())
+	if st, ok := opts.Store.(interface {
+		Path(store.Key) (string, error)
+	}); ok {
+		s.transcript, _ = st.Path(store.Key{WorkDir: wd, ID: id})
 	}
 	return s, nil
 }
@@ -325,10 +343,12 @@ func (s *Session) runJob(j *job) {
 		j.result = s.runBang(j)
 		s.reportSaveErr(&j.result)
 	case jobCompact:
+		s.fire(j.ctx, EventPreCompact, "manual", map[string]any{"trigger": "manual", "custom_instructions": ""})
 		j.result.Err = s.compact(j.ctx)
 	case jobRewind:
 		j.result.Err = s.rewind(j.id)
 	case jobClear:
+		s.fire(j.ctx, EventSessionEnd, "clear", map[string]any{"reason": "clear"})
 		s.clear()
 	}
 	j.cancel(nil)
@@ -573,6 +593,9 @@ func (s *Session) Close() error {
 	s.Abort("session closed")
 	close(s.closing)
 	<-s.done
+	s.hooksCancel()
+	s.notifying.Wait()
+	s.fire(context.Background(), EventSessionEnd, "other", map[string]any{"reason": "other"})
 	s.StopTasks()
 	s.bus.closeAll()
 	if s.log != nil {

@@ -136,6 +136,16 @@ func (s *Session) execTool(ctx context.Context, msgID string, c toolCall) (model
 		end.Error = firstLine(content, 200)
 	}
 	content = strings.ToValidUTF8(content, "\uFFFD")
+	forModel := content
+	if abortCause(ctx) != nil {
+		forModel = strings.TrimSpace(content + "\n" + interruptedPrompt)
+	}
+	// What PostToolUse hooks say joins the result, for the model and in
+	// every face.
+	if note := postToolUseNote(s.postToolUse(ctx, c, forModel, !success)); note != "" {
+		content += note
+		forModel += note
+	}
 	end.Result = &content
 	end.Success = &success
 	end.ShortResult = r.Summary
@@ -143,11 +153,6 @@ func (s *Session) execTool(ctx context.Context, msgID string, c toolCall) (model
 		end.ShortResult = tools.ShortResult(content, shortResultLines, shortResultBytes)
 	}
 	s.publish(end)
-	forModel := content
-	if abortCause(ctx) != nil {
-		forModel = strings.TrimSpace(content + "\n" + interruptedPrompt)
-	}
-	s.opts.Hooks.postToolUse(ctx, c, forModel, !success)
 	return model.Content{Type: model.ContentToolResult, ID: c.id, Text: forModel, IsError: !success}, nil
 }
 
@@ -155,7 +160,7 @@ func (s *Session) execTool(ctx context.Context, msgID string, c toolCall) (model
 // mode, asking whoever is attached when the mode says so. It returns false
 // and a reason for the model when not, and the input a hook replaced.
 func (s *Session) permit(ctx context.Context, msgID string, c toolCall, t tool.Tool, compact string) (bool, string, json.RawMessage) {
-	pre := s.opts.Hooks.preToolUse(ctx, c)
+	pre := s.preToolUse(ctx, c)
 	switch pre.Decision {
 	case protocol.DecisionAllow:
 		return true, "", pre.Input
@@ -185,6 +190,7 @@ func (s *Session) permit(ctx context.Context, msgID string, c toolCall, t tool.T
 	w.req = s.publish(req).(protocol.PermissionRequest)
 	s.waiters[req.RequestID] = w
 	s.mu.Unlock()
+	s.notify(w.req)
 	var decision protocol.Decision
 	var verdict Verdict
 	if ask := s.opts.Hooks.Ask; ask != nil {

@@ -1,0 +1,70 @@
+package hooks
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/protocol"
+)
+
+// Agent is the runner as a session's hooks (agent.Options.Hooks): the
+// events that have hooks configured fire them; the others cost nothing.
+func (r *Runner) Agent() agent.Hooks {
+	var h agent.Hooks
+	if r.Has(PreToolUse) {
+		h.PreToolUse = r.preToolUse
+	}
+	if r.Has(PostToolUse) {
+		h.PostToolUse = r.postToolUse
+	}
+	for _, ev := range []Event{UserPromptSubmit, Stop, SessionStart, SessionEnd, PreCompact, Notification} {
+		if r.Has(ev) {
+			h.Event = r.event
+			break
+		}
+	}
+	return h
+}
+
+func (r *Runner) preToolUse(ctx context.Context, call agent.ToolCall) agent.Verdict {
+	out := r.Run(ctx, PreToolUse, call.Name, Input{SessionID: call.SessionID, TranscriptPath: call.TranscriptPath,
+		Fields: map[string]any{"tool_name": call.Name, "tool_input": json.RawMessage(call.Input), "tool_use_id": call.ID}})
+	v := agent.Verdict{Reason: out.PermissionReason, Halt: out.Halt, StopReason: out.StopReason}
+	switch out.Permission {
+	case "allow":
+		v.Decision, v.Input = protocol.DecisionAllow, out.UpdatedInput
+	case "deny":
+		v.Decision = protocol.DecisionDeny
+		if v.Reason == "" {
+			v.Reason = "A PreToolUse hook refused this call of " + call.Name + "."
+		}
+	case "ask":
+		v.Decision = agent.VerdictAsk
+	}
+	if out.Halt && v.Decision == "" {
+		// Claude Code stops before the call when a hook says so.
+		v.Decision, v.Reason = protocol.DecisionDeny, "A PreToolUse hook stopped the run: "+out.StopReason
+	}
+	return v
+}
+
+func (r *Runner) postToolUse(ctx context.Context, call agent.ToolCall, result string, isError bool) agent.HookResult {
+	out := r.Run(ctx, PostToolUse, call.Name, Input{SessionID: call.SessionID, TranscriptPath: call.TranscriptPath,
+		Fields: map[string]any{"tool_name": call.Name, "tool_input": json.RawMessage(call.Input), "tool_use_id": call.ID,
+			"tool_response": result, "is_error": isError}})
+	return asResult(out)
+}
+
+func (r *Runner) event(ctx context.Context, ev agent.HookEvent) agent.HookResult {
+	return asResult(r.Run(ctx, Event(ev.Name), ev.Match, Input{SessionID: ev.SessionID, TranscriptPath: ev.TranscriptPath, Fields: ev.Fields}))
+}
+
+// asResult is an Outcome as the agent takes it.
+func asResult(out Outcome) agent.HookResult {
+	res := agent.HookResult{Block: out.Block, Reason: out.Reason, Halt: out.Halt, StopReason: out.StopReason}
+	for _, c := range out.Context {
+		res.Context = join(res.Context, c)
+	}
+	return res
+}
