@@ -341,10 +341,18 @@ func (s *Session) notify(req protocol.PermissionRequest) {
 func postToolUseNote(r HookResult) string {
 	var note string
 	if r.Block && r.Reason != "" {
-		note += "\n\nPostToolUse hook feedback:\n" + r.Reason
+		note = "PostToolUse hook feedback:\n" + r.Reason
 	}
 	if r.Context != "" {
-		note += "\n\n" + r.Context
+		note = joinNote(note, r.Context)
 	}
 	return note
+}
+
+// joinNote adds a paragraph to a text that may be empty.
+func joinNote(text, note string) string {
+	if text == "" {
+		return note
+	}
+	return text + "\n\n" + note
 }

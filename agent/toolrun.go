@@ -143,8 +143,8 @@ func (s *Session) execTool(ctx context.Context, msgID string, c toolCall) (model
 	// What PostToolUse hooks say joins the result, for the model and in
 	// every face.
 	if note := postToolUseNote(s.postToolUse(ctx, c, forModel, !success)); note != "" {
-		content += note
-		forModel += note
+		content = joinNote(content, note)
+		forModel = joinNote(forModel, note)
 	}
 	end.Result = &content
 	end.Success = &success

@@ -206,7 +206,9 @@ func applyInit(ctx context.Context, setup *cli.Setup, init printmode.Init, stder
 		}
 	}
 	opts.ExtraTools = append(opts.ExtraTools, init.Tools...)
-	opts.Hooks = init.Hooks
+	// The user's command hooks (settings files) and the host's run side
+	// by side.
+	opts.Hooks = agent.JoinHooks(opts.Hooks, init.Hooks)
 }
 
 func runTUI(ctx context.Context, setup *cli.Setup, prompt string, cont bool, resume string, stdio Stdio) int {

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/childenv"
+	"github.com/sluicehq/sluice/internal/hooks"
 	"github.com/sluicehq/sluice/internal/mcp"
 	"github.com/sluicehq/sluice/internal/memory"
 	"github.com/sluicehq/sluice/internal/provider"
@@ -152,6 +154,15 @@ func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Se
 			return nil, err
 		}
 	}
+	// Claude Code's hooks, from the files Claude Code reads them from.
+	hookConf, err := hooks.Load(hooks.Files(getenv("HOME"), wd)...)
+	if err != nil {
+		return nil, fmt.Errorf("hooks: %w", err)
+	}
+	runner := &hooks.Runner{
+		Config: hookConf, Dir: wd, Logger: logger,
+		Environ: childenv.Environ(os.Environ(), conf.AllowEnv, map[string]string{"CLAUDE_PROJECT_DIR": wd}),
+	}
 	var mcpConfig *mcp.Config
 	if len(f.MCPConfigs) > 0 {
 		if mcpConfig, err = mcp.LoadConfig(f.MCPConfigs...); err != nil {
@@ -179,6 +190,7 @@ func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Se
 			Stream:         so,
 			Store:          st,
 			AllowEnv:       conf.AllowEnv,
+			Hooks:          runner.Agent(),
 			Logger:         logger,
 		},
 	}, nil

@@ -30,21 +30,26 @@ func (r *Runner) Agent() agent.Hooks {
 func (r *Runner) preToolUse(ctx context.Context, call agent.ToolCall) agent.Verdict {
 	out := r.Run(ctx, PreToolUse, call.Name, Input{SessionID: call.SessionID, TranscriptPath: call.TranscriptPath,
 		Fields: map[string]any{"tool_name": call.Name, "tool_input": json.RawMessage(call.Input), "tool_use_id": call.ID}})
-	v := agent.Verdict{Reason: out.PermissionReason, Halt: out.Halt, StopReason: out.StopReason}
-	switch out.Permission {
+	return out.Verdict(call.Name)
+}
+
+// Verdict is a PreToolUse outcome as the agent takes it.
+func (o Outcome) Verdict(toolName string) agent.Verdict {
+	v := agent.Verdict{Reason: o.PermissionReason, Halt: o.Halt, StopReason: o.StopReason}
+	switch o.Permission {
 	case "allow":
-		v.Decision, v.Input = protocol.DecisionAllow, out.UpdatedInput
+		v.Decision, v.Input = protocol.DecisionAllow, o.UpdatedInput
 	case "deny":
 		v.Decision = protocol.DecisionDeny
 		if v.Reason == "" {
-			v.Reason = "A PreToolUse hook refused this call of " + call.Name + "."
+			v.Reason = "A PreToolUse hook refused this call of " + toolName + "."
 		}
 	case "ask":
 		v.Decision = agent.VerdictAsk
 	}
-	if out.Halt && v.Decision == "" {
+	if o.Halt && v.Decision == "" {
 		// Claude Code stops before the call when a hook says so.
-		v.Decision, v.Reason = protocol.DecisionDeny, "A PreToolUse hook stopped the run: "+out.StopReason
+		v.Decision, v.Reason = protocol.DecisionDeny, "A PreToolUse hook stopped the run: "+o.StopReason
 	}
 	return v
 }
@@ -53,18 +58,24 @@ func (r *Runner) postToolUse(ctx context.Context, call agent.ToolCall, result st
 	out := r.Run(ctx, PostToolUse, call.Name, Input{SessionID: call.SessionID, TranscriptPath: call.TranscriptPath,
 		Fields: map[string]any{"tool_name": call.Name, "tool_input": json.RawMessage(call.Input), "tool_use_id": call.ID,
 			"tool_response": result, "is_error": isError}})
-	return asResult(out)
+	return out.Result()
 }
 
 func (r *Runner) event(ctx context.Context, ev agent.HookEvent) agent.HookResult {
-	return asResult(r.Run(ctx, Event(ev.Name), ev.Match, Input{SessionID: ev.SessionID, TranscriptPath: ev.TranscriptPath, Fields: ev.Fields}))
+	out := r.Run(ctx, Event(ev.Name), ev.Match, Input{SessionID: ev.SessionID, TranscriptPath: ev.TranscriptPath, Fields: ev.Fields})
+	return out.Result()
 }
 
-// asResult is an Outcome as the agent takes it.
-func asResult(out Outcome) agent.HookResult {
-	res := agent.HookResult{Block: out.Block, Reason: out.Reason, Halt: out.Halt, StopReason: out.StopReason}
-	for _, c := range out.Context {
+// Result is an outcome of any event but PreToolUse as the agent takes it.
+func (o Outcome) Result() agent.HookResult {
+	res := agent.HookResult{Block: o.Block, Reason: o.Reason, Halt: o.Halt, StopReason: o.StopReason}
+	for _, c := range o.Context {
 		res.Context = join(res.Context, c)
 	}
 	return res
 }
+
+// AddJSON folds one hook's JSON answer into the outcome: what a command
+// hook prints, or what an SDK host's hook callback returns (the same
+// document).
+func (o *Outcome) AddJSON(ev Event, doc []byte) { o.add(ev, result{stdout: doc}) }

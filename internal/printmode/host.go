@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/hooks"
 	"github.com/sluicehq/sluice/protocol"
 	"github.com/sluicehq/sluice/tool"
 )
@@ -490,18 +491,33 @@ func (h *host) contextUsage(sess *agent.Session) map[string]any {
 // PreToolUse hooks before the mode, can_use_tool for what the mode asks,
 // the host's PostToolUse hooks after.
 func (h *host) agentHooks() agent.Hooks {
-	hooks := agent.Hooks{
+	ah := agent.Hooks{
 		PreToolUse: h.preToolUse,
-		PostToolUse: func(ctx context.Context, call agent.ToolCall, result string, isError bool) {
-			h.runHooks(ctx, "PostToolUse", call.Name, call.ID, map[string]any{
+		PostToolUse: func(ctx context.Context, call agent.ToolCall, result string, isError bool) agent.HookResult {
+			var o hooks.Outcome
+			for _, out := range h.runHooks(ctx, "PostToolUse", call.Name, call.ID, map[string]any{
 				"tool_name": call.Name, "tool_input": call.Input, "tool_response": result, "tool_use_id": call.ID,
-			})
+			}) {
+				o.AddJSON(hooks.PostToolUse, out)
+			}
+			return o.Result()
+		},
+		// The session's other events (UserPromptSubmit, Stop,
+		// SessionStart, ...) fire the host's callbacks as the agent
+		// fires the user's command hooks: the same answers, the same
+		// effects.
+		Event: func(ctx context.Context, ev agent.HookEvent) agent.HookResult {
+			var o hooks.Outcome
+			for _, out := range h.runHooks(ctx, string(ev.Name), ev.Match, "", ev.Fields) {
+				o.AddJSON(hooks.Event(ev.Name), out)
+			}
+			return o.Result()
 		},
 	}
 	if h.cfg.PermissionPromptStdio {
-		hooks.Ask = h.canUseTool
+		ah.Ask = h.canUseTool
 	}
-	return hooks
+	return ah
 }
 
 func (h *host) preToolUse(ctx context.Context, call agent.ToolCall) agent.Verdict {
@@ -513,41 +529,13 @@ func (h *host) preToolUse(ctx context.Context, call agent.ToolCall) agent.Verdic
 			return agent.Verdict{Decision: protocol.DecisionDeny, Reason: fmt.Sprintf("The MCP server %s is disabled.", server)}
 		}
 	}
-	outs := h.runHooks(ctx, "PreToolUse", call.Name, call.ID, map[string]any{
+	var o hooks.Outcome
+	for _, out := range h.runHooks(ctx, "PreToolUse", call.Name, call.ID, map[string]any{
 		"tool_name": call.Name, "tool_input": call.Input, "tool_use_id": call.ID,
-	})
-	var v agent.Verdict
-	for _, o := range outs {
-		var out struct {
-			Decision           string `json:"decision"` // the older approve/block
-			Reason             string `json:"reason"`
-			HookSpecificOutput struct {
-				PermissionDecision       string          `json:"permissionDecision"`
-				PermissionDecisionReason string          `json:"permissionDecisionReason"`
-				UpdatedInput             json.RawMessage `json:"updatedInput"`
-			} `json:"hookSpecificOutput"`
-		}
-		if json.Unmarshal(o, &out) != nil {
-			continue
-		}
-		d, reason := out.HookSpecificOutput.PermissionDecision, out.HookSpecificOutput.PermissionDecisionReason
-		switch out.Decision {
-		case "approve":
-			d, reason = "allow", out.Reason
-		case "block":
-			d, reason = "deny", out.Reason
-		}
-		switch d {
-		case "deny": // a denial wins over every other hook's answer
-			return agent.Verdict{Decision: protocol.DecisionDeny, Reason: reason}
-		case "allow":
-			v = agent.Verdict{Decision: protocol.DecisionAllow, Input: out.HookSpecificOutput.UpdatedInput}
-		case "ask":
-			if v.Decision == "" {
-				v.Decision = agent.VerdictAsk
-			}
-		}
+	}) {
+		o.AddJSON(hooks.PreToolUse, out)
 	}
+	v := o.Verdict(call.Name)
 	// The hooks first, as in Claude Code; then the tool rules, whose
 	// denials stand whatever a hook allowed.
 	if h.cfg.Rules != nil {

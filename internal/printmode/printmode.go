@@ -200,7 +200,7 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 			}
 			w.flush()
 		}
-		if err := h.runTurn(ctx, s, sub, in.text); err != nil {
+		if err := runOne(ctx, s, sub, h.w, in.text, h.cfg, h); err != nil {
 			// The host's interrupt ends a turn, not the session: the result
 			// says so, and the process goes on to the host's next message.
 			if !(streamIn && errors.Is(err, agent.ErrAborted) && ctx.Err() == nil) {
@@ -276,54 +276,6 @@ func (o orderedType) MarshalJSON() ([]byte, error) {
 		return []byte(`{"type":` + string(t) + `}`), err
 	}
 	return append([]byte(`{"type":`+string(t)+`,`), b[1:]...), nil
-}
-
-// maxStopContinuations bounds how often Stop hooks may send the model
-// back to work after one message.
-const maxStopContinuations = 8
-
-// runTurn runs one user message with the host's UserPromptSubmit and Stop
-// hooks around it.
-func (h *host) runTurn(ctx context.Context, s *agent.Session, sub *agent.Subscription, text string) error {
-	for _, o := range h.runHooks(ctx, "UserPromptSubmit", "", "", map[string]any{"prompt": text}) {
-		var out struct {
-			Decision           string `json:"decision"`
-			Reason             string `json:"reason"`
-			HookSpecificOutput struct {
-				AdditionalContext string `json:"additionalContext"`
-			} `json:"hookSpecificOutput"`
-		}
-		if json.Unmarshal(o, &out) != nil {
-			continue
-		}
-		if out.Decision == "block" {
-			err := fmt.Errorf("the prompt was blocked by a UserPromptSubmit hook: %s", out.Reason)
-			h.w.line(newResultLine(s, agent.Result{}, "", err, 0))
-			h.w.flush()
-			return err
-		}
-		if c := out.HookSpecificOutput.AdditionalContext; c != "" {
-			text += "\n\n" + c
-		}
-	}
-	err := runOne(ctx, s, sub, h.w, text, h.cfg, h)
-	for i := 0; err == nil && i < maxStopContinuations; i++ {
-		reason := ""
-		for _, o := range h.runHooks(ctx, "Stop", "", "", map[string]any{"stop_hook_active": i > 0}) {
-			var out struct {
-				Decision string `json:"decision"`
-				Reason   string `json:"reason"`
-			}
-			if json.Unmarshal(o, &out) == nil && out.Decision == "block" && out.Reason != "" {
-				reason = out.Reason
-			}
-		}
-		if reason == "" {
-			break
-		}
-		err = runOne(ctx, s, sub, h.w, reason, h.cfg, h)
-	}
-	return err
 }
 
 // runOne runs one prompt and writes its lines and result. An interrupt
