@@ -1,0 +1,253 @@
+// Package pgtest gives tests a throwaway PostgreSQL server from the
+// Debian package: one cluster per test process, made by initdb in a
+// temporary directory and listening only on a unix socket there (no TCP
+// port to clash with another test or a system server), and a fresh
+// database per test. TestMain calls Stop, which ends the server.
+//
+// PostgreSQL refuses to run as root, and CI runs the tests as root: then
+// initdb and postgres run as the postgres system user the Debian package
+// creates.
+//
+// Without the binaries the tests skip, unless SLUICE_REQUIRE_POSTGRES=1
+// (CI sets it), when they fail.
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// RequireEnv names the variable that turns a missing PostgreSQL from a
+// skip into a failure.
+const RequireEnv = "SLUICE_REQUIRE_POSTGRES"
+
+// errMissing marks a machine without the PostgreSQL binaries.
+var errMissing = errors.New("PostgreSQL is not installed (apt-get install postgresql)")
+
+var (
+	mu      sync.Mutex
+	started bool
+	srv     *server
+	srvErr  error
+	dbs     atomic.Int64
+)
+
+// server is one running cluster.
+type server struct {
+	dir  string    // the temporary directory: data, log and socket
+	cmd  *exec.Cmd // the postmaster
+	done chan struct{}
+	err  error // why the postmaster exited, once done is closed
+}
+
+// DSN returns the connection string of a new, empty database, starting the
+// server on first use, or skips (fails under SLUICE_REQUIRE_POSTGRES=1) the
+// test when PostgreSQL is not installed.
+func DSN(t testing.TB) string {
+	t.Helper()
+	s, err := get()
+	if err != nil {
+		if skip(err, os.Getenv(RequireEnv) == "1") {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("t%d", dbs.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, s.dsn("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	return s.dsn(name)
+}
+
+// Stop ends the server, if one was started, and removes its directory.
+// TestMain calls it after the tests.
+func Stop() {
+	mu.Lock()
+	defer mu.Unlock()
+	if srv == nil {
+		return
+	}
+	srv.stop()
+	srv, started = nil, false
+}
+
+// stop asks for an immediate shutdown (SIGQUIT, what pg_ctl stop -m
+// immediate sends): the data is thrown away, so there is nothing to flush
+// and no client to wait for.
+func (s *server) stop() {
+	_ = s.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-s.done:
+	case <-time.After(2 * time.Minute):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+	os.RemoveAll(s.dir)
+}
+
+// skip tells whether a server that could not be had skips the test: only
+// for want of the binaries, and only where they are not required.
+func skip(err error, required bool) bool {
+	return errors.Is(err, errMissing) && !required
+}
+
+func get() (*server, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	if !started {
+		started = true
+		srv, srvErr = start()
+	}
+	return srv, srvErr
+}
+
+// binDir finds the newest installed PostgreSQL's binaries.
+func binDir() (string, error) {
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	var found []string
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "postgres")); err == nil {
+			found = append(found, d)
+		}
+	}
+	if len(found) == 0 {
+		return "", errMissing
+	}
+	version := func(d string) int {
+		v, _ := strconv.Atoi(filepath.Base(filepath.Dir(d)))
+		return v
+	}
+	sort.Slice(found, func(i, j int) bool { return version(found[i]) > version(found[j]) })
+	return found[0], nil
+}
+
+// start runs initdb, then the postmaster as this process's child (not
+// through pg_ctl, which would detach it): the child is killed with this
+// process (Pdeathsig), so a test binary that panics or times out leaves no
+// server behind.
+func start() (*server, error) {
+	bin, err := binDir()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "pgtest")
+	if err != nil {
+		return nil, err
+	}
+	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if os.Geteuid() == 0 {
+		cred, err := postgresUser()
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		attr.Credential = cred
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+	logPath := filepath.Join(dir, "log")
+	fail := func(what string, err error) (*server, error) {
+		log, _ := os.ReadFile(logPath)
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("pgtest: %s: %v\n%s", what, err, log)
+	}
+	data := filepath.Join(dir, "data")
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions")
+	initdb.SysProcAttr = attr
+	initdb.Env = append(os.Environ(), "LC_ALL=C")
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return fail("initdb", fmt.Errorf("%v\n%s", err, out))
+	}
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return fail("log", err)
+	}
+	defer logf.Close()
+	// Only the socket in dir: no TCP port, so nothing clashes. fsync and
+	// full-page writes off: the cluster dies with the test run, and a
+	// loaded CI machine need not wait on the disk.
+	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data,
+		"-c", "listen_addresses=", "-c", "unix_socket_directories="+dir,
+		"-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=200")
+	cmd.SysProcAttr = attr
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return fail("postgres", err)
+	}
+	s := &server{dir: dir, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		s.err = cmd.Wait()
+		close(s.done)
+	}()
+	if err := s.ready(); err != nil {
+		s.stop()
+		log, _ := os.ReadFile(logPath)
+		return nil, fmt.Errorf("pgtest: postgres did not start: %v\n%s", err, log)
+	}
+	return s, nil
+}
+
+// ready waits until the server accepts a connection, for as long as a
+// loaded machine may need, and returns early if the server exits.
+func (s *server) ready() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		conn, err := pgx.Connect(ctx, s.dsn("postgres"))
+		if err == nil {
+			return conn.Close(ctx)
+		}
+		select {
+		case <-s.done:
+			return fmt.Errorf("postgres exited: %v", s.err)
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
+		case <-tick.C:
+		}
+	}
+}
+
+// postgresUser is the account PostgreSQL runs as when the tests run as
+// root, which it refuses.
+func postgresUser() (*syscall.Credential, error) {
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("pgtest: running as root needs the postgres user: %w", err)
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, fmt.Errorf("pgtest: postgres user: %w", err)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+func (s *server) dsn(db string) string {
+	return fmt.Sprintf("host=%s port=5432 user=postgres dbname=%s sslmode=disable", s.dir, db)
+}

@@ -1,0 +1,242 @@
+// Package pgstore keeps sessions in PostgreSQL: an implementation of
+// store.Store for sluice nodes that share their sessions (issue 15's
+// cluster mode), where the JSONL files of one machine do not reach.
+//
+// Each session is a row of the sessions table and its log the rows of the
+// records table, in append order. An Append is one transaction: it locks the
+// session's row (so two logs open on one session append in turn, never
+// interleaving a batch), inserts its records after the last and commits, so
+// it is all or none and, with PostgreSQL's default synchronous_commit,
+// durable when it returns.
+//
+// The schema is the SQL files under migrations/, embedded and applied in
+// order by Migrate (Open calls it), each recorded in schema_migrations.
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sluicehq/sluice/store"
+)
+
+// headRecords is how many first records List returns per session: the
+// agent reads a session's metadata and title from them.
+const headRecords = 8
+
+// Store is a store.Store on a PostgreSQL database.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the database named by dsn (a PostgreSQL connection
+// string or URL), brings its schema up to date and returns the store.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	if err := Migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &Store{pool: pool}, nil
+}
+
+// Close closes the store's connections; logs opened from it fail after.
+func (s *Store) Close() { s.pool.Close() }
+
+// key is a store.Key as the tables hold it: the working directory made
+// absolute, as the JSONL store does, so that "." and its path name one
+// project.
+func key(k store.Key) (cwd, id string, err error) {
+	if k.ID == "" {
+		return "", "", errors.New("pgstore: empty session id")
+	}
+	cwd, err = filepath.Abs(k.WorkDir)
+	if err != nil {
+		cwd = k.WorkDir
+	}
+	return cwd, k.ID, nil
+}
+
+// Create adds the row of a new session.
+func (s *Store) Create(ctx context.Context, k store.Key) (store.Log, error) {
+	cwd, id, err := key(k)
+	if err != nil {
+		return nil, err
+	}
+	_, err = s.pool.Exec(ctx, `INSERT INTO sessions (cwd, id) VALUES ($1, $2)`, cwd, id)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation
+		return nil, fmt.Errorf("pgstore: %w: %s", store.ErrExists, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: create session: %w", err)
+	}
+	return &log{pool: s.pool, cwd: cwd, id: id}, nil
+}
+
+// Open returns the log of a stored session.
+func (s *Store) Open(ctx context.Context, k store.Key) (store.Log, error) {
+	cwd, id, err := key(k)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.exists(ctx, s.pool, cwd, id); err != nil {
+		return nil, err
+	}
+	return &log{pool: s.pool, cwd: cwd, id: id}, nil
+}
+
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func (s *Store) exists(ctx context.Context, q querier, cwd, id string) error {
+	var one int
+	err := q.QueryRow(ctx, `SELECT 1 FROM sessions WHERE cwd = $1 AND id = $2`, cwd, id).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("pgstore: %w: %s", store.ErrNotFound, id)
+	}
+	if err != nil {
+		return fmt.Errorf("pgstore: %w", err)
+	}
+	return nil
+}
+
+// Load returns a session's records in append order. PostgreSQL validated
+// each record as JSON when it was appended, so there are never warnings.
+func (s *Store) Load(ctx context.Context, k store.Key) ([]json.RawMessage, []string, error) {
+	cwd, id, err := key(k)
+	if err != nil {
+		return nil, nil, err
+	}
+	// One repeatable-read snapshot: the session's existence and its
+	// records as of one moment, even while another node appends.
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, nil, fmt.Errorf("pgstore: %w", err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // read-only: nothing to undo
+	if err := s.exists(ctx, tx, cwd, id); err != nil {
+		return nil, nil, err
+	}
+	rows, err := tx.Query(ctx, `SELECT data::text FROM records WHERE cwd = $1 AND id = $2 ORDER BY seq`, cwd, id)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pgstore: load %s: %w", id, err)
+	}
+	recs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (json.RawMessage, error) {
+		var b []byte
+		err := r.Scan(&b)
+		return json.RawMessage(b), err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("pgstore: load %s: %w", id, err)
+	}
+	return recs, nil, nil
+}
+
+// List describes the sessions of workDir, most recently changed first, each
+// with its first records.
+func (s *Store) List(ctx context.Context, workDir string) ([]store.Info, error) {
+	cwd, err := filepath.Abs(workDir)
+	if err != nil {
+		cwd = workDir
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT s.id, s.modified_at, s.size,
+			array(SELECT r.data::text FROM records r
+				WHERE r.cwd = s.cwd AND r.id = s.id ORDER BY r.seq LIMIT $2)
+		FROM sessions s WHERE s.cwd = $1
+		ORDER BY s.modified_at DESC, s.id`, cwd, headRecords)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: list: %w", err)
+	}
+	infos, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Info, error) {
+		var in store.Info
+		var head []string
+		if err := r.Scan(&in.ID, &in.Modified, &in.Size, &head); err != nil {
+			return in, err
+		}
+		for _, h := range head {
+			in.Head = append(in.Head, json.RawMessage(h))
+		}
+		return in, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: list: %w", err)
+	}
+	return infos, nil
+}
+
+// log is the open log of one session. It holds no connection of its own:
+// each Append takes one from the pool, so idle sessions cost nothing.
+type log struct {
+	pool    *pgxpool.Pool
+	cwd, id string
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// Append inserts records after the session's last in one transaction.
+func (l *log) Append(ctx context.Context, records ...json.RawMessage) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return errors.New("pgstore: append to a closed session log")
+	}
+	if len(records) == 0 {
+		return nil
+	}
+	data := make([]string, len(records))
+	var size int64
+	for i, r := range records {
+		data[i] = string(r)
+		size += int64(len(r)) + 1 // as a JSON Lines file would hold it
+	}
+	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+		// The row lock orders appends to one session from any node.
+		var last int64
+		err := tx.QueryRow(ctx, `SELECT records FROM sessions WHERE cwd = $1 AND id = $2 FOR UPDATE`, l.cwd, l.id).Scan(&last)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%w: %s", store.ErrNotFound, l.id)
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO records (cwd, id, seq, data)
+			SELECT $1, $2, $3 + u.n, u.d::json
+			FROM unnest($4::text[]) WITH ORDINALITY AS u(d, n)`, l.cwd, l.id, last, data); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `
+			UPDATE sessions SET records = records + $3, size = size + $4, modified_at = clock_timestamp()
+			WHERE cwd = $1 AND id = $2`, l.cwd, l.id, len(records), size)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("pgstore: append to %s: %w", l.id, err)
+	}
+	return nil
+}
+
+// Close marks the log closed; it holds nothing else to release.
+func (l *log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	return nil
+}
