@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -36,7 +37,7 @@ func (s *Session) runMessage(j *job) (res Result) {
 		}
 	}()
 	_ = s.takeHalt() // a halt asked for after the last run ended is stale
-	if err := s.addPrompt(ctx, j.id, j.text); err != nil {
+	if err := s.addPrompt(ctx, j); err != nil {
 		res.Err = err
 		return res
 	}
@@ -313,20 +314,16 @@ func (s *Session) steer(j *job) {
 		s.mu.Unlock()
 		// A steered message a hook refuses is shown refused; the run goes
 		// on without it.
-		_ = s.addPrompt(j.ctx, m.id, m.text)
+		_ = s.addPrompt(j.ctx, m)
 	}
 }
 
 // addPrompt adds a user message, with what the UserPromptSubmit (and a
 // pending SessionStart) hooks add for the model, or shows it refused and
 // returns why when a hook refuses it.
-func (s *Session) addPrompt(ctx context.Context, id, text string) error {
-	msg := protocol.Message{
-		ID: id, Role: protocol.RoleUser, CreatedAt: s.now(),
-		Blocks: []protocol.Block{{Type: protocol.BlockText, Content: text}},
-	}
-	ctxMsg := model.Message{Role: model.RoleUser, Content: []model.Content{{Type: model.ContentText, Text: text}}}
-	extra, refused := s.beforePrompt(ctx, text)
+func (s *Session) addPrompt(ctx context.Context, j *job) error {
+	msg, ctxMsg := s.userMessage(j)
+	extra, refused := s.beforePrompt(ctx, j.text)
 	if refused != nil {
 		s.addRefusedMessage(msg, refused.Error())
 		return refused
@@ -336,6 +333,31 @@ func (s *Session) addPrompt(ctx context.Context, id, text string) error {
 	}
 	s.addUserMessage(msg, ctxMsg)
 	return nil
+}
+
+// userMessage is a message job as the display shows it and as the model
+// gets it: its text, and its images (in the display, a line naming each).
+func (s *Session) userMessage(j *job) (protocol.Message, model.Message) {
+	display := j.text
+	content := []model.Content{{Type: model.ContentText, Text: j.text}}
+	for _, img := range j.images {
+		if display != "" {
+			display += "\n"
+		}
+		display += fmt.Sprintf("[image: %s, %s]", img.MediaType, sizeOf(len(img.Data)))
+		content = append(content, model.Content{Type: model.ContentImage, MediaType: img.MediaType, Data: base64.StdEncoding.EncodeToString(img.Data)})
+	}
+	return protocol.Message{
+		ID: j.id, Role: protocol.RoleUser, CreatedAt: s.now(),
+		Blocks: []protocol.Block{{Type: protocol.BlockText, Content: display}},
+	}, model.Message{Role: model.RoleUser, Content: content}
+}
+
+func sizeOf(n int) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	return fmt.Sprintf("%d KB", (n+1023)/1024)
 }
 
 // addUserMessage publishes a user message and adds it to the context.

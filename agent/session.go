@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -138,6 +139,7 @@ type job struct {
 	cancel context.CancelCauseFunc
 	done   chan struct{}
 	result Result
+	images []Image // a message's images
 	// steered are the messages that joined this run at a model request
 	// (Session.steer); they end with it. Only the worker touches it.
 	steered []*job
@@ -356,8 +358,16 @@ func (s *Session) runJob(j *job) {
 
 // enqueue adds a job and wakes the worker.
 func (s *Session) enqueue(ctx context.Context, kind jobKind, text string) (*job, error) {
+	return s.enqueueWith(ctx, kind, text, nil)
+}
+
+// enqueueWith is enqueue with set called on the job before it is queued.
+func (s *Session) enqueueWith(ctx context.Context, kind jobKind, text string, set func(*job)) (*job, error) {
 	jctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	j := &job{kind: kind, text: text, ctx: jctx, cancel: cancel, done: make(chan struct{})}
+	if set != nil {
+		set(j)
+	}
 	switch kind {
 	case jobMessage, jobBang:
 		j.id = s.opts.NewID()
@@ -395,6 +405,39 @@ func (h *Handle) Done() <-chan struct{} { return h.j.done }
 // Wait waits for the work to end and returns its result. If ctx is done
 // first, the work is aborted (and Wait still returns its result).
 func (h *Handle) Wait(ctx context.Context) (Result, error) { return h.s.wait(ctx, h.j) }
+
+// Image is an image attached to a user message.
+type Image struct {
+	// MediaType is image/png, image/jpeg, image/gif or image/webp.
+	MediaType string
+	Data      []byte
+}
+
+// MaxImageBytes bounds one image: the Anthropic API's limit, which
+// OpenAI-compatible servers stay within too.
+const MaxImageBytes = 5 << 20
+
+// ErrBadImage is returned by SubmitImages for an image no model API takes.
+var ErrBadImage = errors.New("unsupported image")
+
+// SubmitImages queues a user message with images, as Submit does.
+func (s *Session) SubmitImages(ctx context.Context, text string, images []Image) (*Handle, error) {
+	for i, img := range images {
+		switch img.MediaType {
+		case "image/png", "image/jpeg", "image/gif", "image/webp":
+		default:
+			return nil, fmt.Errorf("%w: image %d is %q (want image/png, image/jpeg, image/gif or image/webp)", ErrBadImage, i+1, img.MediaType)
+		}
+		if len(img.Data) == 0 || len(img.Data) > MaxImageBytes {
+			return nil, fmt.Errorf("%w: image %d has %d bytes (at most %d MiB)", ErrBadImage, i+1, len(img.Data), MaxImageBytes>>20)
+		}
+	}
+	j, err := s.enqueueWith(ctx, jobMessage, text, func(j *job) { j.images = slices.Clone(images) })
+	if err != nil {
+		return nil, err
+	}
+	return &Handle{s: s, j: j}, nil
+}
 
 // Submit queues a user message and returns at once. A message sent while a
 // run is going joins that run at its next model request, after the tool

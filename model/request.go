@@ -19,6 +19,8 @@ const (
 	ContentRedactedReasoning ContentType = "redacted_reasoning" // Anthropic "redacted_thinking"
 	ContentToolUse           ContentType = "tool_use"
 	ContentToolResult        ContentType = "tool_result"
+	// ContentImage is an image the user gave: MediaType and Data (base64).
+	ContentImage ContentType = "image"
 	// ContentRaw is a block the provider produced that sluice passes back
 	// unchanged (server_tool_use, web_search_tool_result, compaction, MCP
 	// blocks, kinds not known yet).
@@ -32,8 +34,12 @@ type Content struct {
 	Text string `json:"text,omitempty"`
 	// Signature authenticates a reasoning block (Anthropic).
 	Signature string `json:"signature,omitempty"`
-	// Data is the opaque payload of a redacted reasoning block.
+	// Data is the opaque payload of a redacted reasoning block, and an
+	// image's bytes in base64.
 	Data string `json:"data,omitempty"`
+	// MediaType is an image's type: image/png, image/jpeg, image/gif or
+	// image/webp.
+	MediaType string `json:"mediaType,omitempty"`
 	// ID is a tool use's id; for a tool result, the id of the tool use it
 	// answers.
 	ID   string `json:"id,omitempty"`

@@ -724,7 +724,7 @@ func TestRequest(t *testing.T) {
 		Model: "claude-test", System: "be brief", MaxTokens: 1000, ThinkingBudget: 2000,
 		Tools: []model.Tool{{Name: "Bash", Description: "run", InputSchema: json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"}}}`)}, {Name: "now"}},
 		Messages: []model.Message{
-			{Role: model.RoleUser, Content: []model.Content{{Type: model.ContentText, Text: "list files"}}},
+			{Role: model.RoleUser, Content: []model.Content{{Type: model.ContentText, Text: "list files"}, {Type: model.ContentImage, MediaType: "image/png", Data: "iVBORw0KGgo="}}},
 			{Role: model.RoleAssistant, Content: []model.Content{
 				{Type: model.ContentReasoning, Text: "thinking", Signature: "sig"},
 				{Type: model.ContentReasoning, Text: "unsigned, from another provider"},
@@ -755,7 +755,7 @@ func TestRequest(t *testing.T) {
 		"tools":[{"name":"Bash","description":"run","input_schema":{"type":"object","properties":{"command":{"type":"string"}}}},
 		         {"name":"now","input_schema":{"type":"object","properties":{}}}],
 		"messages":[
-			{"role":"user","content":[{"type":"text","text":"list files"}]},
+			{"role":"user","content":[{"type":"text","text":"list files"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}]},
 			{"role":"assistant","content":[
 				{"type":"thinking","thinking":"thinking","signature":"sig"},
 				{"type":"redacted_thinking","data":"opaque"},

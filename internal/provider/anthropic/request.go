@@ -67,6 +67,8 @@ func block(c model.Content) any {
 			return nil
 		}
 		return api.ThinkingBlock{Type: "thinking", Thinking: c.Text, Signature: c.Signature}
+	case model.ContentImage:
+		return api.ImageBlock{Type: "image", Source: api.ImageSource{Type: "base64", MediaType: c.MediaType, Data: c.Data}}
 	case model.ContentRedactedReasoning:
 		return api.RedactedBlock{Type: "redacted_thinking", Data: c.Data}
 	case model.ContentToolUse:

@@ -359,6 +359,7 @@ func TestRequest(t *testing.T) {
 					text("thanks"),
 				}},
 				{Role: model.RoleAssistant, Content: []model.Content{tool("call_3", "Bash", `{}`)}},
+				{Role: model.RoleUser, Content: []model.Content{text("what is this?"), {Type: model.ContentImage, MediaType: "image/png", Data: "iVBORw0KGgo="}}},
 			},
 		}
 		if _, err := pt.Attempt(t, p, req); err != nil {
@@ -382,7 +383,8 @@ func TestRequest(t *testing.T) {
 				{"role":"tool","tool_call_id":"call_1","content":"a\nb"},
 				{"role":"tool","tool_call_id":"call_2","content":"Error: boom"},
 				{"role":"user","content":"thanks"},
-				{"role":"assistant","content":null,"tool_calls":[{"id":"call_3","type":"function","function":{"name":"Bash","arguments":"{}"}}]}]}`
+				{"role":"assistant","content":null,"tool_calls":[{"id":"call_3","type":"function","function":{"name":"Bash","arguments":"{}"}}]},
+				{"role":"user","content":[{"type":"text","text":"what is this?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]}]}`
 		var wantBody map[string]any
 		if err := json.Unmarshal([]byte(want), &wantBody); err != nil {
 			t.Fatal(err)

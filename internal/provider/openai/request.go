@@ -24,9 +24,20 @@ type streamOptions struct {
 
 type wireMessage struct {
 	Role       string         `json:"role"`
-	Content    *string        `json:"content"` // null only beside tool calls
+	Content    any            `json:"content"` // *string (null only beside tool calls) or []wirePart
 	ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string         `json:"tool_call_id,omitempty"`
+}
+
+// wirePart is one part of a message whose content is not text alone.
+type wirePart struct {
+	Type     string        `json:"type"` // "text" or "image_url"
+	Text     string        `json:"text,omitempty"`
+	ImageURL *wireImageURL `json:"image_url,omitempty"`
+}
+
+type wireImageURL struct {
+	URL string `json:"url"` // a data: URL
 }
 
 type wireToolCall struct {
@@ -81,6 +92,7 @@ func (p *Provider) request(req *model.Request, stream bool) ([]byte, error) {
 	}
 	for _, m := range req.Messages {
 		var text []string
+		var images []wirePart
 		var calls []wireToolCall
 		for _, c := range m.Content {
 			switch c.Type {
@@ -88,6 +100,8 @@ func (p *Provider) request(req *model.Request, stream bool) ([]byte, error) {
 				if c.Text != "" {
 					text = append(text, c.Text)
 				}
+			case model.ContentImage:
+				images = append(images, wirePart{Type: "image_url", ImageURL: &wireImageURL{URL: "data:" + c.MediaType + ";base64," + c.Data}})
 			case model.ContentToolUse:
 				args := string(c.Input)
 				if args == "" {
@@ -107,11 +121,18 @@ func (p *Provider) request(req *model.Request, stream bool) ([]byte, error) {
 				w.Messages = append(w.Messages, wireMessage{Role: "tool", ToolCallID: c.ID, Content: &content})
 			}
 		}
-		if len(text) == 0 && len(calls) == 0 {
+		if len(text) == 0 && len(calls) == 0 && len(images) == 0 {
 			continue
 		}
 		wm := wireMessage{Role: string(m.Role), ToolCalls: calls}
-		if len(text) > 0 {
+		if len(images) > 0 {
+			// Images need the array form of content, the text first.
+			var parts []wirePart
+			if len(text) > 0 {
+				parts = append(parts, wirePart{Type: "text", Text: strings.Join(text, "\n\n")})
+			}
+			wm.Content = append(parts, images...)
+		} else if len(text) > 0 {
 			joined := strings.Join(text, "\n\n")
 			wm.Content = &joined
 		} else if m.Role != model.RoleAssistant {

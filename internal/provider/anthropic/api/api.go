@@ -50,6 +50,19 @@ type TextBlock struct {
 	Citations json.RawMessage `json:"citations,omitempty"`
 }
 
+// ImageBlock is an "image" block with its bytes inline.
+type ImageBlock struct {
+	Type   string      `json:"type"`
+	Source ImageSource `json:"source"`
+}
+
+// ImageSource is an image block's base64 source.
+type ImageSource struct {
+	Type      string `json:"type"` // "base64"
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+}
+
 // ThinkingBlock is a "thinking" block with the signature that
 // authenticates it.
 type ThinkingBlock struct {
