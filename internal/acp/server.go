@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -169,7 +170,7 @@ func (s *Server) Initialize(_ context.Context, p sdk.InitializeRequest) (sdk.Ini
 		ProtocolVersion: sdk.ProtocolVersionNumber,
 		AgentCapabilities: sdk.AgentCapabilities{
 			LoadSession:        true,
-			PromptCapabilities: sdk.PromptCapabilities{EmbeddedContext: true},
+			PromptCapabilities: sdk.PromptCapabilities{EmbeddedContext: true, Image: true},
 			McpCapabilities:    sdk.McpCapabilities{Http: true, Sse: true},
 			SessionCapabilities: sdk.SessionCapabilities{
 				List:   &sdk.SessionListCapabilities{},
@@ -436,11 +437,11 @@ func (s *Server) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptRes
 	if err != nil {
 		return sdk.PromptResponse{}, err
 	}
-	text, err := promptText(p.Prompt)
+	text, images, err := promptText(p.Prompt)
 	if err != nil {
 		return sdk.PromptResponse{}, err
 	}
-	return ss.prompt(ctx, text)
+	return ss.prompt(ctx, text, images)
 }
 
 // SetSessionMode implements sdk.Agent: sluice's permission modes are the
@@ -495,10 +496,11 @@ func (s *Server) UnstableSetSessionModel(_ context.Context, p sdk.UnstableSetSes
 
 // promptText turns a prompt's content into the user message: text as it
 // is, a resource link as a mention of its URI, an embedded text resource
-// as its content in a block naming its URI. Images and audio are refused:
-// sluice's sessions carry text (initialize does not offer them).
-func promptText(blocks []sdk.ContentBlock) (string, error) {
+// as its content in a block naming its URI, images (inline data) as the
+// message's images. Audio is refused: no model API sluice speaks takes it.
+func promptText(blocks []sdk.ContentBlock) (string, []agent.Image, error) {
 	var sb strings.Builder
+	var images []agent.Image
 	sep := func() {
 		if sb.Len() > 0 {
 			sb.WriteString("\n\n")
@@ -515,20 +517,26 @@ func promptText(blocks []sdk.ContentBlock) (string, error) {
 		case b.Resource != nil:
 			r := b.Resource.Resource
 			if r.TextResourceContents == nil {
-				return "", invalidParams("only text resources can be embedded")
+				return "", nil, invalidParams("only text resources can be embedded")
 			}
 			sep()
 			fmt.Fprintf(&sb, "<context ref=%q>\n%s\n</context>", r.TextResourceContents.Uri, r.TextResourceContents.Text)
-		case b.Image != nil, b.Audio != nil:
-			return "", invalidParams("sluice takes text prompts: images and audio are not supported")
+		case b.Image != nil:
+			data, err := base64.StdEncoding.DecodeString(b.Image.Data)
+			if err != nil || len(data) == 0 {
+				return "", nil, invalidParams("an image needs its data inline, in base64")
+			}
+			images = append(images, agent.Image{MediaType: b.Image.MimeType, Data: data})
+		case b.Audio != nil:
+			return "", nil, invalidParams("sluice takes text and images: audio is not supported")
 		default:
-			return "", invalidParams("unknown content block")
+			return "", nil, invalidParams("unknown content block")
 		}
 	}
-	if strings.TrimSpace(sb.String()) == "" {
-		return "", invalidParams("the prompt is empty")
+	if strings.TrimSpace(sb.String()) == "" && len(images) == 0 {
+		return "", nil, invalidParams("the prompt is empty")
 	}
-	return sb.String(), nil
+	return sb.String(), images, nil
 }
 
 // uriPath shows a file:// URI as its path.

@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -926,5 +927,36 @@ func TestServeEndsWithContext(t *testing.T) {
 		}
 	case <-time.After(wait):
 		t.Fatal("Serve did not end with its context")
+	}
+}
+
+// An image in a prompt reaches the model as image content beside the text;
+// one that no model API takes, or one without inline data, is invalid params.
+func TestPromptWithImage(t *testing.T) {
+	t.Parallel()
+	p := modeltest.NewScript(modeltest.Answer("m1", "A red square."))
+	h := newHarness(t, p, harnessOpts{})
+	caps := h.initialize(sdk.ClientCapabilities{})
+	if !caps.AgentCapabilities.PromptCapabilities.Image {
+		t.Error("initialize does not offer images")
+	}
+	sess := h.newSession()
+	png := base64.StdEncoding.EncodeToString([]byte("\x89PNG\r\n\x1a\nfake"))
+	resp, err := h.conn.Prompt(h.ctx(), sdk.PromptRequest{SessionId: sess.SessionId, Prompt: []sdk.ContentBlock{
+		sdk.TextBlock("what is this?"), sdk.ImageBlock(png, "image/png"),
+	}})
+	if err != nil || resp.StopReason != sdk.StopReasonEndTurn {
+		t.Fatalf("prompt: %+v %v", resp, err)
+	}
+	content := p.Request(0).Messages[0].Content
+	if len(content) != 2 || content[0].Text != "what is this?" || content[1].Type != model.ContentImage || content[1].Data != png {
+		t.Fatalf("the model got %+v", content)
+	}
+	for _, bad := range []sdk.ContentBlock{sdk.ImageBlock(png, "image/tiff"), sdk.ImageBlock("", "image/png")} {
+		_, err := h.conn.Prompt(h.ctx(), sdk.PromptRequest{SessionId: sess.SessionId, Prompt: []sdk.ContentBlock{bad}})
+		var re *sdk.RequestError
+		if !errors.As(err, &re) || re.Code != -32602 {
+			t.Errorf("%s image: err %v, want invalid params", bad.Image.MimeType, err)
+		}
 	}
 }

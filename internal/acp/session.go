@@ -296,7 +296,7 @@ func (ss *session) cancelTurn(tr *turn) {
 }
 
 // prompt runs one user message to its end.
-func (ss *session) prompt(ctx context.Context, text string) (sdk.PromptResponse, error) {
+func (ss *session) prompt(ctx context.Context, text string, images []agent.Image) (sdk.PromptResponse, error) {
 	// A prompt still running was superseded (the SDK cancelled its
 	// request): it ends, cancelled, before this one starts.
 	ss.mu.Lock()
@@ -306,22 +306,27 @@ func (ss *session) prompt(ctx context.Context, text string) (sdk.PromptResponse,
 		ss.cancelTurn(prev)
 		<-prev.h.Done()
 	}
-	if ok, err := ss.command(ctx, text); ok {
-		if err != nil {
-			return sdk.PromptResponse{}, invalidParams("%v", err)
+	if len(images) == 0 { // a message with images is no command
+		if ok, err := ss.command(ctx, text); ok {
+			if err != nil {
+				return sdk.PromptResponse{}, invalidParams("%v", err)
+			}
+			if err := ss.waitSent(ctx, ss.ag.Seq()); err != nil {
+				return sdk.PromptResponse{}, err
+			}
+			return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
 		}
-		if err := ss.waitSent(ctx, ss.ag.Seq()); err != nil {
-			return sdk.PromptResponse{}, err
-		}
-		return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
 	}
 	ss.mu.Lock()
-	h, err := ss.submit(ctx, text)
+	h, err := ss.submit(ctx, text, images)
 	tr := &turn{h: h}
 	if err == nil {
 		ss.cur = tr
 	}
 	ss.mu.Unlock()
+	if errors.Is(err, agent.ErrBadImage) {
+		return sdk.PromptResponse{}, invalidParams("%v", err)
+	}
 	if err != nil {
 		return sdk.PromptResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
 	}
@@ -368,7 +373,10 @@ func (ss *session) prompt(ctx context.Context, text string) (sdk.PromptResponse,
 }
 
 // submit queues the prompt: a !command or a message.
-func (ss *session) submit(ctx context.Context, text string) (*agent.Handle, error) {
+func (ss *session) submit(ctx context.Context, text string, images []agent.Image) (*agent.Handle, error) {
+	if len(images) > 0 {
+		return ss.ag.SubmitImages(ctx, text, images)
+	}
 	if cmd, ok := strings.CutPrefix(strings.TrimSpace(text), "!"); ok && strings.TrimSpace(cmd) != "" {
 		return ss.ag.SubmitBang(ctx, strings.TrimSpace(cmd))
 	}
