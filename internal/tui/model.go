@@ -33,12 +33,6 @@ const (
 	// frameHold is how long printing waits for a frame to reach the
 	// terminal: a few of Bubble Tea's frame periods.
 	frameHold = 100 * time.Millisecond
-	// printHold is how long a print waits after its content left the live
-	// area: two of Bubble Tea's frame periods (60 per second), so that the
-	// frame without the content is on the terminal before the content is
-	// printed above it. Printed earlier, the content would show twice for
-	// a frame: above, and in the old frame still below it.
-	printHold = 35 * time.Millisecond
 )
 
 // Messages of the UI's own commands.
@@ -133,10 +127,6 @@ type ui struct {
 	// pending prints.
 	quitting bool
 	holds    int
-	// emitted counts the emits; waited is the count a printHold last
-	// started at: a print goes out once a printHold has passed since the
-	// last emit.
-	emitted, waited int
 	// expandAfterPrint defers ctrl+o while a print is on its way: it must
 	// reach the main screen before the alternate one replaces it.
 	expandAfterPrint bool
@@ -409,7 +399,6 @@ func (m *ui) emit(lines []string) {
 	if len(lines) == 0 {
 		return
 	}
-	m.emitted++
 	m.outbox = append(m.outbox, lines...)
 	m.outbox = append(m.outbox, "")
 }
@@ -455,12 +444,15 @@ func (m *ui) flushPrints() tea.Cmd {
 		m.printing = true
 		return m.printer(s)
 	}
+	// Content goes out in the update that takes it from the live area, not
+	// after a wait for the frame without it: waiting blanked it from the
+	// screen until the print landed (a visible blink each time a message
+	// finished). Bubble Tea inserts the lines above the frame last flushed,
+	// which may still hold the content for the rest of its frame period;
+	// the frame and the print always fit the terminal together (printRoom),
+	// so that frame is redrawn in place, never scrolled into the scrollback.
 	if m.printing || m.holdPrints || len(m.outbox) == 0 || m.expanded != nil {
 		return nil
-	}
-	if m.waited != m.emitted {
-		m.waited = m.emitted
-		return m.hold(printHold)
 	}
 	s := strings.Join(m.outbox, "\n")
 	m.outbox = m.outbox[:0:0]
