@@ -42,8 +42,9 @@ type OpenFunc func(Init) (*agent.Session, error)
 
 // userInput is one user message read from the host.
 type userInput struct {
-	text string
-	line json.RawMessage // as read, for --replay-user-messages
+	text   string
+	images []agent.Image
+	line   json.RawMessage // as read, for --replay-user-messages
 }
 
 // host is print mode's side of a run: the session (opened once, after the
@@ -161,7 +162,7 @@ func (h *host) read(ctx context.Context, r io.Reader, prompts *queue[userInput])
 			}
 			if in.Type == "user" {
 				// Checked here, so that a bad message ends the input.
-				if _, perr := userText([]byte(trimmed)); perr != nil {
+				if _, _, perr := userContent([]byte(trimmed)); perr != nil {
 					return perr
 				}
 			}
@@ -199,8 +200,8 @@ type deferredLine struct {
 func (h *host) dispatch(ctx context.Context, in incoming, line string, prompts *queue[userInput]) {
 	switch in.Type {
 	case "user":
-		if text, _ := userText([]byte(line)); text != "" {
-			prompts.push(userInput{text: text, line: json.RawMessage(line)})
+		if text, images, _ := userContent([]byte(line)); text != "" || len(images) > 0 {
+			prompts.push(userInput{text: text, images: images, line: json.RawMessage(line)})
 		}
 	case "control_request":
 		var hdr requestHeader

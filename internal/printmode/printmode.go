@@ -7,6 +7,7 @@ package printmode
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -200,7 +201,7 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 			}
 			w.flush()
 		}
-		if err := runOne(ctx, s, sub, h.w, in.text, h.cfg, h); err != nil {
+		if err := runOne(ctx, s, sub, h.w, in, h.cfg, h); err != nil {
 			// The host's interrupt ends a turn, not the session: the result
 			// says so, and the process goes on to the host's next message.
 			if !(streamIn && errors.Is(err, agent.ErrAborted) && ctx.Err() == nil) {
@@ -280,9 +281,15 @@ func (o orderedType) MarshalJSON() ([]byte, error) {
 
 // runOne runs one prompt and writes its lines and result. An interrupt
 // (ctx done) aborts the run; what it produced is still written.
-func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w *writer, prompt string, cfg Config, hst *host) error {
+func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w *writer, in userInput, cfg Config, hst *host) error {
 	start := time.Now()
-	h, err := sess.Submit(ctx, prompt)
+	var h *agent.Handle
+	var err error
+	if len(in.images) > 0 {
+		h, err = sess.SubmitImages(ctx, in.text, in.images)
+	} else {
+		h, err = sess.Submit(ctx, in.text)
+	}
 	if err != nil {
 		return err
 	}
@@ -411,7 +418,9 @@ func newResultLine(sess *agent.Session, res agent.Result, answer string, err err
 	return line
 }
 
-func userText(line []byte) (string, error) {
+// userContent is a user line's text and its images: Anthropic image blocks
+// with a base64 source, as the Agent SDK sends them.
+func userContent(line []byte) (string, []agent.Image, error) {
 	var in struct {
 		Type    string `json:"type"`
 		Message struct {
@@ -420,29 +429,45 @@ func userText(line []byte) (string, error) {
 		} `json:"message"`
 	}
 	if err := json.Unmarshal(line, &in); err != nil {
-		return "", fmt.Errorf("input line is not JSON: %w", err)
+		return "", nil, fmt.Errorf("input line is not JSON: %w", err)
 	}
 	if in.Type != "user" {
-		return "", nil
+		return "", nil, nil
 	}
 	var s string
 	if json.Unmarshal(in.Message.Content, &s) == nil {
-		return s, nil
+		return s, nil, nil
 	}
 	var blocks []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+		Type   string `json:"type"`
+		Text   string `json:"text"`
+		Source struct {
+			Type      string `json:"type"`
+			MediaType string `json:"media_type"`
+			Data      string `json:"data"`
+		} `json:"source"`
 	}
 	if err := json.Unmarshal(in.Message.Content, &blocks); err != nil {
-		return "", fmt.Errorf("user message content is neither a string nor blocks: %w", err)
+		return "", nil, fmt.Errorf("user message content is neither a string nor blocks: %w", err)
 	}
 	var sb strings.Builder
+	var images []agent.Image
 	for _, b := range blocks {
-		if b.Type == "text" {
+		switch b.Type {
+		case "text":
 			sb.WriteString(b.Text)
+		case "image":
+			if b.Source.Type != "base64" {
+				return "", nil, fmt.Errorf("an image block's source is %q: sluice takes base64 images", b.Source.Type)
+			}
+			data, err := base64.StdEncoding.DecodeString(b.Source.Data)
+			if err != nil {
+				return "", nil, fmt.Errorf("an image block's data is not base64: %w", err)
+			}
+			images = append(images, agent.Image{MediaType: b.Source.MediaType, Data: data})
 		}
 	}
-	return sb.String(), nil
+	return sb.String(), images, nil
 }
 
 // MaxInputLine bounds one line of stream-json input, as sluice rpc bounds
