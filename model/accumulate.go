@@ -147,6 +147,19 @@ func (a *Accumulator) Response() *Response {
 	return &r
 }
 
+// Block returns the content of the block with the part index as
+// accumulated so far, as Response would hold it; false when there is no
+// such block or it cannot be sent back (a tool use's input that is not
+// valid JSON). A face that writes each block as it finishes calls it at
+// the block's stop.
+func (a *Accumulator) Block(index int) (Content, bool) {
+	b := a.block(index)
+	if b == nil {
+		return Content{}, false
+	}
+	return b.content()
+}
+
 func (b *accBlock) content() (Content, bool) {
 	switch b.typ {
 	case BlockText:

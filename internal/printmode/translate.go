@@ -28,21 +28,24 @@ type translator struct {
 	usage model.Usage
 	// contextTokens is the input of the last response: the context's size.
 	contextTokens int
-	blocks        map[int]*blockAcc
-	tools         map[string]bool // ids of the tool calls of this run
+	// acc holds the response's blocks as they stream: the one
+	// accumulation of their content, from which each finished block is
+	// written.
+	acc    model.Accumulator
+	starts map[int]blockStart
+	tools  map[string]bool // ids of the tool calls of this run
 }
 
-type blockAcc struct {
-	kind      model.BlockType
-	id, name  string
-	raw       json.RawMessage
-	text      strings.Builder // text, reasoning, redacted data, tool input
-	signature string
-	citations []json.RawMessage
+// blockStart is what a block's start said: enough to write its start
+// shape, and its final shape when the accumulator has none.
+type blockStart struct {
+	kind     model.BlockType
+	id, name string
+	raw      json.RawMessage
 }
 
 func newTranslator(w *writer, cfg Config) *translator {
-	return &translator{w: w, cfg: cfg, now: time.Now, blocks: map[int]*blockAcc{}, tools: map[string]bool{}}
+	return &translator{w: w, cfg: cfg, now: time.Now, starts: map[int]blockStart{}, tools: map[string]bool{}}
 }
 
 func (t *translator) item(it agent.Item) {
@@ -87,6 +90,9 @@ func (t *translator) event(ev any) {
 }
 
 func (t *translator) part(p model.Part) {
+	// A part that does not fit the stream (a delta of a block never
+	// started) is still shown as an event; its block is not accumulated.
+	t.acc.Add(p)
 	switch p.Type {
 	case model.PartMessageStart:
 		t.msgID, t.model, t.usage = p.ID, p.Model, p.Usage
@@ -94,57 +100,44 @@ func (t *translator) part(p model.Part) {
 		if t.msgID == "" {
 			t.msgID = "msg_" + strings.ReplaceAll(uuid.NewString(), "-", "")
 		}
-		clear(t.blocks)
+		clear(t.starts)
 		t.event(api.MessageStartEvent{Type: "message_start", Message: t.message([]any{})})
 	case model.PartBlockStart:
-		b := &blockAcc{kind: p.Block, id: p.ID, name: p.Name, raw: p.Raw}
-		t.blocks[p.Index] = b
+		b := blockStart{kind: p.Block, id: p.ID, name: p.Name, raw: p.Raw}
+		t.starts[p.Index] = b
 		if p.Block == model.BlockToolUse {
 			t.tools[p.ID] = true
 		}
-		t.event(api.ContentBlockStartEvent{Type: "content_block_start", Index: p.Index, ContentBlock: b.startShape()})
+		t.event(api.ContentBlockStartEvent{Type: "content_block_start", Index: p.Index, ContentBlock: b.shape()})
 	case model.PartBlockDelta:
-		b := t.blocks[p.Index]
-		if b == nil {
-			b = &blockAcc{kind: kindOfDelta(p.Delta)}
-			t.blocks[p.Index] = b
-		}
 		var delta any
 		switch p.Delta {
 		case model.DeltaText:
-			b.text.WriteString(p.Text)
 			delta = api.TextDelta{Type: "text_delta", Text: p.Text}
 		case model.DeltaReasoning:
-			b.text.WriteString(p.Text)
 			delta = api.ThinkingDelta{Type: "thinking_delta", Thinking: p.Text}
 		case model.DeltaSignature:
-			b.signature += p.Text
 			delta = api.SignatureDelta{Type: "signature_delta", Signature: p.Text}
 		case model.DeltaInputJSON:
-			b.text.WriteString(p.Text)
 			delta = api.InputJSONDelta{Type: "input_json_delta", PartialJSON: p.Text}
 		case model.DeltaCitation:
-			b.citations = append(b.citations, json.RawMessage(p.Text))
 			delta = api.CitationsDelta{Type: "citations_delta", Citation: json.RawMessage(p.Text)}
-		case model.DeltaRedacted:
-			// Anthropic sends redacted data whole in the block's start;
-			// the finished block carries it.
-			b.text.WriteString(p.Text)
-			return
 		case model.DeltaRaw:
 			if !json.Valid([]byte(p.Text)) {
 				return
 			}
 			delta = json.RawMessage(p.Text)
 		default:
+			// Redacted data comes whole in Anthropic's block start; the
+			// finished block carries it.
 			return
 		}
 		t.event(api.ContentBlockDeltaEvent{Type: "content_block_delta", Index: p.Index, Delta: delta})
 	case model.PartBlockStop:
-		if b := t.blocks[p.Index]; b != nil {
+		if b, ok := t.starts[p.Index]; ok {
 			// Claude Code writes the finished block before its stop event.
 			t.w.line(assistantLine{
-				Type: "assistant", Message: assistantMessage{Message: t.message([]any{b.finalShape()})},
+				Type: "assistant", Message: assistantMessage{Message: t.message([]any{t.finished(p.Index, b)})},
 				SessionID: t.w.session, UUID: uuid.NewString(), Timestamp: timestamp(t.now()),
 			})
 		}
@@ -171,6 +164,27 @@ func (t *translator) part(p model.Part) {
 	}
 }
 
+// finished is a finished block in Anthropic's shape, from the accumulator;
+// a tool use whose input is not valid JSON (cut by max_tokens) shows an
+// empty input, as it started.
+func (t *translator) finished(index int, b blockStart) any {
+	c, ok := t.acc.Block(index)
+	if !ok {
+		return b.shape()
+	}
+	switch c.Type {
+	case model.ContentReasoning:
+		return api.ThinkingBlock{Type: "thinking", Thinking: c.Text, Signature: c.Signature}
+	case model.ContentRedactedReasoning:
+		return api.RedactedBlock{Type: "redacted_thinking", Data: c.Data}
+	case model.ContentToolUse:
+		return api.ToolUseBlock{Type: "tool_use", ID: c.ID, Name: c.Name, Input: c.Input}
+	case model.ContentRaw:
+		return c.Raw
+	}
+	return api.TextBlock{Type: "text", Text: c.Text, Citations: c.Citations}
+}
+
 func (t *translator) message(content []any) api.Message {
 	return api.Message{
 		ID: t.msgID, Type: "message", Role: "assistant", Model: t.model, Content: content,
@@ -178,17 +192,8 @@ func (t *translator) message(content []any) api.Message {
 	}
 }
 
-func kindOfDelta(d model.DeltaType) model.BlockType {
-	switch d {
-	case model.DeltaReasoning, model.DeltaSignature:
-		return model.BlockReasoning
-	case model.DeltaInputJSON:
-		return model.BlockToolUse
-	}
-	return model.BlockText
-}
-
-func (b *blockAcc) startShape() any {
+// shape is the block as its start shows it.
+func (b blockStart) shape() any {
 	switch b.kind {
 	case model.BlockReasoning:
 		return api.ThinkingBlock{Type: "thinking"}
@@ -203,39 +208,6 @@ func (b *blockAcc) startShape() any {
 		return api.TypeOnly{Type: b.name}
 	}
 	return api.TextBlock{Type: "text"}
-}
-
-func (b *blockAcc) finalShape() any {
-	switch b.kind {
-	case model.BlockReasoning:
-		return api.ThinkingBlock{Type: "thinking", Thinking: b.text.String(), Signature: b.signature}
-	case model.BlockRedactedReasoning:
-		return api.RedactedBlock{Type: "redacted_thinking", Data: b.text.String()}
-	case model.BlockToolUse:
-		input := json.RawMessage(b.text.String())
-		if len(input) == 0 || !json.Valid(input) {
-			input = json.RawMessage("{}")
-		}
-		return api.ToolUseBlock{Type: "tool_use", ID: b.id, Name: b.name, Input: input}
-	case model.BlockRaw:
-		return b.rawFinal()
-	}
-	return api.TextBlock{Type: "text", Text: b.text.String(), Citations: jsonArray(b.citations)}
-}
-
-// rawFinal is a server-side or unknown block as it finished: as it
-// started, with the input its deltas streamed (a server tool use's query).
-func (b *blockAcc) rawFinal() any {
-	input := json.RawMessage(b.text.String())
-	if len(input) == 0 || !json.Valid(input) {
-		return b.startShape()
-	}
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(b.raw, &fields) != nil {
-		return b.startShape()
-	}
-	fields["input"] = input
-	return fields
 }
 
 // errorKind names a model API failure as Claude Code's api_retry lines
@@ -278,16 +250,4 @@ func errText(err error) string {
 		return ""
 	}
 	return err.Error()
-}
-
-// jsonArray is vs as one JSON array, nil when empty.
-func jsonArray(vs []json.RawMessage) json.RawMessage {
-	if len(vs) == 0 {
-		return nil
-	}
-	raw, err := json.Marshal(vs)
-	if err != nil {
-		return nil // a citation that is not JSON: the block goes without its citations rather than not at all
-	}
-	return raw
 }
