@@ -32,7 +32,8 @@ var update = flag.Bool("update", false, "rewrite the expected output of the conf
 // args) the built-in demo provider.
 //
 // A transcript is a txtar archive. Its comment holds "args:" (the flags
-// after "sluice rpc"). Its "script" file is a list of steps:
+// after "sluice rpc"). Its other files are written to the working
+// directory. Its "script" file is a list of steps:
 //
 //	> {request}        a line written to the server's stdin
 //	< {message}        a line the server must write, in this order
@@ -121,6 +122,19 @@ func runTranscript(t *testing.T, file, baseURL string) {
 	}
 	home := t.TempDir()
 	os.WriteFile(filepath.Join(work, "hello.txt"), []byte("hello from a file\n"), 0o644)
+	// The archive's other files are the project's (.claude/settings.json).
+	for _, f := range ar.Files {
+		if f.Name == "script" {
+			continue
+		}
+		path := filepath.Join(work, f.Name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, f.Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	n := &normaliser{ids: map[string]string{}, rev: map[string]string{}, work: work, home: home}
 	env := append(os.Environ(), "SLUICE_HOME="+home, "HOME="+home, "ANTHROPIC_BASE_URL="+baseURL, "ANTHROPIC_API_KEY=test-key-not-secret")
 	p := startProc(t, work, env, args)
