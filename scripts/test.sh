@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The project's tests: every package under the race detector, the page's
+# The project's tests: the quality gates (gofmt, go vet, staticcheck pinned
+# as a module tool), every package under the race detector, the page's
 # JavaScript reducer, a load check, then each fuzz target for a fixed number
-# of executions. CI (.ci/run) runs exactly this. (go vet runs before each
-# commit; on a cold build cache it would add minutes here for no test.)
+# of executions. CI (.ci/run) runs exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,6 +24,16 @@ export SLUICE_BIN="$bin/sluice"
 
 phase go test -race
 go test -race -timeout 12m ./...
+
+# After the tests, with -race like them, go vet and staticcheck reuse the
+# packages the tests compiled instead of compiling the module a second time
+# (on a cold cache that second build cost minutes); what is left is their
+# analysis and building staticcheck itself.
+phase "gofmt -l, go vet, staticcheck"
+unformatted=$(gofmt -l .)
+[ -z "$unformatted" ] || { echo "gofmt -l lists files to format:" >&2; echo "$unformatted" >&2; exit 1; }
+go vet -race ./...
+GOFLAGS=-race go tool staticcheck ./...
 
 phase "node --test (the page's JavaScript reducer against the protocol vectors)"
 node --test internal/web/jstest/

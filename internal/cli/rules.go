@@ -302,10 +302,7 @@ func commandParts(cmd string) ([]string, bool) {
 // onlyAndAnd reports whether every "&" in cmd is part of "&&" and no other
 // character of commandParts' refusal set is there.
 func onlyAndAnd(cmd string) bool {
-	if strings.ContainsAny(strings.ReplaceAll(cmd, "&&", ""), "`><()&{}") {
-		return false
-	}
-	return true
+	return !strings.ContainsAny(strings.ReplaceAll(cmd, "&&", ""), "`><()&{}")
 }
 
 func splitAny(s string, seps []string) []string {

@@ -231,7 +231,7 @@ func (c gatedConv) Start(ctx context.Context, _ string) (backend.Run, error) {
 	c.b.mu.Lock()
 	c.b.started = true
 	c.b.mu.Unlock()
-	return gatedRun{c.b}, nil
+	return gatedRun(c), nil
 }
 
 func (c gatedConv) Abort(reason string) {
