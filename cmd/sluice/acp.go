@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/acp"
 	"github.com/sluicehq/sluice/internal/cli"
+	"github.com/sluicehq/sluice/internal/hooks"
 	"github.com/sluicehq/sluice/internal/provider"
 )
 
@@ -50,6 +52,10 @@ func acpMain(ctx context.Context, args []string, stdio Stdio) int {
 		Version:      cli.Version,
 		MaxLineBytes: *maxMessage,
 		Logger:       log,
+		// The hooks of the project each session opens in.
+		Hooks: func(cwd string) (agent.Hooks, error) {
+			return hooks.ForProject(os.Getenv("HOME"), cwd, setup.Options.AllowEnv, log)
+		},
 	}, stdio.In, stdio.Out)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		log.Error("acp", "err", err)

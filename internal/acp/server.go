@@ -35,6 +35,9 @@ type Options struct {
 	MaxLineBytes int
 	// Logger receives diagnostics (default: discarded). Never stdout.
 	Logger *slog.Logger
+	// Hooks, when set, gives a session in cwd its hooks (the user's
+	// command hooks of that project), replacing Agent.Hooks.
+	Hooks func(cwd string) (agent.Hooks, error)
 }
 
 // authMethodEnv is the one authentication method: the provider's API key
@@ -210,6 +213,13 @@ func checkCwd(cwd string) (string, error) {
 func (s *Server) sessionOptions(ctx context.Context, cwd string, dirs []string, servers []sdk.McpServer, ref *sessionRef) (agent.Options, *mcp.Servers, error) {
 	opts := s.opts.Agent
 	opts.WorkDir = cwd
+	if s.opts.Hooks != nil {
+		h, err := s.opts.Hooks(cwd)
+		if err != nil {
+			return opts, nil, err
+		}
+		opts.Hooks = h
+	}
 	opts.AllowedDirs = append(slices.Clone(opts.AllowedDirs), dirs...)
 	opts.ExtraTools = slices.Clone(opts.ExtraTools)
 	cfg, err := mcpConfig(servers)

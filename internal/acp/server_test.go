@@ -213,6 +213,7 @@ type harnessOpts struct {
 	mode   protocol.PermissionMode
 	dir    string // the store and work dir (default: a new temp dir)
 	client *testClient
+	hooks  func(cwd string) (agent.Hooks, error) // Options.Hooks
 }
 
 func newHarness(t testing.TB, provider model.Provider, o harnessOpts) *harness {
@@ -243,6 +244,7 @@ func newHarness(t testing.TB, provider model.Provider, o harnessOpts) *harness {
 			},
 			Models:  []string{"test-model", "other-model"},
 			Version: "test",
+			Hooks:   o.hooks,
 		}, toAgentR, tap)
 		fromAgentW.Close()
 		h.done <- err

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/agent"
-	"github.com/sluicehq/sluice/internal/childenv"
 	"github.com/sluicehq/sluice/internal/hooks"
 	"github.com/sluicehq/sluice/internal/mcp"
 	"github.com/sluicehq/sluice/internal/memory"
@@ -155,13 +154,9 @@ func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Se
 		}
 	}
 	// Claude Code's hooks, from the files Claude Code reads them from.
-	hookConf, err := hooks.Load(hooks.Files(getenv("HOME"), wd)...)
+	hks, err := hooks.ForProject(getenv("HOME"), wd, conf.AllowEnv, logger)
 	if err != nil {
-		return nil, fmt.Errorf("hooks: %w", err)
-	}
-	runner := &hooks.Runner{
-		Config: hookConf, Dir: wd, Logger: logger,
-		Environ: childenv.Environ(os.Environ(), conf.AllowEnv, map[string]string{"CLAUDE_PROJECT_DIR": wd}),
+		return nil, err
 	}
 	var mcpConfig *mcp.Config
 	if len(f.MCPConfigs) > 0 {
@@ -190,7 +185,7 @@ func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Se
 			Stream:         so,
 			Store:          st,
 			AllowEnv:       conf.AllowEnv,
-			Hooks:          runner.Agent(),
+			Hooks:          hks,
 			Logger:         logger,
 		},
 	}, nil

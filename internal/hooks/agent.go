@@ -3,8 +3,12 @@ package hooks
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
 
 	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/childenv"
 	"github.com/sluicehq/sluice/protocol"
 )
 
@@ -79,3 +83,19 @@ func (o Outcome) Result() agent.HookResult {
 // hook prints, or what an SDK host's hook callback returns (the same
 // document).
 func (o *Outcome) AddJSON(ev Event, doc []byte) { o.add(ev, result{stdout: doc}) }
+
+// ForProject is a session's hooks for a project directory: those of the
+// user's and the project's settings files (Files), run in that directory
+// with the scrubbed child environment (package childenv, allowEnv
+// passed) plus CLAUDE_PROJECT_DIR.
+func ForProject(home, projectDir string, allowEnv []string, logger *slog.Logger) (agent.Hooks, error) {
+	conf, err := Load(Files(home, projectDir)...)
+	if err != nil {
+		return agent.Hooks{}, fmt.Errorf("hooks: %w", err)
+	}
+	r := &Runner{
+		Config: conf, Dir: projectDir, Logger: logger,
+		Environ: childenv.Environ(os.Environ(), allowEnv, map[string]string{"CLAUDE_PROJECT_DIR": projectDir}),
+	}
+	return r.Agent(), nil
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/hooks"
 	"github.com/sluicehq/sluice/internal/provider"
 	"github.com/sluicehq/sluice/internal/relay/backend"
 	"github.com/sluicehq/sluice/internal/relay/backend/claudecode"
@@ -325,12 +326,17 @@ func newBackend(f runFlags, st *store.Store, log *slog.Logger) (backend.Backend,
 			return nil, err
 		}
 		sessions := sessionstore.NewJSONL(root)
+		// The user's command hooks, as every face of sluice runs them.
+		hks, err := hooks.ForProject(os.Getenv("HOME"), workDir, nil, log)
+		if err != nil {
+			return nil, err
+		}
 		return sluiceagent.New(sluiceagent.Config{
 			KV: st, Logger: log,
 			Options: func(string) agent.Options {
 				return agent.Options{
 					Provider: sel.Provider, Model: sel.Model, WorkDir: workDir, PermissionMode: mode,
-					Stream: sel.StreamOptions, Store: sessions, Logger: log,
+					Stream: sel.StreamOptions, Store: sessions, Logger: log, Hooks: hks,
 				}
 			},
 		}), nil
