@@ -131,7 +131,7 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 		APIKeySource: setup.APIKeySource(os.Getenv), Version: cli.Version,
 		AddDirs: af.AddDirs, MaxRetries: setup.Options.Stream.MaxRetries,
 		PermissionPromptStdio: cf.PermissionPromptTool == "stdio", ReplayUserMessages: cf.ReplayUserMessages,
-		Rules: rules.Decide, JSONSchema: schema,
+		Rules: rules.Decide, JSONSchema: schema, MaxBudgetUSD: cf.MaxBudgetUSD,
 		Models: provider.Models(setup.Selection.Name), ContextWindow: setup.Options.ContextWindow,
 		Stdin: stdio.In, Stdout: stdio.Out, Stderr: stdio.Err,
 	}

@@ -102,7 +102,6 @@ var acceptedOnly = map[string]string{
 	// Not yet honoured by this build.
 	"fork-session":      "the resumed session is continued in place",
 	"resume-session-at": "the whole resumed session is kept",
-	"max-budget-usd":    "no cost limit is applied",
 	"await-initialize":  "the first message does not wait for initialize",
 }
 

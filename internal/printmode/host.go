@@ -78,6 +78,7 @@ type host struct {
 	mode      string                   // as the host named it (dontAsk, auto, ...)
 	lastInput int                      // the context's tokens, from the last response
 	sdkStatus []MCPServer              // the host's in-process servers
+	spent float64 // the session's cost so far, for MaxBudgetUSD
 	// structured is the StructuredOutput tool, when a schema was given.
 	structured *structuredOutput
 }
@@ -662,6 +663,26 @@ func (h *host) workDir() string {
 	default:
 	}
 	return ""
+}
+
+// spend adds a turn's cost and reports whether the budget is now spent.
+func (h *host) spend(usd float64) bool {
+	if h.cfg.MaxBudgetUSD <= 0 {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.spent += usd
+	return h.spent >= h.cfg.MaxBudgetUSD
+}
+
+func (h *host) overBudget() bool {
+	if h.cfg.MaxBudgetUSD <= 0 {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.spent >= h.cfg.MaxBudgetUSD
 }
 
 // hookMatches reports whether a hook's matcher (a tool name, "A|B", a

@@ -78,6 +78,10 @@ type Config struct {
 	// ContextWindow is the model's context in tokens, for
 	// get_context_usage (0: 200,000).
 	ContextWindow int
+	// MaxBudgetUSD, when positive, stops a run once the session's turns
+	// have cost this much at list price (--max-budget-usd), and refuses
+	// later ones.
+	MaxBudgetUSD float64
 	// JSONSchema, when set, asks for a structured answer in the result's
 	// structured_output (--json-schema); the host's initialize may set it.
 	JSONSchema json.RawMessage
@@ -283,6 +287,12 @@ func (o orderedType) MarshalJSON() ([]byte, error) {
 // (ctx done) aborts the run; what it produced is still written.
 func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w *writer, in userInput, cfg Config, hst *host) error {
 	start := time.Now()
+	if hst.overBudget() {
+		err := fmt.Errorf("%w of $%g", ErrBudget, cfg.MaxBudgetUSD)
+		w.line(newResultLine(sess, agent.Result{}, "", err, 0))
+		w.flush()
+		return err
+	}
 	var h *agent.Handle
 	var err error
 	if len(in.images) > 0 {
@@ -310,6 +320,9 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	handle := func(it agent.Item) bool {
 		if stream {
 			tr.item(it)
+		}
+		if e, ok := it.Event.(protocol.TurnEnded); ok && e.Usage != nil && hst.spend(agent.CostUSD(sess.Model(), *e.Usage)) {
+			sess.Abort(fmt.Sprintf("the budget of $%g is spent", cfg.MaxBudgetUSD))
 		}
 		rs, ok := it.Event.(protocol.RunStateChanged)
 		return ok && rs.State == protocol.RunIdle
@@ -363,6 +376,9 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 			}
 		}
 	case FormatJSON, FormatStreamJSON:
+		if err != nil && hst.overBudget() {
+			err = fmt.Errorf("%w of $%g", ErrBudget, cfg.MaxBudgetUSD)
+		}
 		line := newResultLine(sess, res, answer, err, time.Since(start))
 		line.StoppedTasks = stopped
 		line.StructuredOutput = hst.structured.take()
@@ -406,6 +422,8 @@ func newResultLine(sess *agent.Session, res agent.Result, answer string, err err
 	line.IsError, line.Subtype, line.TerminalReason = true, "error_during_execution", "model_error"
 	var apiErr *model.APIError
 	switch {
+	case errors.Is(err, ErrBudget):
+		line.Subtype, line.TerminalReason = "error_max_budget_usd", "budget_exhausted"
 	case errors.Is(err, agent.ErrMaxTurns):
 		line.Subtype, line.TerminalReason = "error_max_turns", "max_turns"
 	case errors.Is(err, agent.ErrAborted):
@@ -469,6 +487,9 @@ func userContent(line []byte) (string, []agent.Image, error) {
 	}
 	return sb.String(), images, nil
 }
+
+// ErrBudget is the error of a run stopped by Config.MaxBudgetUSD.
+var ErrBudget = errors.New("the cost reached the budget")
 
 // MaxInputLine bounds one line of stream-json input, as sluice rpc bounds
 // one message (wire.DefaultMaxMessageBytes): a longer line is an error, and

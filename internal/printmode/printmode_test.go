@@ -568,3 +568,45 @@ func TestControlProtocol(t *testing.T) {
 		t.Errorf("lines %q, want %q", kinds, want)
 	}
 }
+
+// --max-budget-usd: the turn that spends the budget ends the run with
+// error_max_budget_usd, and a later message is refused the same way
+// without asking the model.
+func TestMaxBudget(t *testing.T) {
+	t.Parallel()
+	srv, err := printmodetest.NewServer(printmodetest.Anthropic, answers(t, "bash:echo hi", "say:never asked"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	sess, err := agent.New(agent.Options{
+		Provider: anthropic.New(anthropic.Config{APIKey: "sk-test", BaseURL: srv.URL}),
+		Model:    "claude-sonnet-4-6", WorkDir: t.TempDir(), Stream: model.StreamOptions{MaxRetries: -1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.Close() })
+	in := `{"type":"user","message":{"role":"user","content":"one"}}` + "\n" + `{"type":"user","message":{"role":"user","content":"two"}}` + "\n"
+	var stdout, stderr bytes.Buffer
+	code := Run(t.Context(), sess, "", Config{
+		OutputFormat: FormatStreamJSON, InputFormat: FormatStreamJSON, MaxBudgetUSD: 1e-9,
+		Stdin: strings.NewReader(in), Stdout: &stdout, Stderr: &stderr,
+	})
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	var got []string
+	for _, l := range lines(t, stdout.String()) {
+		if l["type"] == "result" {
+			got = append(got, fmt.Sprint(l["subtype"], " ", l["terminal_reason"]))
+		}
+	}
+	want := []string{"error_max_budget_usd budget_exhausted", "error_max_budget_usd budget_exhausted"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("results %q, want %q\n%s", got, want, stderr.String())
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Errorf("the model was asked %d times, want once", n)
+	}
+}
