@@ -53,6 +53,11 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 		fmt.Fprintln(stdio.Out, "sluice", cli.Version)
 		return 0
 	}
+	if !cf.WantsPrint(isTerminalWriter(stdio.Out)) {
+		if restore := holdTypeahead(stdio.In); restore != nil {
+			defer restore()
+		}
+	}
 	if cf.Continue && cf.Resume != "" {
 		fmt.Fprintln(stdio.Err, "sluice: --continue and --resume exclude each other")
 		return 2

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -155,6 +156,72 @@ func TestPseudoTerminal(t *testing.T) {
 		t.Fatalf("terminal history:\n%s", h)
 	}
 
+	x.keys("C-d")
+	x.waitFor("the program to exit", func(_, _ string) bool {
+		b, err := os.ReadFile(status)
+		return err == nil && strings.HasSuffix(string(b), "\n")
+	})
+	if b, _ := os.ReadFile(status); strings.TrimSpace(string(b)) != "0" {
+		t.Fatalf("the program exited with status %s", b)
+	}
+}
+
+// TestTypeaheadWhileStarting types a message while sluice is still starting
+// (an MCP server it waits for) and checks that the terminal did not echo it
+// above the banner and that Enter sent it as a message once the UI was up.
+func TestTypeaheadWhileStarting(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("SLUICE_REQUIRE_TMUX") != "" {
+			t.Fatal("tmux is required (SLUICE_REQUIRE_TMUX is set) but not installed")
+		}
+		t.Skip("tmux is not installed")
+	}
+	if testing.Short() {
+		t.Skip("runs the program")
+	}
+	bin := testbin.Sluice(t)
+	dir := t.TempDir()
+	work := filepath.Join(dir, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The MCP server holds sluice's start until the test writes to the
+	// fifo; opening it for writing returns once the server waits on it.
+	fifo := filepath.Join(dir, "start")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(dir, "mcp.json")
+	if err := os.WriteFile(conf, fmt.Appendf(nil, `{"mcpServers":{"slow":{"command":"sh","args":["-c","read x < %s; exit 1"]}}}`, fifo), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	x := &tmux{t: t, sock: filepath.Join(dir, "tmux.sock")}
+	status := filepath.Join(dir, "status")
+	x.must("new-session", "-d", "-x", "100", "-y", "30", "-s", "t", "-c", work,
+		"-e", "SLUICE_HOME="+filepath.Join(dir, "home"),
+		fmt.Sprintf("%s --provider demo --demo-delay 1ms --mcp-config %s; echo $? > %s; sleep 600", bin, conf, status))
+	t.Cleanup(func() { _, _ = x.run("kill-server") })
+
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0) // sluice is starting its MCP server now
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.keys("-l", "typed early")
+	x.keys("Enter")
+	if _, err := w.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+
+	x.waitText("✻ sluice")
+	x.waitFor("the early message sent", func(h, _ string) bool { return strings.Contains(h, "> typed early") })
+	before, _, _ := strings.Cut(x.history(), "✻ sluice")
+	if strings.Contains(before, "typed early") {
+		t.Errorf("the keys were echoed before the banner:\n%s", before)
+	}
+	x.waitText("Allow Bash(") // the demo's first turn runs a tool
+	x.keys("1")
+	x.waitFor("idle", func(_, s string) bool { return !strings.Contains(s, "Working…") })
 	x.keys("C-d")
 	x.waitFor("the program to exit", func(_, _ string) bool {
 		b, err := os.ReadFile(status)
