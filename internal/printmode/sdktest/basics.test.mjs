@@ -135,3 +135,21 @@ test('structured output with outputFormat json_schema', async (t) => {
   const offered = model.requests[0].tools.find((x) => x.name === 'StructuredOutput');
   assert.deepEqual(offered.input_schema, schema);
 });
+
+test('an image block in streaming input reaches the model', async (t) => {
+  const { options, model } = await start(t, [{ text: 'A red dot.' }]);
+  const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
+  async function* input() {
+    yield { type: 'user', parent_tool_use_id: null, session_id: '', message: { role: 'user', content: [
+      { type: 'image', source: { type: 'base64', media_type: 'image/png', data: png } },
+      { type: 'text', text: 'What is this?' },
+    ] } };
+  }
+  const r = last(await collect(input(), options));
+  assert.equal(r.result, 'A red dot.');
+  const blocks = model.requests[0].messages.at(-1).content;
+  const image = blocks.find((b) => b.type === 'image');
+  assert.ok(image, 'the model got no image block');
+  assert.equal(image.source.data, png);
+  assert.ok(blocks.some((b) => b.type === 'text' && b.text.includes('What is this?')));
+});
