@@ -78,7 +78,7 @@ type host struct {
 	mode      string                   // as the host named it (dontAsk, auto, ...)
 	lastInput int                      // the context's tokens, from the last response
 	sdkStatus []MCPServer              // the host's in-process servers
-	spent float64 // the session's cost so far, for MaxBudgetUSD
+	spent     float64                  // the session's cost so far, for MaxBudgetUSD
 	// structured is the StructuredOutput tool, when a schema was given.
 	structured *structuredOutput
 }
