@@ -22,6 +22,8 @@ type backend interface {
 	PermissionMode() protocol.PermissionMode
 	// Memory lists the memory files joined to the system prompt (/memory).
 	Memory() []agent.MemoryFile
+	// Ask answers a side question without entering the session (/btw).
+	Ask(ctx context.Context, question string, onText func(chunk string, reset bool)) (string, error)
 	Run(ctx context.Context, text string) (agent.Result, error)
 	Bang(ctx context.Context, command string) (agent.Result, error)
 	Compact(ctx context.Context) error

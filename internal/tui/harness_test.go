@@ -51,6 +51,10 @@ func (f *fakeBackend) SetModel(n string) {
 	f.mu.Unlock()
 }
 func (f *fakeBackend) PermissionMode() protocol.PermissionMode { return protocol.ModeDefault }
+func (f *fakeBackend) Ask(_ context.Context, q string, _ func(string, bool)) (string, error) {
+	f.record("Ask %s", q)
+	return "It returns the sum.", nil
+}
 func (f *fakeBackend) Memory() []agent.MemoryFile {
 	return []agent.MemoryFile{{Path: "/work/AGENTS.md", Content: "Rules.\nMore rules."}}
 }

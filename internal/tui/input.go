@@ -38,6 +38,7 @@ var helpText = []string{
 	"  /resume          continue a stored session",
 	"  /model [name]    show or change the model",
 	"  /memory          the memory files (AGENTS.md, CLAUDE.md) read into the system prompt",
+	"  /btw question    a side question, answered without entering the conversation",
 	"  /exit            quit",
 	"  !command         run a shell command (its output joins the conversation)",
 	"Keys",
@@ -207,6 +208,16 @@ func (m *ui) command(line string) tea.Cmd {
 		return m.quit()
 	case "memory":
 		m.emit(styleLines(stDim, memoryLines(b.Memory())))
+	case "btw":
+		if arg == "" {
+			m.status = "/btw needs a question: /btw what does this function return?"
+			return nil
+		}
+		m.status = "asking on the side…"
+		return func() tea.Msg {
+			answer, err := b.Ask(ctx, arg, nil)
+			return btwMsg{question: arg, answer: answer, err: err}
+		}
 	case "clear":
 		m.queue = nil
 		return func() tea.Msg {

@@ -252,6 +252,12 @@ func TestCommands(t *testing.T) {
 		t.Fatalf("/memory did not list the memory file:\n%s", h.current().scroll)
 	}
 
+	cmd := h.m.submit("/btw what does add return?")
+	h.send(cmd())
+	if sc := h.current().scroll; !strings.Contains(sc, "btw: what does add return?") || !strings.Contains(sc, "It returns the sum.") {
+		t.Fatalf("/btw did not show the question and answer:\n%s", sc)
+	}
+
 	h.m.submit("/model other-model")
 	h.send(nopMsg{})
 	if h.b.Model() != "other-model" || !strings.Contains(h.current().view, "other-model") {

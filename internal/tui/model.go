@@ -61,6 +61,11 @@ type (
 	}
 	// noteMsg puts a line in the status bar.
 	noteMsg struct{ text string }
+	// btwMsg is the answer to a side question (/btw).
+	btwMsg struct {
+		question, answer string
+		err              error
+	}
 )
 
 type jobKind int
@@ -353,6 +358,12 @@ func (m *ui) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.advance()
 	case noteMsg:
 		m.status = msg.text
+	case btwMsg:
+		if msg.err != nil {
+			m.status = "/btw: " + msg.err.Error()
+		} else {
+			m.emit(styleLines(stDim, append([]string{"btw: " + msg.question}, strings.Split(strings.TrimRight(msg.answer, "\n"), "\n")...)))
+		}
 	case sessionsMsg:
 		cmds = append(cmds, m.resumePicker(msg))
 	case openedMsg:
