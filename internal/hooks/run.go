@@ -10,10 +10,11 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"runtime"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/deathsig"
 )
 
 // Runner runs the hooks of a Config for one session.
@@ -153,7 +154,7 @@ func (r *Runner) run(ctx context.Context, c Command, stdin []byte) result {
 	}
 	cmd.ExtraFiles = []*os.File{pr}
 	waited := make(chan error, 1)
-	err = startLocked(cmd, waited)
+	err = deathsig.Start(cmd, waited)
 	pr.Close()
 	if err != nil {
 		pw.Close()
@@ -185,25 +186,6 @@ func (r *Runner) run(ctx context.Context, c Command, stdin []byte) result {
 		res.err = fmt.Errorf("%s: %w", c.Command, err)
 	}
 	return res
-}
-
-// startLocked starts cmd and sends its wait error to waited, on a
-// goroutine locked to its OS thread until the command has ended: Linux
-// sends the parent-death signal when the thread that forked the child
-// exits, and a Go thread may exit while the process lives on.
-func startLocked(cmd *exec.Cmd, waited chan<- error) error {
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		waited <- cmd.Wait()
-	}()
-	return <-started
 }
 
 // capped keeps the first max bytes written to it and drops the rest.

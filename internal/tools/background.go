@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/deathsig"
 	"github.com/sluicehq/sluice/tool"
 )
 
@@ -69,7 +70,7 @@ func (s *Shells) start(env *tool.Env, command string) (string, error) {
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
 	waited := make(chan error, 1)
-	err = startLocked(cmd, waited)
+	err = deathsig.Start(cmd, waited)
 	pw.Close()
 	if err != nil {
 		pr.Close()

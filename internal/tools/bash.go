@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/deathsig"
 	"github.com/sluicehq/sluice/tool"
 )
 
@@ -185,7 +185,7 @@ func (b *Bash) Run(ctx context.Context, env *tool.Env, params json.RawMessage, o
 	defer pr.Close()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	waited := make(chan error, 1)
-	err = startLocked(cmd, waited)
+	err = deathsig.Start(cmd, waited)
 	pw.Close() // The children hold the write end now; EOF comes when they all close it.
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("bash: %w", err)
@@ -255,26 +255,6 @@ const guardScript = `trap 'kill -KILL 0' USR1; __sluice_command=$1; set --; { ev
 // sends to the group (SIGTERM, SIGKILL), so that a kill by timeout or
 // abort still gives the command its grace.
 const guardSignal = syscall.SIGUSR1
-
-// startLocked starts cmd and sends its wait error to waited, on a goroutine
-// locked to its OS thread until the command has ended: Linux delivers the
-// parent-death signal when the *thread* that forked the child exits, and a
-// Go thread may exit (when a goroutine ends while locked to it) while the
-// process lives on.
-func startLocked(cmd *exec.Cmd, waited chan<- error) error {
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		waited <- cmd.Wait()
-	}()
-	return <-started
-}
 
 // kill stops the process group led by pid: SIGTERM, then, once the shell has
 // been reaped and the output closed (everything in the group is gone) or
