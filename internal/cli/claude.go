@@ -2,14 +2,17 @@ package cli
 
 import (
 	"flag"
+	"slices"
 
 	"fmt"
-	"github.com/sluicehq/sluice/internal/tools"
-	"github.com/sluicehq/sluice/tool"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/sluicehq/sluice/internal/hooks"
+	"github.com/sluicehq/sluice/internal/tools"
+	"github.com/sluicehq/sluice/tool"
 )
 
 // ClaudeFlags are the flags of Claude Code's headless use (claude -p, and
@@ -69,7 +72,6 @@ var acceptedOnly = map[string]string{
 	"betas":                                  "beta headers are not sent",
 	"effort":                                 "use --max-thinking-tokens to set the thinking budget",
 	"fallback-model":                         "the stream retries on the same model",
-	"setting-sources":                        "sluice reads no Claude Code settings files",
 	"settings":                               "sluice reads no Claude Code settings",
 	"plugin-dir":                             "plugins are not supported",
 	"plugin-dir-no-mcp":                      "plugins are not supported",
@@ -145,7 +147,7 @@ func (c *ClaudeFlags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Thinking, "thinking", "", `"disabled" turns thinking off; others are accepted for Claude Code compatibility`)
 	fs.StringVar(&c.Effort, "effort", "", "accepted for Claude Code compatibility")
 	fs.StringVar(&c.JSONSchema, "json-schema", "", "JSON schema of a structured answer (result.structured_output)")
-	fs.Var(&c.SettingSources, "setting-sources", "accepted for Claude Code compatibility")
+	fs.Var(&c.SettingSources, "setting-sources", "settings sources read for hooks and memory files: user, project, local (comma-separated; empty for none)")
 	fs.BoolVar(&c.StrictMCPConfig, "strict-mcp-config", false, "use only the MCP servers of --mcp-config (sluice reads no others)")
 	fs.BoolVar(&c.IncludeHookEvents, "include-hook-events", false, "accepted for Claude Code compatibility")
 	fs.BoolVar(&c.AwaitInitialize, "await-initialize", false, "stream-json: wait for the host's initialize control request before the first message")
@@ -292,6 +294,16 @@ func (c *ClaudeFlags) ApplyTo(af *AgentFlags) error {
 	}
 	if c.Thinking == "disabled" {
 		af.ThinkingBudget = 0
+	}
+	if c.SettingSources.Given {
+		af.SettingSources = []hooks.Source{} // "" names no source
+		for _, name := range strings.FieldsFunc(c.SettingSources.Value, func(r rune) bool { return r == ',' || r == ' ' }) {
+			src := hooks.Source(name)
+			if !slices.Contains(hooks.AllSources, src) {
+				return fmt.Errorf("--setting-sources: unknown source %q (want user, project or local)", name)
+			}
+			af.SettingSources = append(af.SettingSources, src)
+		}
 	}
 	if c.AppendSystemPromptFile != "" {
 		b, err := os.ReadFile(c.AppendSystemPromptFile)

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,14 +41,17 @@ type AgentFlags struct {
 	MaxTokens       int
 	ThinkingBudget  int
 	SystemPrompt    string
-	AddDirs         stringList
-	WorkDir         string
-	StallWarning    time.Duration
-	IdleTimeout     time.Duration
-	DemoDelay       time.Duration
-	ContextWindow   int
-	AutoCompact     float64
-	MCPConfigs      stringList
+	// SettingSources, when set, limits the Claude Code settings read (hooks)
+	// and the memory files to these sources (--setting-sources).
+	SettingSources []hooks.Source
+	AddDirs        stringList
+	WorkDir        string
+	StallWarning   time.Duration
+	IdleTimeout    time.Duration
+	DemoDelay      time.Duration
+	ContextWindow  int
+	AutoCompact    float64
+	MCPConfigs     stringList
 
 	fs *flag.FlagSet // to tell the flags given from the defaults
 }
@@ -147,14 +152,19 @@ func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Se
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	sources := hooks.AllSources
+	if f.SettingSources != nil {
+		sources = f.SettingSources
+	}
 	var mem []agent.MemoryFile
 	if conf.ProjectMemory == nil || *conf.ProjectMemory {
 		if mem, err = memory.Load(wd, getenv("HOME")); err != nil {
 			return nil, err
 		}
+		mem = memoryOf(mem, getenv("HOME"), sources)
 	}
 	// Claude Code's hooks, from the files Claude Code reads them from.
-	hks, err := hooks.ForProject(getenv("HOME"), wd, conf.AllowEnv, logger)
+	hks, err := hooks.ForSources(getenv("HOME"), wd, sources, conf.AllowEnv, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -300,4 +310,25 @@ func ParseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// memoryOf keeps the memory files of the given sources, as Claude Code
+// loads CLAUDE.md only with the project source: the user's files are the
+// user source, CLAUDE.local.md the local one, the rest the project's.
+func memoryOf(files []agent.MemoryFile, home string, sources []hooks.Source) []agent.MemoryFile {
+	var kept []agent.MemoryFile
+	for _, f := range files {
+		src := hooks.SourceProject
+		switch {
+		case home != "" && (strings.HasPrefix(f.Path, filepath.Join(home, ".claude")+string(filepath.Separator)) ||
+			strings.HasPrefix(f.Path, filepath.Join(home, ".config", "sluice")+string(filepath.Separator))):
+			src = hooks.SourceUser
+		case filepath.Base(f.Path) == "CLAUDE.local.md":
+			src = hooks.SourceLocal
+		}
+		if slices.Contains(sources, src) {
+			kept = append(kept, f)
+		}
+	}
+	return kept
 }

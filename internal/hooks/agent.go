@@ -89,7 +89,12 @@ func (o *Outcome) AddJSON(ev Event, doc []byte) { o.add(ev, result{stdout: doc})
 // with the scrubbed child environment (package childenv, allowEnv
 // passed) plus CLAUDE_PROJECT_DIR.
 func ForProject(home, projectDir string, allowEnv []string, logger *slog.Logger) (agent.Hooks, error) {
-	conf, err := Load(Files(home, projectDir)...)
+	return ForSources(home, projectDir, AllSources, allowEnv, logger)
+}
+
+// ForSources is ForProject reading only the given settings sources.
+func ForSources(home, projectDir string, sources []Source, allowEnv []string, logger *slog.Logger) (agent.Hooks, error) {
+	conf, err := Load(SourceFiles(home, projectDir, sources)...)
 	if err != nil {
 		return agent.Hooks{}, fmt.Errorf("hooks: %w", err)
 	}

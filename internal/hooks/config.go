@@ -116,14 +116,34 @@ func (c Config) Empty() bool {
 
 // Files are the settings files Claude Code reads, user's first.
 func Files(home, projectDir string) []string {
+	return SourceFiles(home, projectDir, AllSources)
+}
+
+// Source names a settings file as Claude Code's --setting-sources does.
+type Source string
+
+// The settings sources.
+const (
+	SourceUser    Source = "user"    // ~/.claude/settings.json
+	SourceProject Source = "project" // <project>/.claude/settings.json
+	SourceLocal   Source = "local"   // <project>/.claude/settings.local.json
+)
+
+// AllSources are the sources read when none are named.
+var AllSources = []Source{SourceUser, SourceProject, SourceLocal}
+
+// SourceFiles is Files for the given sources only.
+func SourceFiles(home, projectDir string, sources []Source) []string {
 	var files []string
-	if home != "" {
-		files = append(files, filepath.Join(home, ".claude", "settings.json"))
-	}
-	if projectDir != "" {
-		files = append(files,
-			filepath.Join(projectDir, ".claude", "settings.json"),
-			filepath.Join(projectDir, ".claude", "settings.local.json"))
+	for _, src := range sources {
+		switch {
+		case src == SourceUser && home != "":
+			files = append(files, filepath.Join(home, ".claude", "settings.json"))
+		case src == SourceProject && projectDir != "":
+			files = append(files, filepath.Join(projectDir, ".claude", "settings.json"))
+		case src == SourceLocal && projectDir != "":
+			files = append(files, filepath.Join(projectDir, ".claude", "settings.local.json"))
+		}
 	}
 	return files
 }
