@@ -88,7 +88,21 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 	if cf.Verbose {
 		level = slog.LevelInfo
 	}
-	logger := slog.New(slog.NewTextHandler(stdio.Err, &slog.HandlerOptions{Level: level}))
+	var logOut io.Writer = stdio.Err
+	if cf.Debug.On || cf.DebugFile != "" {
+		level = slog.LevelDebug
+	}
+	if cf.DebugFile != "" {
+		// Claude Code's --debug-file: the diagnostics go to the file, not stderr.
+		f, err := os.OpenFile(cf.DebugFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			fmt.Fprintln(stdio.Err, "sluice: --debug-file:", err)
+			return 2
+		}
+		defer f.Close()
+		logOut = f
+	}
+	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
 	setup, err := af.Setup(os.Getenv, logger)
 	if err != nil {
 		fmt.Fprintln(stdio.Err, "sluice:", err)

@@ -75,8 +75,6 @@ var acceptedOnly = map[string]string{
 	"settings":                               "sluice reads no Claude Code settings",
 	"plugin-dir":                             "plugins are not supported",
 	"plugin-dir-no-mcp":                      "plugins are not supported",
-	"debug":                                  "use --verbose for sluice's diagnostics",
-	"debug-file":                             "use --verbose for sluice's diagnostics (on stderr)",
 	"mcp-debug":                              "use --verbose for sluice's diagnostics",
 	"include-hook-events":                    "hook lifecycle events are not emitted",
 	"thinking-display":                       "thinking is shown as the model sends it",
@@ -152,9 +150,9 @@ func (c *ClaudeFlags) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.IncludeHookEvents, "include-hook-events", false, "accepted for Claude Code compatibility")
 	fs.BoolVar(&c.AwaitInitialize, "await-initialize", false, "stream-json: wait for the host's initialize control request before the first message")
 	fs.Var(&c.Betas, "betas", "accepted for Claude Code compatibility")
-	fs.Var(&c.Debug, "d", "accepted for Claude Code compatibility (same as --debug)")
-	fs.Var(&c.Debug, "debug", "accepted for Claude Code compatibility")
-	fs.StringVar(&c.DebugFile, "debug-file", "", "accepted for Claude Code compatibility")
+	fs.Var(&c.Debug, "d", "diagnostics at debug level on stderr (same as --debug)")
+	fs.Var(&c.Debug, "debug", "diagnostics at debug level on stderr (a category filter value is accepted and not applied)")
+	fs.StringVar(&c.DebugFile, "debug-file", "", "write diagnostics at debug level to this file")
 	fs.StringVar(&c.Agents, "agents", "", "subagent definitions (JSON); subagents are not supported yet, so defining any is an error")
 	fs.StringVar(&c.Agent, "agent", "", "accepted for Claude Code compatibility")
 	for _, n := range []string{
