@@ -110,6 +110,7 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 	}
 	defer setup.Close()
 	setup.Options.BaseSystemPrompt = baseSystem
+	setup.Fork = cf.ForkSession
 	if cf.NoSessionPersistence {
 		setup.Options.Store = nil
 	}

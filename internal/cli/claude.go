@@ -100,7 +100,6 @@ var acceptedOnly = map[string]string{
 	"autocompact":                            "use --auto-compact",
 	"thinking":                               "use --max-thinking-tokens (adaptive thinking is not supported)",
 	// Not yet honoured by this build.
-	"fork-session":      "the resumed session is continued in place",
 	"resume-session-at": "the whole resumed session is kept",
 	"await-initialize":  "the first message does not wait for initialize",
 }

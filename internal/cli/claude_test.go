@@ -87,7 +87,7 @@ func TestClaudeCodeFlagsParse(t *testing.T) {
 		}
 	}
 	if strings.Contains(notes, "--model") || strings.Contains(notes, "--system-prompt") ||
-		strings.Contains(notes, "--debug") || strings.Contains(notes, "--setting-sources") {
+		strings.Contains(notes, "--debug") || strings.Contains(notes, "--setting-sources") || strings.Contains(notes, "--fork-session") {
 		t.Errorf("notes mention an honoured flag:\n%s", notes)
 	}
 }

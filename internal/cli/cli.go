@@ -91,6 +91,9 @@ type Setup struct {
 	Store     store.Store
 	// MCP is set by StartMCP.
 	MCP *mcp.Servers
+	// Fork makes OpenSession continue a stored session in a copy under a
+	// new id (--fork-session), leaving the original as it was.
+	Fork bool
 	// More are the servers StartMoreMCP started.
 	More []*mcp.Servers
 
@@ -257,9 +260,13 @@ func (s *Setup) Close() error {
 // OpenSession starts a new session, or continues the most recent one of
 // the working directory (cont), or resumes session resume.
 func (s *Setup) OpenSession(cont bool, resume string) (*agent.Session, error) {
+	open := agent.Open
+	if s.Fork {
+		open = agent.Fork
+	}
 	switch {
 	case resume != "":
-		return agent.Open(s.Options, resume)
+		return open(s.Options, resume)
 	case cont:
 		list, err := agent.ListSessions(context.Background(), s.Store, s.Options.WorkDir)
 		if err != nil {
@@ -268,7 +275,7 @@ func (s *Setup) OpenSession(cont bool, resume string) (*agent.Session, error) {
 		if len(list) == 0 {
 			return nil, fmt.Errorf("no session to continue in %s", s.Options.WorkDir)
 		}
-		return agent.Open(s.Options, list[0].ID)
+		return open(s.Options, list[0].ID)
 	}
 	return agent.New(s.Options)
 }
