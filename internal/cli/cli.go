@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -161,10 +160,14 @@ func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Se
 	}
 	var mem []agent.MemoryFile
 	if conf.ProjectMemory == nil || *conf.ProjectMemory {
-		if mem, err = memory.Load(wd, getenv("HOME")); err != nil {
+		from := memory.Sources{
+			User:    slices.Contains(sources, hooks.SourceUser),
+			Project: slices.Contains(sources, hooks.SourceProject),
+			Local:   slices.Contains(sources, hooks.SourceLocal),
+		}
+		if mem, err = memory.Load(wd, getenv("HOME"), from); err != nil {
 			return nil, err
 		}
-		mem = memoryOf(mem, getenv("HOME"), sources)
 	}
 	// Claude Code's hooks, from the files Claude Code reads them from.
 	hks, err := hooks.ForSources(getenv("HOME"), wd, sources, conf.AllowEnv, logger)
@@ -317,25 +320,4 @@ func ParseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
-}
-
-// memoryOf keeps the memory files of the given sources, as Claude Code
-// loads CLAUDE.md only with the project source: the user's files are the
-// user source, CLAUDE.local.md the local one, the rest the project's.
-func memoryOf(files []agent.MemoryFile, home string, sources []hooks.Source) []agent.MemoryFile {
-	var kept []agent.MemoryFile
-	for _, f := range files {
-		src := hooks.SourceProject
-		switch {
-		case home != "" && (strings.HasPrefix(f.Path, filepath.Join(home, ".claude")+string(filepath.Separator)) ||
-			strings.HasPrefix(f.Path, filepath.Join(home, ".config", "sluice")+string(filepath.Separator))):
-			src = hooks.SourceUser
-		case filepath.Base(f.Path) == "CLAUDE.local.md":
-			src = hooks.SourceLocal
-		}
-		if slices.Contains(sources, src) {
-			kept = append(kept, f)
-		}
-	}
-	return kept
 }

@@ -24,25 +24,38 @@ var Names = []string{"AGENTS.md", "CLAUDE.md", "CLAUDE.local.md"}
 // every request's system prompt, so a stray multi-megabyte file must not be.
 const MaxFileSize = 128 << 10
 
-// Load reads the memory files for workDir. home is the user's home
-// directory ("" for none): ~/.claude/CLAUDE.md and ~/.config/sluice/AGENTS.md
-// are the user's files. The directories searched run from the repository
-// root (the nearest ancestor holding .git) down to workDir; outside a
-// repository only workDir is searched. Missing files are skipped; a file
-// that exists but cannot be read is an error.
-func Load(workDir, home string) ([]agent.MemoryFile, error) {
+// Sources says which memory files are read, as Claude Code's settings
+// sources do: the user's own files, the project's AGENTS.md and CLAUDE.md,
+// and the uncommitted CLAUDE.local.md.
+type Sources struct {
+	User, Project, Local bool
+}
+
+// AllSources reads every memory file.
+var AllSources = Sources{User: true, Project: true, Local: true}
+
+// Load reads the memory files for workDir from the given sources. home is
+// the user's home directory ("" for none): ~/.claude/CLAUDE.md and
+// ~/.config/sluice/AGENTS.md are the user's files. The directories searched
+// run from the repository root (the nearest ancestor holding .git) down to
+// workDir; outside a repository only workDir is searched. Missing files are
+// skipped; a file that exists but cannot be read is an error.
+func Load(workDir, home string, from Sources) ([]agent.MemoryFile, error) {
 	workDir, err := filepath.Abs(workDir)
 	if err != nil {
 		return nil, err
 	}
 	var paths []string
-	if home != "" {
+	if home != "" && from.User {
 		paths = append(paths,
 			filepath.Join(home, ".claude", "CLAUDE.md"),
 			filepath.Join(home, ".config", "sluice", "AGENTS.md"))
 	}
 	for _, dir := range dirs(workDir) {
 		for _, name := range Names {
+			if name == "CLAUDE.local.md" && !from.Local || name != "CLAUDE.local.md" && !from.Project {
+				continue
+			}
 			paths = append(paths, filepath.Join(dir, name))
 		}
 	}

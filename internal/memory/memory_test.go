@@ -84,7 +84,7 @@ func TestLoad(t *testing.T) {
 			if tt.home {
 				home = filepath.Join(root, "home")
 			}
-			got, err := memory.Load(filepath.Join(root, tt.work), home)
+			got, err := memory.Load(filepath.Join(root, tt.work), home, memory.AllSources)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +110,7 @@ func TestLoadSymlinkReadOnce(t *testing.T) {
 	if err := os.Symlink("AGENTS.md", filepath.Join(w, "CLAUDE.md")); err != nil {
 		t.Fatal(err)
 	}
-	got, err := memory.Load(w, "")
+	got, err := memory.Load(w, "", memory.AllSources)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestLoadCutsLargeFiles(t *testing.T) {
 	w := t.TempDir()
 	big := strings.Repeat("é", memory.MaxFileSize) // 2 bytes each: twice the bound
 	tree(t, w, map[string]string{"AGENTS.md": big})
-	got, err := memory.Load(w, "")
+	got, err := memory.Load(w, "", memory.AllSources)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,37 @@ func TestLoadUnreadable(t *testing.T) {
 	if err := os.Symlink("loop", filepath.Join(w, "AGENTS.md")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := memory.Load(w, ""); err == nil {
+	if _, err := memory.Load(w, "", memory.AllSources); err == nil {
 		t.Fatal("a memory file that cannot be opened: no error")
+	}
+}
+
+// Sources limit what is read: the user's files, the project's, the local one.
+func TestLoadSources(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	tree(t, root, map[string]string{
+		"home/.claude/CLAUDE.md": "mine", "w/AGENTS.md": "project", "w/CLAUDE.local.md": "local",
+	})
+	for _, tt := range []struct {
+		from memory.Sources
+		want string
+	}{
+		{memory.AllSources, "mine,project,local"},
+		{memory.Sources{User: true}, "mine"},
+		{memory.Sources{Project: true, Local: true}, "project,local"},
+		{memory.Sources{}, ""},
+	} {
+		got, err := memory.Load(filepath.Join(root, "w"), filepath.Join(root, "home"), tt.from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var contents []string
+		for _, f := range got {
+			contents = append(contents, f.Content)
+		}
+		if strings.Join(contents, ",") != tt.want {
+			t.Errorf("%+v: read %q, want %q", tt.from, contents, tt.want)
+		}
 	}
 }
