@@ -418,15 +418,18 @@ func (r *Relay) run(ctx context.Context, stop <-chan struct{}, c *chat, conv bac
 			}
 			break
 		}
+		// Activity is recorded before the message is queued: once it
+		// is queued it may be delivered, and the silence watcher must
+		// not count the quiet from before it.
 		for _, m := range rt.Apply(ev) {
-			r.say(ctx, c.id, m.Kind, m.Text)
 			w.activity()
+			r.say(ctx, c.id, m.Kind, m.Text)
 		}
 		switch e := ev.(type) {
 		case protocol.PermissionRequest:
 			c.setPerms(rt.PendingPermissions())
-			r.say(ctx, c.id, KindPermission, permissionPrompt(e))
 			w.activity()
+			r.say(ctx, c.id, KindPermission, permissionPrompt(e))
 		case protocol.PermissionResolved:
 			c.setPerms(rt.PendingPermissions())
 		}
