@@ -310,6 +310,7 @@ func (s *Session) steer(j *job) {
 		}
 		m := s.queued[0]
 		s.queued = s.queued[1:]
+		s.queueChangedLocked()
 		j.steered = append(j.steered, m)
 		s.mu.Unlock()
 		// A steered message a hook refuses is shown refused; the run goes

@@ -109,6 +109,8 @@ type Session struct {
 	startSource string
 	halted      bool
 	haltReason  string
+	// queueShown is how many jobs the last queueChanged listed.
+	queueShown int
 }
 
 // ctxMark remembers where the context stood when a user message was added,
@@ -143,6 +145,36 @@ type job struct {
 	// steered are the messages that joined this run at a model request
 	// (Session.steer); they end with it. Only the worker touches it.
 	steered []*job
+	// shown says the job was queued behind other work, so faces list it
+	// as queued (queueChanged) until it is sent. Guarded by Session.mu.
+	shown bool
+}
+
+// queueKinds are the kinds of jobs queueChanged lists: work a user sent.
+var queueKinds = map[jobKind]protocol.QueueKind{
+	jobMessage: protocol.QueueMessage, jobBang: protocol.QueueBang, jobCompact: protocol.QueueCompact,
+}
+
+// queueChangedLocked publishes the jobs waiting behind other work, when
+// that list changed from the one last published. A job that starts at once
+// is never listed, so a session used one message at a time publishes no
+// queueChanged at all. Called with s.mu held, after s.queued changed.
+func (s *Session) queueChangedLocked() {
+	var q []protocol.QueuedWork
+	for _, j := range s.queued {
+		if k, ok := queueKinds[j.kind]; ok && j.shown {
+			w := protocol.QueuedWork{Kind: k, Text: j.text}
+			if j.kind != jobCompact {
+				w.MessageID = j.id
+			}
+			q = append(q, w)
+		}
+	}
+	if len(q) == 0 && s.queueShown == 0 {
+		return
+	}
+	s.queueShown = len(q)
+	s.publish(protocol.QueueChanged{Queued: q})
 }
 
 // New starts a new session.
@@ -286,7 +318,10 @@ func (s *Session) Tools() []string {
 
 func (s *Session) now() int64 { return s.opts.Now().UnixMilli() }
 
-func (s *Session) start() { go s.worker() }
+func (s *Session) start() {
+	s.watchTasks()
+	go s.worker()
+}
 
 // worker runs the jobs one after another, publishing runStateChanged when
 // it goes from idle to running and back. A job's done channel closes after
@@ -300,6 +335,7 @@ func (s *Session) worker() {
 		if len(s.queued) > 0 {
 			j = s.queued[0]
 			s.queued = s.queued[1:]
+			s.queueChangedLocked()
 		}
 		s.current = j
 		s.mu.Unlock()
@@ -380,7 +416,13 @@ func (s *Session) enqueueWith(ctx context.Context, kind jobKind, text string, se
 		cancel(ErrClosed)
 		return nil, ErrClosed
 	}
+	// Work sent while other work runs or waits is listed as queued until
+	// it is sent.
+	j.shown = s.current != nil || len(s.queued) > 0
 	s.queued = append(s.queued, j)
+	if j.shown {
+		s.queueChangedLocked()
+	}
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
@@ -525,6 +567,7 @@ func (s *Session) Abort(reason string) {
 	s.mu.Lock()
 	queued := s.queued
 	s.queued = nil
+	s.queueChangedLocked()
 	cur := s.current
 	s.mu.Unlock()
 	for _, j := range queued {

@@ -76,6 +76,29 @@ func TestSteeringJoinsTheRunningRun(t *testing.T) {
 	if states != 2 {
 		t.Errorf("%d runStateChanged events, want 2 (one run)", states)
 	}
+	// Faces show the message queued, then sent: queueChanged lists it
+	// while it waits and empties as it is sent, just before its
+	// userMessageAdded.
+	var trail []string
+	for _, ev := range rec.events {
+		switch e := ev.(type) {
+		case protocol.QueueChanged:
+			var ids []string
+			for _, q := range e.Queued {
+				ids = append(ids, string(q.Kind)+":"+q.MessageID+":"+q.Text)
+			}
+			trail = append(trail, "queue["+strings.Join(ids, ",")+"]")
+		case protocol.UserMessageAdded:
+			trail = append(trail, "sent:"+e.Message.ID)
+		}
+	}
+	wantTrail := []string{"sent:" + first.ID(), "queue[message:" + second.ID() + ":only the tests, please]", "queue[]", "sent:" + second.ID()}
+	if !slices.Equal(trail, wantTrail) {
+		t.Errorf("queue and sends %q, want %q", trail, wantTrail)
+	}
+	if q := s.Messages().Queued; len(q) != 0 {
+		t.Errorf("snapshot still lists %+v as queued", q)
+	}
 }
 
 // A bang queued during a run keeps its place: it is no message to steer
@@ -107,4 +130,36 @@ func TestSteeringKeepsOtherWorkInOrder(t *testing.T) {
 	if msgs := p.Request(1).Messages; msgs[len(msgs)-1].Content[0].Type != model.ContentToolResult {
 		t.Errorf("the run's second request took a message from behind the bang")
 	}
+}
+
+// An abort drops what is queued, and the faces' queue empties with it.
+func TestAbortEmptiesTheQueue(t *testing.T) {
+	t.Parallel()
+	gate := make(chan struct{})
+	p := modeltest.NewScript(
+		modeltest.Response(modeltest.Start("m1"), modeltest.Gate(gate), modeltest.Text(0, "never"), modeltest.Stop("end_turn")),
+	)
+	s := newSession(t, p, nil)
+	rec := record(t, s)
+	first, _ := s.Submit(context.Background(), "go")
+	rec.waitFor("the first response", func(ev protocol.Event) bool { _, ok := ev.(protocol.AssistantMessageAdded); return ok })
+	second, _ := s.Submit(context.Background(), "and this")
+	compact, _ := s.SubmitCompact(context.Background())
+	rec.waitFor("the queue of two", func(ev protocol.Event) bool {
+		q, ok := ev.(protocol.QueueChanged)
+		return ok && len(q.Queued) == 2 && q.Queued[1].Kind == protocol.QueueCompact
+	})
+	if q := s.Messages().Queued; len(q) != 2 || q[0].MessageID != second.ID() {
+		t.Fatalf("snapshot queue %+v, want the message and the compaction", q)
+	}
+	s.Abort("stop")
+	close(gate)
+	for _, h := range []*agent.Handle{first, second, compact} {
+		_, _ = h.Wait(context.Background())
+	}
+	rec.waitFor("the emptied queue", func(ev protocol.Event) bool { q, ok := ev.(protocol.QueueChanged); return ok && len(q.Queued) == 0 })
+	if q := s.Messages().Queued; len(q) != 0 {
+		t.Errorf("snapshot queue %+v after the abort", q)
+	}
+	rec.checkMatches(s)
 }

@@ -1,6 +1,28 @@
 package agent
 
-import "github.com/sluicehq/sluice/tool"
+import (
+	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/tool"
+)
+
+// watchTasks has the tools that report their tasks publish them as
+// taskUpdated, so every face lists the running tasks from the view state.
+func (s *Session) watchTasks() {
+	for _, t := range s.tools {
+		if w, ok := t.(tool.TaskWatcher); ok {
+			w.WatchTasks(func(t tool.Task, ended bool, status string) {
+				ev := protocol.TaskUpdated{
+					Task:  protocol.Task{TaskID: t.ID, Description: t.Description, StartedAt: t.Started.UnixMilli()},
+					State: protocol.TaskRunning,
+				}
+				if ended {
+					ev.State, ev.Status = protocol.TaskEnded, status
+				}
+				s.publish(ev)
+			})
+		}
+	}
+}
 
 // Tasks lists the work the session's tools left running after their calls
 // returned (commands run with Bash run_in_background), oldest first within

@@ -40,6 +40,10 @@ func TestBackgroundTaskEndsWithTheSession(t *testing.T) {
 	if len(tasks) != 1 || tasks[0].ID != "bash_1" {
 		t.Fatalf("Tasks() = %+v, want the background command", tasks)
 	}
+	// Every face lists it from the view state.
+	if snap := s.Messages().Tasks; len(snap) != 1 || snap[0].TaskID != "bash_1" || !strings.Contains(snap[0].Description, "sleep 600") || snap[0].StartedAt == 0 {
+		t.Fatalf("snapshot tasks %+v, want bash_1", snap)
+	}
 	var pid int
 	waitFor(t, "the command's pid", func() bool {
 		b, err := os.ReadFile(filepath.Join(dir, "pid"))
@@ -51,6 +55,9 @@ func TestBackgroundTaskEndsWithTheSession(t *testing.T) {
 	}
 	if n := len(s.Tasks()); n != 0 {
 		t.Errorf("%d tasks after Close", n)
+	}
+	if snap := s.Messages().Tasks; len(snap) != 0 {
+		t.Errorf("snapshot tasks %+v after Close", snap)
 	}
 	waitFor(t, "the background command to die", func() bool { return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) })
 }
@@ -64,5 +71,45 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A background command that ends by itself leaves the view state's tasks
+// with how it ended.
+func TestBackgroundTaskEndIsPublished(t *testing.T) {
+	t.Parallel()
+	p := modeltest.NewScript(
+		modeltest.Response(modeltest.Start("m1"),
+			modeltest.ToolUse(0, "t1", "Bash", map[string]any{"command": "echo done", "run_in_background": true}),
+			modeltest.Stop("tool_use")),
+		modeltest.Answer("m2", "started"),
+	)
+	s, err := agent.New(agent.Options{Provider: p, WorkDir: t.TempDir(), Stream: modeltest.StreamOptions(), PermissionMode: protocol.ModeBypassPermissions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rec := record(t, s)
+	if _, err := s.Run(context.Background(), "go"); err != nil {
+		t.Fatal(err)
+	}
+	end := rec.waitFor("the task's end", func(ev protocol.Event) bool {
+		u, ok := ev.(protocol.TaskUpdated)
+		return ok && u.State == protocol.TaskEnded
+	}).(protocol.TaskUpdated)
+	if end.TaskID != "bash_1" || end.Status != "exited with status 0" || end.Description != "echo done" {
+		t.Errorf("end %+v", end)
+	}
+	started := false
+	for _, ev := range rec.events {
+		if u, ok := ev.(protocol.TaskUpdated); ok && u.State == protocol.TaskRunning && u.TaskID == "bash_1" {
+			started = true
+		}
+	}
+	if !started {
+		t.Error("no taskUpdated running before the end")
+	}
+	if snap := s.Messages().Tasks; len(snap) != 0 {
+		t.Errorf("snapshot tasks %+v after the end", snap)
 	}
 }

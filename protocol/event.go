@@ -17,6 +17,8 @@ const (
 	MethodStreamNotice              = "streamNotice"
 	MethodPermissionRequest         = "permissionRequest"
 	MethodPermissionResolved        = "permissionResolved"
+	MethodQueueChanged              = "queueChanged"
+	MethodTaskUpdated               = "taskUpdated"
 )
 
 // Header is carried by every event.
@@ -226,6 +228,63 @@ type PermissionResolved struct {
 	Decision  Decision `json:"decision"`
 }
 
+// QueueKind is the kind of a piece of queued work.
+type QueueKind string
+
+// Kinds of queued work.
+const (
+	QueueMessage QueueKind = "message" // a user message (steered into a run at its next model request)
+	QueueBang    QueueKind = "bang"    // a !command
+	QueueCompact QueueKind = "compact" // a compaction
+)
+
+// QueuedWork is work sent while the agent was busy, waiting its turn. A
+// queued message's MessageID is the id its userMessageAdded will carry:
+// it leaves the queue when it is sent.
+type QueuedWork struct {
+	MessageID string    `json:"messageId,omitempty"`
+	Kind      QueueKind `json:"kind"`
+	Text      string    `json:"text,omitempty"`
+}
+
+// QueueChanged carries the whole queue of work waiting behind the run in
+// progress, oldest first, each time it changes: something was queued,
+// sent (a steered message is sent at the run's next model request) or
+// dropped (an abort drops the queue). The queue is a few items whatever
+// the session's length, so the whole value travels.
+type QueueChanged struct {
+	Header
+	Queued []QueuedWork `json:"queued"`
+}
+
+// TaskState is where a background task stands.
+type TaskState string
+
+// Task states.
+const (
+	TaskRunning TaskState = "running"
+	TaskEnded   TaskState = "ended"
+)
+
+// Task is work a tool left running after its call returned (a command run
+// with Bash run_in_background).
+type Task struct {
+	TaskID      string `json:"taskId"`
+	Description string `json:"description"`
+	// StartedAt is when it started, Unix ms.
+	StartedAt int64 `json:"startedAt,omitempty"`
+}
+
+// TaskUpdated says a background task started (State running) or ended
+// (State ended, with Status saying how: "exited with status 0",
+// "killed", ...).
+type TaskUpdated struct {
+	Header
+	Task
+	State  TaskState `json:"state"`
+	Status string    `json:"status,omitempty"`
+}
+
 func (e UserMessageAdded) Method() string          { return MethodUserMessageAdded }
 func (e AssistantMessageAdded) Method() string     { return MethodAssistantMessageAdded }
 func (e AssistantContentUpdated) Method() string   { return MethodAssistantContentUpdated }
@@ -241,6 +300,8 @@ func (e RunStateChanged) Method() string           { return MethodRunStateChange
 func (e StreamNotice) Method() string              { return MethodStreamNotice }
 func (e PermissionRequest) Method() string         { return MethodPermissionRequest }
 func (e PermissionResolved) Method() string        { return MethodPermissionResolved }
+func (e QueueChanged) Method() string              { return MethodQueueChanged }
+func (e TaskUpdated) Method() string               { return MethodTaskUpdated }
 
 func (e UserMessageAdded) Head() Header          { return e.Header }
 func (e AssistantMessageAdded) Head() Header     { return e.Header }
@@ -257,6 +318,8 @@ func (e RunStateChanged) Head() Header           { return e.Header }
 func (e StreamNotice) Head() Header              { return e.Header }
 func (e PermissionRequest) Head() Header         { return e.Header }
 func (e PermissionResolved) Head() Header        { return e.Header }
+func (e QueueChanged) Head() Header              { return e.Header }
+func (e TaskUpdated) Head() Header               { return e.Header }
 
 func (e UserMessageAdded) withHead(h Header) Event          { e.Header = h; return e }
 func (e AssistantMessageAdded) withHead(h Header) Event     { e.Header = h; return e }
@@ -273,3 +336,5 @@ func (e RunStateChanged) withHead(h Header) Event           { e.Header = h; retu
 func (e StreamNotice) withHead(h Header) Event              { e.Header = h; return e }
 func (e PermissionRequest) withHead(h Header) Event         { e.Header = h; return e }
 func (e PermissionResolved) withHead(h Header) Event        { e.Header = h; return e }
+func (e QueueChanged) withHead(h Header) Event              { e.Header = h; return e }
+func (e TaskUpdated) withHead(h Header) Event               { e.Header = h; return e }

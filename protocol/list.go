@@ -37,6 +37,10 @@ type List struct {
 	running bool
 	// perms are the permission requests not yet resolved, in seq order.
 	perms []PermissionRequest
+	// queued is what the last queueChanged said.
+	queued []QueuedWork
+	// tasks are the background tasks running, oldest first.
+	tasks []Task
 }
 
 // NewList returns a list holding a copy of snap.
@@ -57,6 +61,8 @@ func (l *List) Reset(snap Snapshot) {
 	}
 	l.running = snap.Running
 	l.perms = slices.Clone(snap.PendingPermissions)
+	l.queued = slices.Clone(snap.Queued)
+	l.tasks = slices.Clone(snap.Tasks)
 }
 
 // Seq is the seq of the last event the list reflects.
@@ -87,12 +93,20 @@ func (l *List) PendingPermissions() []PermissionRequest {
 	return append([]PermissionRequest{}, l.perms...)
 }
 
+// Queued returns a copy of the work waiting behind the run in progress,
+// oldest first.
+func (l *List) Queued() []QueuedWork { return slices.Clone(l.queued) }
+
+// Tasks returns a copy of the background tasks running, oldest first.
+func (l *List) Tasks() []Task { return slices.Clone(l.tasks) }
+
 // Snapshot returns a deep copy of the list's state and its seq. Its slices
 // are never nil, so that its JSON form always has every member.
 func (l *List) Snapshot() Snapshot {
 	s := Snapshot{
 		Seq: l.seq, Messages: make([]Message, len(l.msgs)),
 		Running: l.running, PendingPermissions: l.PendingPermissions(),
+		Queued: l.Queued(), Tasks: l.Tasks(),
 	}
 	for i, m := range l.msgs {
 		s.Messages[i] = m.Clone()
@@ -210,6 +224,15 @@ func (l *List) apply(ev Event) error {
 		// A resolution of a request the list never held (a snapshot from a
 		// server that did not carry pending requests) changes nothing.
 		l.perms = slices.DeleteFunc(l.perms, func(p PermissionRequest) bool { return p.RequestID == e.RequestID })
+	case QueueChanged:
+		l.queued = slices.Clone(e.Queued)
+	case TaskUpdated:
+		// A task the list holds is replaced, so a repeated start is
+		// harmless; an end of a task never held changes nothing.
+		l.tasks = slices.DeleteFunc(l.tasks, func(t Task) bool { return t.TaskID == e.TaskID })
+		if e.State == TaskRunning {
+			l.tasks = append(l.tasks, e.Task)
+		}
 	case StreamNotice:
 		// Not state: a notice concerns the moment it arrives.
 	default:

@@ -192,6 +192,12 @@ type Snapshot struct {
 	// PendingPermissions are the permissionRequest events up to Seq that no
 	// permissionResolved has closed, oldest first: a tool waits for each.
 	PendingPermissions []PermissionRequest `json:"pendingPermissions"`
+	// Queued is the work waiting behind the run in progress, oldest first
+	// (the last queueChanged); absent when nothing waits.
+	Queued []QueuedWork `json:"queued,omitempty"`
+	// Tasks are the background tasks running, oldest first; absent when
+	// none runs.
+	Tasks []Task `json:"tasks,omitempty"`
 }
 
 // Clone returns a deep copy of s.
@@ -199,6 +205,7 @@ func (s Snapshot) Clone() Snapshot {
 	c := Snapshot{
 		Seq: s.Seq, Messages: make([]Message, len(s.Messages)),
 		Running: s.Running, PendingPermissions: append([]PermissionRequest{}, s.PendingPermissions...),
+		Queued: slices.Clone(s.Queued), Tasks: slices.Clone(s.Tasks),
 	}
 	for i, m := range s.Messages {
 		c.Messages[i] = m.Clone()

@@ -62,6 +62,10 @@ func Decode(method string, params json.RawMessage) (Event, error) {
 		ev, err = decodeAs[PermissionRequest](params)
 	case MethodPermissionResolved:
 		ev, err = decodeAs[PermissionResolved](params)
+	case MethodQueueChanged:
+		ev, err = decodeAs[QueueChanged](params)
+	case MethodTaskUpdated:
+		ev, err = decodeAs[TaskUpdated](params)
 	default:
 		return nil, fmt.Errorf("%w: %q", ErrUnknownMethod, method)
 	}

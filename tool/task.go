@@ -20,3 +20,14 @@ type Background interface {
 	// Stop ends all of it and returns once it has ended.
 	Stop()
 }
+
+// TaskWatcher is implemented by a Background tool that reports its work
+// starting and ending as it happens, so that the session can publish the
+// running tasks to every face (taskUpdated) instead of faces polling.
+type TaskWatcher interface {
+	// WatchTasks has f called when a task starts (ended false) and when
+	// it ends (ended true, status saying how: "exited with status 0",
+	// "killed", ...). f is called from any goroutine, a task's start
+	// before its end, and an end before Stop returns; it must not block.
+	WatchTasks(f func(t Task, ended bool, status string))
+}

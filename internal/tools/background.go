@@ -39,6 +39,18 @@ type Shells struct {
 	mu     sync.Mutex // guards the fields below
 	next   int
 	shells map[string]*shell
+	watch  func(t tool.Task, ended bool, status string)
+}
+
+// WatchTasks implements tool.TaskWatcher.
+func (s *Shells) WatchTasks(f func(t tool.Task, ended bool, status string)) {
+	s.mu.Lock()
+	s.watch = f
+	s.mu.Unlock()
+}
+
+func (sh *shell) task() tool.Task {
+	return tool.Task{ID: sh.id, Description: sh.command, Started: sh.started}
 }
 
 // shell is one background command.
@@ -86,7 +98,11 @@ func (s *Shells) start(env *tool.Env, command string) (string, error) {
 		s.shells = map[string]*shell{}
 	}
 	s.shells[sh.id] = sh
+	watch := s.watch
 	s.mu.Unlock()
+	if watch != nil {
+		watch(sh.task(), false, "")
+	}
 
 	copied := make(chan struct{})
 	go func() {
@@ -103,6 +119,11 @@ func (s *Shells) start(env *tool.Env, command string) (string, error) {
 		sh.mu.Lock()
 		sh.exitErr = err
 		sh.mu.Unlock()
+		// Before done closes: Stop, which waits for done, returns only
+		// once the end is reported.
+		if watch != nil {
+			watch(sh.task(), true, sh.endStatus())
+		}
 		close(sh.done)
 	}()
 	return sh.id, nil
@@ -126,7 +147,7 @@ func (s *Shells) Running() []tool.Task {
 		select {
 		case <-sh.done:
 		default:
-			tasks = append(tasks, tool.Task{ID: sh.id, Description: sh.command, Started: sh.started})
+			tasks = append(tasks, sh.task())
 		}
 	}
 	slices.SortFunc(tasks, func(a, b tool.Task) int { return a.Started.Compare(b.Started) })
@@ -176,18 +197,23 @@ func (sh *shell) status() (string, bool) {
 	default:
 		return "running", true
 	}
+	return sh.endStatus(), false
+}
+
+// endStatus says how sh ended, once its wait error is set.
+func (sh *shell) endStatus() string {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	var exitErr *exec.ExitError
 	switch {
 	case sh.killed:
-		return "killed", false
+		return "killed"
 	case sh.exitErr == nil:
-		return "exited with status 0", false
+		return "exited with status 0"
 	case errors.As(sh.exitErr, &exitErr):
-		return "exited: " + exitErr.Error(), false
+		return "exited: " + exitErr.Error()
 	}
-	return "failed: " + sh.exitErr.Error(), false
+	return "failed: " + sh.exitErr.Error()
 }
 
 // guardedCommand is a command line run as every Bash call runs: under the

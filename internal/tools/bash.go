@@ -76,6 +76,13 @@ func (b *Bash) Running() []tool.Task {
 	return b.Shells.Running()
 }
 
+// WatchTasks implements tool.TaskWatcher.
+func (b *Bash) WatchTasks(f func(t tool.Task, ended bool, status string)) {
+	if b.Shells != nil {
+		b.Shells.WatchTasks(f)
+	}
+}
+
 // Stop implements tool.Background: it kills the background commands.
 func (b *Bash) Stop() {
 	if b.Shells != nil {

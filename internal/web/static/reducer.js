@@ -14,7 +14,7 @@ export const EVENT_METHODS = new Set([
   'assistantReasoningUpdated', 'toolBlockUpdated', 'errorBlockAdded',
   'compactBlockAdded', 'assistantMessageDiscarded', 'turnEnded',
   'messagesRewound', 'messagesCleared', 'runStateChanged', 'streamNotice',
-  'permissionRequest', 'permissionResolved',
+  'permissionRequest', 'permissionResolved', 'queueChanged', 'taskUpdated',
 ]);
 
 // ResyncError means the list cannot take an event: events were lost
@@ -97,6 +97,25 @@ export function normPermission(p) {
   return out;
 }
 
+// normQueued copies a piece of queued work in protocol.QueuedWork's JSON
+// shape.
+function normQueued(q) {
+  const out = {};
+  if (str(q.messageId)) out.messageId = q.messageId;
+  out.kind = str(q.kind);
+  if (str(q.text)) out.text = q.text;
+  return out;
+}
+
+// normTask copies a background task in protocol.Task's JSON shape.
+function normTask(t) {
+  const out = { taskId: str(t.taskId), description: str(t.description) };
+  if (int(t.startedAt)) out.startedAt = t.startedAt;
+  return out;
+}
+
+const list = (v, norm) => (Array.isArray(v) ? v.map(norm) : []);
+
 // List is a consumer's copy of a session's view state: its messages,
 // whether the agent is running and the permission requests that wait for
 // an answer. What it holds is owned by the list: read it, never modify it.
@@ -106,26 +125,34 @@ export class List {
     this.messages = [];
     this.running = false;
     this.pendingPermissions = [];
+    this.queued = [];
+    this.tasks = [];
     if (snap) this.reset(snap);
   }
 
   // reset replaces the list with a copy of a snapshot
-  // {messages, seq, running, pendingPermissions}.
+  // {messages, seq, running, pendingPermissions, queued?, tasks?}.
   reset(snap) {
     this.seq = int(snap.seq);
     this.messages = (snap.messages || []).map(normMessage);
     this.running = snap.running === true;
     this.pendingPermissions = Array.isArray(snap.pendingPermissions) ? snap.pendingPermissions.map(normPermission) : [];
+    this.queued = list(snap.queued, normQueued);
+    this.tasks = list(snap.tasks, normTask);
   }
 
-  // snapshot returns a deep copy of the view state and its seq.
+  // snapshot returns a deep copy of the view state and its seq; queued and
+  // tasks are absent when empty, as in Go's protocol.Snapshot.
   snapshot() {
-    return {
+    const out = {
       messages: this.messages.map(normMessage),
       seq: this.seq,
       running: this.running,
       pendingPermissions: this.pendingPermissions.map(normPermission),
     };
+    if (this.queued.length) out.queued = this.queued.map(normQueued);
+    if (this.tasks.length) out.tasks = this.tasks.map(normTask);
+    return out;
   }
 
   // index returns the index of the last message with the given id, or -1.
@@ -141,6 +168,8 @@ export class List {
   //   {kind: 'none'}                       nothing visible in the list
   //   {kind: 'run'}                        the run state changed
   //   {kind: 'permissions'}                pendingPermissions changed
+  //   {kind: 'queue'}                      queued changed
+  //   {kind: 'tasks'}                      tasks changed
   //   {kind: 'append', index}              messages from index on are new
   //   {kind: 'message', index}             message index changed (not its block count)
   //   {kind: 'block', index, block}        block of message index changed or was added
@@ -239,6 +268,19 @@ export class List {
         const n = this.pendingPermissions.length;
         this.pendingPermissions = this.pendingPermissions.filter((r) => r.requestId !== id);
         return this.pendingPermissions.length === n ? { kind: 'none' } : { kind: 'permissions' };
+      }
+      case 'queueChanged':
+        this.queued = list(p.queued, normQueued);
+        return { kind: 'queue' };
+      case 'taskUpdated': {
+        // A task held is replaced; an end of a task never held changes
+        // nothing.
+        const id = str(p.taskId);
+        const n = this.tasks.length;
+        this.tasks = this.tasks.filter((t) => t.taskId !== id);
+        if (str(p.state) === 'running') this.tasks.push(normTask(p));
+        else if (this.tasks.length === n) return { kind: 'none' };
+        return { kind: 'tasks' };
       }
       case 'streamNotice':
         return { kind: 'none' };
