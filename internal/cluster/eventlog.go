@@ -1,0 +1,258 @@
+// Package cluster runs sessions over several sluice nodes: their events
+// in one NATS JetStream stream (one subject per session), their ownership
+// in PostgreSQL leases, and the commands of clients attached to any node
+// forwarded to the node that runs the session.
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sluicehq/sluice/protocol"
+)
+
+// StreamName is the JetStream stream holding every session's events.
+const StreamName = "SLUICE_SESSIONS"
+
+// headerSeq carries an event's seq beside its JSON, so that a reader skips
+// the events it already has without decoding them.
+const headerSeq = "Sluice-Seq"
+
+// Errors of the event log.
+var (
+	// ErrFenced means another writer appended to the session's log since
+	// this one last did: this node no longer owns the session and must
+	// stop publishing for it.
+	ErrFenced = errors.New("cluster: the session's log moved on under another owner")
+	// ErrGap means the log does not hold the events right after the seq a
+	// reader asked for (they were trimmed after a checkpoint): load the
+	// checkpoint again.
+	ErrGap = errors.New("cluster: the log no longer holds the events asked for")
+	// ErrBadSessionID means the id cannot be a subject token.
+	ErrBadSessionID = errors.New("cluster: session id not usable as a subject token")
+)
+
+// Subject is the subject of a session's events.
+func Subject(session string) string { return "sluice.session." + session + ".events" }
+
+// checkID refuses ids that would change a subject's shape.
+func checkID(session string) error {
+	if session == "" || strings.ContainsAny(session, ".*> \t\r\n") {
+		return fmt.Errorf("%w: %q", ErrBadSessionID, session)
+	}
+	return nil
+}
+
+// Log is the sessions' event log. It is safe for concurrent use.
+type Log struct {
+	js     jetstream.JetStream
+	stream jetstream.Stream
+}
+
+// OpenLog creates the stream, or takes it as it is when another node has
+// created it.
+func OpenLog(ctx context.Context, js jetstream.JetStream) (*Log, error) {
+	st, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:     StreamName,
+		Subjects: []string{Subject("*")},
+		Storage:  jetstream.FileStorage,
+		// Retention is bounded by trimming each session's subject up to
+		// its latest checkpoint (Trim), not by age: an idle session's
+		// last events must stay, they fence its next owner.
+		Retention: jetstream.LimitsPolicy,
+		// Long enough for a publisher's retry after a lost ack.
+		Duplicates: 2 * time.Minute,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: create the %s stream: %w", StreamName, err)
+	}
+	return &Log{js: js, stream: st}, nil
+}
+
+// Position is where a session's log ends: the seq of its last event and
+// the stream sequence of the message holding it (0, 0 for an empty log).
+type Position struct {
+	Seq    int64
+	Stream uint64
+}
+
+// Last returns the end of the session's log.
+func (l *Log) Last(ctx context.Context, session string) (Position, error) {
+	if err := checkID(session); err != nil {
+		return Position{}, err
+	}
+	m, err := l.stream.GetLastMsgForSubject(ctx, Subject(session))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return Position{}, nil
+	}
+	if err != nil {
+		return Position{}, fmt.Errorf("cluster: last event of %s: %w", session, err)
+	}
+	seq, err := msgSeq(m.Header)
+	if err != nil {
+		return Position{}, err
+	}
+	return Position{Seq: seq, Stream: m.Sequence}, nil
+}
+
+func msgSeq(h nats.Header) (int64, error) {
+	seq, err := strconv.ParseInt(h.Get(headerSeq), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("cluster: a log message without a valid %s header: %w", headerSeq, err)
+	}
+	return seq, nil
+}
+
+// Writer appends one session's events. Only the session's owner has one;
+// it is not safe for concurrent use.
+type Writer struct {
+	log     *Log
+	session string
+	pos     Position
+}
+
+// Writer returns a writer that continues the session's log where it ends
+// now. Its first Append fails with ErrFenced if anyone appends before it.
+func (l *Log) Writer(ctx context.Context, session string) (*Writer, error) {
+	pos, err := l.Last(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	return &Writer{log: l, session: session, pos: pos}, nil
+}
+
+// Position is where the log ends after the writer's last append.
+func (w *Writer) Position() Position { return w.pos }
+
+// Append publishes ev, whose seq must continue the log (a merged event's
+// first seq, for one that covers several). It returns once the stream
+// stored it. The message id <session>:<seq> makes a retried publish a
+// no-op, and the expected last sequence of the subject makes it fail with
+// ErrFenced when another writer appended since.
+func (w *Writer) Append(ctx context.Context, ev protocol.Event) error {
+	h := ev.Head()
+	if h.SessionID != w.session || h.From() != w.pos.Seq+1 {
+		return fmt.Errorf("cluster: event %s of %s covering %d..%d does not continue the log of %s at %d",
+			ev.Method(), h.SessionID, h.From(), h.Seq, w.session, w.pos.Seq)
+	}
+	data, err := protocol.Encode(ev)
+	if err != nil {
+		return err
+	}
+	msg := &nats.Msg{Subject: Subject(w.session), Data: data, Header: nats.Header{}}
+	msg.Header.Set(headerSeq, strconv.FormatInt(h.Seq, 10))
+	ack, err := w.log.js.PublishMsg(ctx, msg,
+		jetstream.WithMsgID(w.session+":"+strconv.FormatInt(h.Seq, 10)),
+		jetstream.WithExpectLastSequencePerSubject(w.pos.Stream))
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
+		// The subject moved on: by this very event, when an earlier
+		// attempt's ack was lost (the server checks the expected sequence
+		// before the message id), or by another writer.
+		last, lerr := w.log.stream.GetLastMsgForSubject(ctx, msg.Subject)
+		if lerr == nil && last.Header.Get(headerSeq) == msg.Header.Get(headerSeq) && bytes.Equal(last.Data, data) {
+			w.pos = Position{Seq: h.Seq, Stream: last.Sequence}
+			return nil
+		}
+		return fmt.Errorf("%w: %s at seq %d", ErrFenced, w.session, h.Seq)
+	case err != nil:
+		return fmt.Errorf("cluster: publish %s seq %d: %w", w.session, h.Seq, err)
+	}
+	if ack.Duplicate {
+		// The id was stored already: by an earlier attempt of ours whose
+		// ack was lost, or by another owner that got there first.
+		stored, err := w.log.stream.GetMsg(ctx, ack.Sequence)
+		if err != nil {
+			return fmt.Errorf("cluster: check the stored copy of %s seq %d: %w", w.session, h.Seq, err)
+		}
+		if !bytes.Equal(stored.Data, data) {
+			return fmt.Errorf("%w: %s seq %d was written by another owner", ErrFenced, w.session, h.Seq)
+		}
+	}
+	w.pos = Position{Seq: h.Seq, Stream: ack.Sequence}
+	return nil
+}
+
+// Follow calls fn with the session's events after seq `after`, in order,
+// first those the log holds and then each new one as it is stored, until
+// ctx ends (it returns ctx's error) or fn returns an error (returned as
+// is). It fails with ErrGap when the log's first event after `after` is not
+// after+1: the events in between were trimmed.
+func (l *Log) Follow(ctx context.Context, session string, after int64, fn func(protocol.Event) error) error {
+	if err := checkID(session); err != nil {
+		return err
+	}
+	cons, err := l.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{Subject(session)},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: follow %s: %w", session, err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return fmt.Errorf("cluster: follow %s: %w", session, err)
+	}
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer func() {
+		if stop() {
+			it.Stop()
+		}
+	}()
+	next := after + 1
+	for {
+		m, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("cluster: follow %s: %w", session, err)
+		}
+		seq, err := msgSeq(m.Headers())
+		if err != nil {
+			return err
+		}
+		if seq < next {
+			continue // before the reader's seq: it has this one
+		}
+		ev, err := protocol.DecodeNotification(m.Data())
+		if err != nil {
+			return fmt.Errorf("cluster: %s seq %d in the log: %w", session, seq, err)
+		}
+		if from := ev.Head().From(); from != next {
+			return fmt.Errorf("%w: %s holds %d..%d after %d", ErrGap, session, from, seq, next-1)
+		}
+		if err := fn(ev); err != nil {
+			return err
+		}
+		next = seq + 1
+	}
+}
+
+// Trim drops the session's messages stored before stream sequence keep
+// (those a checkpoint covers). The last message always stays: it is what
+// fences the next writer.
+func (l *Log) Trim(ctx context.Context, session string, keep uint64) error {
+	if err := checkID(session); err != nil {
+		return err
+	}
+	last, err := l.Last(ctx, session)
+	if err != nil {
+		return err
+	}
+	keep = min(keep, last.Stream)
+	if err := l.stream.Purge(ctx, jetstream.WithPurgeSubject(Subject(session)), jetstream.WithPurgeSequence(keep)); err != nil {
+		return fmt.Errorf("cluster: trim %s: %w", session, err)
+	}
+	return nil
+}

@@ -1,0 +1,47 @@
+// Package natstest runs a NATS server with JetStream inside the calling
+// process, on a free loopback port, its store in a directory of the
+// caller's: tests and the load command use a real engine, no mock.
+package natstest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// Start starts a server storing its streams under dir and returns it once
+// it accepts connections. Shutdown stops it.
+func Start(dir string) (*server.Server, error) {
+	s, err := server.NewServer(&server.Options{
+		Host: "127.0.0.1", Port: server.RANDOM_PORT,
+		JetStream: true, StoreDir: dir,
+		NoLog: true, NoSigs: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	go s.Start()
+	// Generous: a loaded CI machine may take seconds to start JetStream.
+	if !s.ReadyForConnections(2 * time.Minute) {
+		s.Shutdown()
+		return nil, errors.New("natstest: the NATS server did not become ready")
+	}
+	return s, nil
+}
+
+// URL starts a server for the test, stopped when the test ends, and
+// returns its client URL.
+func URL(t testing.TB) string {
+	t.Helper()
+	s, err := Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	return s.ClientURL()
+}
