@@ -27,6 +27,7 @@ type fakeBackend struct {
 	model string
 	truth *protocol.List
 	subs  int
+	works []*fakeWork
 }
 
 func (f *fakeBackend) record(format string, args ...any) {
@@ -58,21 +59,75 @@ func (f *fakeBackend) Ask(_ context.Context, q string, _ func(string, bool)) (st
 func (f *fakeBackend) Memory() []agent.MemoryFile {
 	return []agent.MemoryFile{{Path: "/work/AGENTS.md", Content: "Rules.\nMore rules."}}
 }
-func (f *fakeBackend) Run(ctx context.Context, text string) (agent.Result, error) {
+func (f *fakeBackend) Submit(ctx context.Context, text string) (work, error) {
 	f.record("Run %s", text)
-	return agent.Result{}, nil
+	return f.newWork(), nil
 }
-func (f *fakeBackend) Bang(ctx context.Context, c string) (agent.Result, error) {
+func (f *fakeBackend) SubmitBang(ctx context.Context, c string) (work, error) {
 	f.record("Bang %s", c)
-	return agent.Result{}, nil
+	return f.newWork(), nil
 }
-func (f *fakeBackend) Compact(ctx context.Context) error { f.record("Compact"); return nil }
+func (f *fakeBackend) SubmitCompact(ctx context.Context) (work, error) {
+	f.record("Compact")
+	return f.newWork(), nil
+}
+
+// newWork is a piece of work that runs at once when nothing else is
+// unfinished, and is queued otherwise (as the agent does).
+func (f *fakeBackend) newWork() *fakeWork {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w := &fakeWork{done: make(chan struct{})}
+	for _, o := range f.works {
+		select {
+		case <-o.done:
+		default:
+			w.queued = true
+		}
+	}
+	if !w.queued {
+		w.res.MessageID = "ran"
+	}
+	f.works = append(f.works, w)
+	return w
+}
+
+// fakeWork is a fakeBackend's handle: it ends when the test sends its
+// runDoneMsg, or, queued, when Abort drops it.
+type fakeWork struct {
+	done   chan struct{}
+	queued bool
+	res    agent.Result
+}
+
+func (w *fakeWork) Done() <-chan struct{} { return w.done }
+func (w *fakeWork) Wait(ctx context.Context) (agent.Result, error) {
+	select {
+	case <-w.done:
+		return w.res, nil
+	case <-ctx.Done():
+		return w.res, ctx.Err()
+	}
+}
 func (f *fakeBackend) Rewind(ctx context.Context, id string) error {
 	f.record("Rewind %s", id)
 	return nil
 }
 func (f *fakeBackend) Clear(ctx context.Context) error { f.record("Clear"); return nil }
-func (f *fakeBackend) Abort(reason string)             { f.record("Abort") }
+func (f *fakeBackend) Abort(reason string) {
+	f.record("Abort")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, w := range f.works {
+		select {
+		case <-w.done:
+		default:
+			if w.queued {
+				close(w.done)
+			}
+		}
+	}
+}
 func (f *fakeBackend) AnswerPermission(id string, d protocol.Decision) error {
 	f.record("AnswerPermission %s %s", id, d)
 	return nil
@@ -234,6 +289,32 @@ func keyMsg(s string) tea.KeyPressMsg {
 		panic("keyMsg: unknown key " + s)
 	}
 	return tea.KeyPressMsg{Code: r[0], Text: s}
+}
+
+// finish ends the oldest unfinished work of kind the UI sent, as the
+// session would, and delivers its runDoneMsg.
+func (h *harness) finish(kind jobKind, err error) { h.end(kind, 0, err) }
+
+// finishCost is finish for a run that cost usd.
+func (h *harness) finishCost(kind jobKind, usd float64) { h.end(kind, usd, nil) }
+
+func (h *harness) end(kind jobKind, usd float64, err error) {
+	h.t.Helper()
+	for _, s := range h.m.sent {
+		if s.kind != kind {
+			continue
+		}
+		if fw, ok := s.w.(*fakeWork); ok {
+			select {
+			case <-fw.done:
+			default:
+				close(fw.done)
+			}
+		}
+		h.send(runDoneMsg{gen: h.m.gen, kind: kind, w: s.w, cost: usd, err: err})
+		return
+	}
+	h.t.Fatalf("no unfinished work of kind %d was sent", kind)
 }
 
 // tick moves the clock and delivers the timer's tick.

@@ -126,28 +126,44 @@ func (m *ui) key(k tea.KeyPressMsg) tea.Cmd {
 }
 
 // interrupt aborts the work in progress. What streamed stays (the agent
-// ends the open blocks); messages queued here go back to the prompt.
+// ends the open blocks); what this UI sent that the abort dropped before it
+// was sent goes back to the prompt, in order.
 func (m *ui) interrupt() {
 	m.sess.Abort("interrupted by the user")
-	if len(m.queue) > 0 {
-		var texts []string
-		for _, q := range m.queue {
-			t := q.text
-			if q.kind == jobBang {
-				t = "!" + t
-			}
-			texts = append(texts, t)
+	// Abort drops the queued work at once: its handles are done, without
+	// a message id (that of work that ran is set from its start).
+	var texts []string
+	for i, s := range m.sent {
+		if s.kind == jobCompact || s.text == "" {
+			continue
 		}
+		select {
+		case <-s.w.Done():
+		default:
+			continue
+		}
+		if res, _ := s.w.Wait(m.ctx); res.MessageID != "" {
+			continue
+		}
+		t := s.text
+		if s.kind == jobBang {
+			t = "!" + t
+		}
+		texts = append(texts, t)
+		m.sent[i].text = "" // restored once
+	}
+	if len(texts) > 0 {
 		if v := m.input.Value(); v != "" {
 			texts = append(texts, v)
 		}
 		m.input.SetValue(strings.Join(texts, "\n"))
-		m.queue = nil
 	}
 }
 
 // submit handles what was typed: a command, a shell command or a message.
-// Work typed while the agent is busy waits in the queue.
+// Work goes to the session at once, in the order typed: a message sent
+// while a run is going joins it at its next model request (steering); the
+// session lists what waits as queued until it is sent.
 func (m *ui) submit(text string) tea.Cmd {
 	t := strings.TrimSpace(text)
 	if t == "" {
@@ -163,38 +179,50 @@ func (m *ui) submit(text string) tea.Cmd {
 		return m.command(t)
 	case strings.HasPrefix(t, "!"):
 		if c := strings.TrimSpace(t[1:]); c != "" {
-			m.queue = append(m.queue, queued{kind: jobBang, text: c})
+			return m.send(jobBang, c)
 		}
+		return nil
 	default:
-		m.queue = append(m.queue, queued{kind: jobMessage, text: text})
+		return m.send(jobMessage, text)
 	}
-	return nil
 }
 
-// dequeue starts the next queued work when nothing is running.
-func (m *ui) dequeue() tea.Cmd {
-	if m.busy() || len(m.queue) == 0 {
+// send gives work to the session and returns the command that waits for
+// its end.
+func (m *ui) send(kind jobKind, text string) tea.Cmd {
+	var (
+		w   work
+		err error
+	)
+	switch kind {
+	case jobMessage:
+		w, err = m.sess.Submit(m.ctx, text)
+	case jobBang:
+		w, err = m.sess.SubmitBang(m.ctx, text)
+	case jobCompact:
+		w, err = m.sess.SubmitCompact(m.ctx)
+	}
+	if err != nil {
+		m.status = err.Error()
 		return nil
 	}
-	q := m.queue[0]
-	m.queue = m.queue[1:]
-	m.inflight++
-	b, ctx, gen := m.sess, m.ctx, m.gen
+	m.sent = append(m.sent, sent{w: w, kind: kind, text: text})
+	ctx, gen := m.ctx, m.gen
 	return func() tea.Msg {
-		var (
-			res agent.Result
-			err error
-		)
-		switch q.kind {
-		case jobMessage:
-			res, err = b.Run(ctx, q.text)
-		case jobBang:
-			res, err = b.Bang(ctx, q.text)
-		case jobCompact:
-			err = b.Compact(ctx)
-		}
-		return runDoneMsg{gen: gen, kind: q.kind, cost: res.CostUSD, err: err}
+		res, err := w.Wait(ctx)
+		return runDoneMsg{gen: gen, kind: kind, w: w, cost: res.CostUSD, err: err}
 	}
+}
+
+// queuedText is queued work as typed.
+func queuedText(q protocol.QueuedWork) string {
+	switch q.Kind {
+	case protocol.QueueBang:
+		return "!" + q.Text
+	case protocol.QueueCompact:
+		return "/compact"
+	}
+	return q.Text
 }
 
 func (m *ui) command(line string) tea.Cmd {
@@ -219,7 +247,6 @@ func (m *ui) command(line string) tea.Cmd {
 			return btwMsg{question: arg, answer: answer, err: err}
 		}
 	case "clear":
-		m.queue = nil
 		return func() tea.Msg {
 			if err := b.Clear(ctx); err != nil {
 				return noteMsg{"clear: " + err.Error()}
@@ -227,7 +254,7 @@ func (m *ui) command(line string) tea.Cmd {
 			return nil
 		}
 	case "compact":
-		m.queue = append(m.queue, queued{kind: jobCompact})
+		return m.send(jobCompact, "")
 	case "rewind":
 		m.rewindPicker()
 	case "resume":

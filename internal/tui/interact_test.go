@@ -106,8 +106,10 @@ func TestExpandedViewScrolls(t *testing.T) {
 	}
 }
 
-// TestInputAndQueue: multi-line input, history, queued messages while the
-// agent works, and Esc aborting with the queue back in the prompt.
+// TestInputAndQueue: multi-line input, history, messages sent while the
+// agent works (sent at once, shown queued from the view state until the
+// session sends them), and Esc aborting with the dropped work back in the
+// prompt.
 func TestInputAndQueue(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, 80, 30)
@@ -120,24 +122,25 @@ func TestInputAndQueue(t *testing.T) {
 		t.Fatalf("input = %q", got)
 	}
 	h.key("enter")
-	cmd := h.m.dequeue() // already started by Update: nothing more to start
-	if cmd != nil {
-		t.Fatal("a second run started while the first is in flight")
-	}
-	if !h.m.busy() || h.m.inflight != 1 {
-		t.Fatalf("the message did not start (inflight %d)", h.m.inflight)
+	if !h.m.busy() || len(h.m.sent) != 1 || !slices.Contains(h.b.Calls(), "Run first line\nsecond line\nthird") {
+		t.Fatalf("the message did not go to the session (sent %d): %q", len(h.m.sent), h.b.Calls())
 	}
 	h.ev(runState(protocol.RunRunning), userMsg("u1", "first line\nsecond line\nthird"), asstMsg("a1"))
-	// Typed while the agent works: queued, shown, not sent.
+	// Typed while the agent works: sent to the session at once (which
+	// steers a message into the run), shown queued until it is sent.
 	h.typeText("next one")
 	h.key("enter")
 	h.typeText("!ls")
 	h.key("enter")
-	if len(h.m.queue) != 2 || !strings.Contains(h.current().view, "queued: next one") || !strings.Contains(h.current().view, "queued: !ls") {
-		t.Fatalf("queue %v, view:\n%s", h.m.queue, h.current().view)
+	if calls := h.b.Calls(); !slices.Contains(calls, "Run next one") || !slices.Contains(calls, "Bang ls") {
+		t.Fatalf("work typed mid-run did not go to the session: %q", calls)
+	}
+	h.ev(protocol.QueueChanged{Queued: []protocol.QueuedWork{{MessageID: "u2", Kind: protocol.QueueMessage, Text: "next one"}, {MessageID: "u3", Kind: protocol.QueueBang, Text: "ls"}}})
+	if v := h.current().view; !strings.Contains(v, "queued: next one") || !strings.Contains(v, "queued: !ls") {
+		t.Fatalf("the queue is not shown:\n%s", v)
 	}
 	// Esc interrupts: the agent is asked to abort, the partial answer
-	// stays, the queue returns to the prompt.
+	// stays, the dropped work returns to the prompt.
 	h.ev(textDelta("a1", 0, "partial zqpart"))
 	h.key("esc")
 	if !slices.Contains(h.b.Calls(), "Abort") {
@@ -146,9 +149,13 @@ func TestInputAndQueue(t *testing.T) {
 	if got := h.m.input.Value(); got != "next one\n!ls" {
 		t.Fatalf("queued messages not restored to the prompt: %q", got)
 	}
+	h.ev(protocol.QueueChanged{})
+	if v := h.current().view; strings.Contains(v, "queued:") {
+		t.Fatalf("the emptied queue is still shown:\n%s", v)
+	}
 	h.ev(textEnd("a1", 0), protocol.ErrorBlockAdded{MessageID: "a1", BlockIndex: 1, Error: "Request was aborted"},
 		runState(protocol.RunIdle))
-	h.send(runDoneMsg{gen: h.m.gen, kind: jobMessage})
+	h.finish(jobMessage, nil)
 	s := h.current().scroll
 	if !strings.Contains(s, "partial zqpart") || !strings.Contains(s, "Request was aborted") {
 		t.Fatalf("the partial answer is not kept:\n%s", s)
@@ -170,30 +177,30 @@ func TestInputAndQueue(t *testing.T) {
 	}
 }
 
-// TestQueueRunsWhenIdle: queued work starts, in order, once the agent is
-// idle and the work in flight has ended.
-func TestQueueRunsWhenIdle(t *testing.T) {
+// TestWorkGoesInOrder: work typed while the agent runs goes to the session
+// at once, in the order typed; the UI is busy until all of it has ended.
+func TestWorkGoesInOrder(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, 80, 30)
 	h.ev(runState(protocol.RunRunning))
 	h.m.submit("one")
 	h.m.submit("!pwd")
 	h.m.submit("/compact")
-	if h.m.dequeue() != nil {
-		t.Fatal("work started while the agent runs")
+	if calls := h.b.Calls(); !slices.Equal(calls, []string{"Run one", "Bang pwd", "Compact"}) {
+		t.Fatalf("calls %q", calls)
 	}
 	h.ev(runState(protocol.RunIdle))
-	if h.m.inflight != 1 || len(h.m.queue) != 2 {
-		t.Fatalf("idle did not start the next work: inflight %d queue %v", h.m.inflight, h.m.queue)
+	h.finish(jobMessage, nil)
+	h.finish(jobBang, nil)
+	if len(h.m.sent) != 1 || !h.m.busy() {
+		t.Fatalf("sent %d, busy %v: the compaction has not ended", len(h.m.sent), h.m.busy())
 	}
-	h.send(runDoneMsg{gen: h.m.gen, kind: jobMessage})
-	h.send(runDoneMsg{gen: h.m.gen, kind: jobBang})
-	if len(h.m.queue) != 0 || h.m.inflight != 1 {
-		t.Fatalf("queue %v inflight %d", h.m.queue, h.m.inflight)
-	}
-	h.send(runDoneMsg{gen: h.m.gen, kind: jobCompact, err: errNothing})
+	h.finish(jobCompact, errNothing)
 	if !strings.Contains(h.current().view, "compact: nothing to compact") {
 		t.Fatalf("compact's failure not shown:\n%s", h.current().view)
+	}
+	if h.m.busy() {
+		t.Fatal("still busy with nothing running or sent")
 	}
 }
 
@@ -330,7 +337,7 @@ func TestStatusAndNotices(t *testing.T) {
 		t.Fatalf("the stall notice outlived the stream's recovery:\n%s", v)
 	}
 	h.ev(textEnd("a1", 0), turnEnd("a1", "end_turn", 12_345, 678), runState(protocol.RunIdle))
-	h.send(runDoneMsg{gen: h.m.gen, kind: jobMessage, cost: 0.0421})
+	h.finishCost(jobMessage, 0.0421)
 	v := h.current().view
 	for _, want := range []string{"test-model", "↑12.3k ↓678 tokens", "$0.0421"} {
 		if !strings.Contains(v, want) {

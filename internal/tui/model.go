@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,6 +57,7 @@ type (
 	runDoneMsg struct {
 		gen  int
 		kind jobKind
+		w    work
 		cost float64 // USD
 		err  error
 	}
@@ -76,8 +78,9 @@ const (
 	jobCompact
 )
 
-// queued is work typed while the agent was busy, started when it is idle.
-type queued struct {
+// sent is work this UI sent to the session that has not ended.
+type sent struct {
+	w    work
 	kind jobKind
 	text string
 }
@@ -112,12 +115,12 @@ type ui struct {
 	// Scrollback: messages before pm are printed and closed; of message pm
 	// the first pb blocks are printed. What follows is the live area.
 	pm, pb int
-	// inflight counts the work this UI started that has not ended.
-	inflight int
-	caches   map[blockKey]*blockCache
-	md       *markdown
-	style    string // Glamour style
-	ready    bool   // the terminal's size is known
+	// sent is the work this UI sent that has not ended, oldest first.
+	sent   []sent
+	caches map[blockKey]*blockCache
+	md     *markdown
+	style  string // Glamour style
+	ready  bool   // the terminal's size is known
 
 	outbox   []string // lines to print above the UI, in order
 	printing bool     // a print is on its way to the terminal
@@ -148,7 +151,6 @@ type ui struct {
 	permSel    int
 	picker     *picker
 	expanded   *expandedView
-	queue      []queued
 	input      textarea.Model
 	history    []string
 	histPos    int
@@ -257,8 +259,8 @@ func (m *ui) attach(b backend, banner string) {
 	m.sub = sub
 	m.list.Reset(snap)
 	clear(m.caches)
-	m.inflight = 0
-	m.answered, m.permSel, m.notice, m.queue = map[string]bool{}, 0, "", nil
+	m.sent = nil
+	m.answered, m.permSel, m.notice = map[string]bool{}, 0, ""
 	m.pm, m.pb = 0, 0
 	if banner != "" {
 		m.emit([]string{stAccent.Render(banner)})
@@ -277,8 +279,7 @@ func (m *ui) Init() tea.Cmd {
 		cmds = append(cmds, m.hold(frameHold))
 	}
 	if p := strings.TrimSpace(m.opts.Prompt); p != "" {
-		m.submit(p)
-		cmds = append(cmds, m.dequeue())
+		cmds = append(cmds, m.submit(p))
 	}
 	return tea.Batch(cmds...)
 }
@@ -350,7 +351,7 @@ func (m *ui) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.gen != m.gen {
 			break
 		}
-		m.inflight--
+		m.sent = slices.DeleteFunc(m.sent, func(s sent) bool { return s.w == msg.w })
 		m.cost += msg.cost
 		if msg.kind == jobCompact && msg.err != nil {
 			m.status = "compact: " + msg.err.Error()
@@ -379,7 +380,7 @@ func (m *ui) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			cmds = append(cmds, cmd)
 		}
 	}
-	cmds = append(cmds, m.dequeue(), m.flushPrints(), m.armTick())
+	cmds = append(cmds, m.flushPrints(), m.armTick())
 	return m, tea.Batch(cmds...)
 }
 
@@ -402,8 +403,8 @@ func (m *ui) resize(w, h int) {
 	}
 }
 
-// busy reports whether work is running or started by this UI.
-func (m *ui) busy() bool { return m.list.Running() || m.inflight > 0 }
+// busy reports whether work is running or sent by this UI.
+func (m *ui) busy() bool { return m.list.Running() || len(m.sent) > 0 }
 
 // emit queues lines to print above the UI, followed by a blank line.
 func (m *ui) emit(lines []string) {
@@ -647,16 +648,13 @@ func (m *ui) cache(msgID string, bi int) *blockCache {
 	return c
 }
 
-// bottom renders what is under the live transcript: queued messages and
-// notices (mid), the input box or the prompt that replaces it, with the
-// cursor relative to it, and the status line.
+// bottom renders what is under the live transcript: the work queued
+// behind the run (from any face: the session's view state) and notices
+// (mid), the input box or the prompt that replaces it, with the cursor
+// relative to it, and the status line.
 func (m *ui) bottom() (mid, box []string, cursor *tea.Cursor, status []string) {
-	for _, q := range m.queue {
-		t := q.text
-		if q.kind == jobBang {
-			t = "!" + t
-		}
-		first, _, _ := strings.Cut(t, "\n")
+	for _, q := range m.list.Queued() {
+		first, _, _ := strings.Cut(queuedText(q), "\n")
 		mid = append(mid, stDim.Render("⏵ queued: "+truncate(first, m.width-12)))
 	}
 	if m.notice != "" {
