@@ -66,4 +66,8 @@ type Info struct {
 	// when it has them), from which the agent reads its metadata and
 	// title without loading the whole session.
 	Head []json.RawMessage
+	// Owner is the node running the session's agent in cluster mode (the
+	// holder of its lease, see store/pgstore); empty for stores of one
+	// machine, and when no node holds the session.
+	Owner string
 }

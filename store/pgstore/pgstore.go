@@ -9,6 +9,11 @@
 // it is all or none and, with PostgreSQL's default synchronous_commit,
 // durable when it returns.
 //
+// For cluster mode the store also keeps each session's lease (which node
+// runs its agent, fenced by an epoch) and its latest checkpoint (a snapshot
+// and the seq it holds up to): see AcquireLease and SaveCheckpoint in
+// lease.go, and the retention rule there.
+//
 // The schema is the SQL files under migrations/, embedded and applied in
 // order by Migrate (Open calls it), each recorded in schema_migrations.
 package pgstore
@@ -20,6 +25,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -35,6 +41,9 @@ const headRecords = 8
 // Store is a store.Store on a PostgreSQL database.
 type Store struct {
 	pool *pgxpool.Pool
+	// clockOffset moves the clock leases are judged by; only this
+	// package's tests set it, to let a lease's TTL pass without waiting.
+	clockOffset time.Duration
 }
 
 var _ store.Store = (*Store)(nil)
@@ -148,25 +157,27 @@ func (s *Store) Load(ctx context.Context, k store.Key) ([]json.RawMessage, []str
 }
 
 // List describes the sessions of workDir, most recently changed first, each
-// with its first records.
+// with its first records and the node holding its unexpired lease.
 func (s *Store) List(ctx context.Context, workDir string) ([]store.Info, error) {
 	cwd, err := filepath.Abs(workDir)
 	if err != nil {
 		cwd = workDir
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT s.id, s.modified_at, s.size,
+		SELECT s.id, s.modified_at, s.size, coalesce(l.node, ''),
 			array(SELECT r.data::text FROM records r
-				WHERE r.cwd = s.cwd AND r.id = s.id ORDER BY r.seq LIMIT $2)
-		FROM sessions s WHERE s.cwd = $1
-		ORDER BY s.modified_at DESC, s.id`, cwd, headRecords)
+				WHERE r.cwd = s.cwd AND r.id = s.id ORDER BY r.seq LIMIT $3)
+		FROM sessions s
+		LEFT JOIN leases l ON l.session = s.id AND l.node <> '' AND l.expires_at > `+clock+`
+		WHERE s.cwd = $2
+		ORDER BY s.modified_at DESC, s.id`, s.offset(), cwd, headRecords)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: list: %w", err)
 	}
 	infos, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Info, error) {
 		var in store.Info
 		var head []string
-		if err := r.Scan(&in.ID, &in.Modified, &in.Size, &head); err != nil {
+		if err := r.Scan(&in.ID, &in.Modified, &in.Size, &in.Owner, &head); err != nil {
 			return in, err
 		}
 		for _, h := range head {
