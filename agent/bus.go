@@ -171,7 +171,7 @@ func newBus(sessionID string, snap protocol.Snapshot) *bus {
 // publishLocked assigns ev the next seq, applies it to the list and queues
 // it to every subscriber. Called with b.mu held.
 func (b *bus) publishLocked(ev protocol.Event) (protocol.Event, error) {
-	ev = protocol.WithHeader(ev, protocol.Header{SessionID: b.sessionID, Seq: b.list.Seq() + 1})
+	ev = protocol.WithHeader(ev, protocol.Header{SessionID: b.sessionID, Seq: b.list.Seq() + 1, ParentToolID: ev.Head().ParentToolID})
 	if err := b.list.Apply(ev); err != nil {
 		// The agent built an event that does not fit its own list: a bug.
 		return nil, err

@@ -182,8 +182,9 @@ func (j *journal) close() error {
 
 // eventRecord is the record of a streamed event. The header is dropped:
 // seq numbers a run of the process, and a restored session starts again.
+// A child session's event keeps the tool block it belongs under.
 func eventRecord(ev protocol.Event) *record {
-	ev = protocol.WithHeader(ev, protocol.Header{})
+	ev = protocol.WithHeader(ev, protocol.Header{ParentToolID: ev.Head().ParentToolID})
 	params, err := json.Marshal(ev)
 	if err != nil {
 		// Events are plain data; failing to encode one is a bug.

@@ -264,7 +264,7 @@ func (d *replayList) apply(ev protocol.Event) error {
 		d.live = protocol.NewList(protocol.Snapshot{Messages: d.msgs})
 		d.msgs = nil
 	}
-	return d.live.Apply(protocol.WithHeader(ev, protocol.Header{Seq: d.live.Seq() + 1}))
+	return d.live.Apply(protocol.WithHeader(ev, protocol.Header{Seq: d.live.Seq() + 1, ParentToolID: ev.Head().ParentToolID}))
 }
 
 // endUnfinished ends the blocks that a crash left streaming or running.

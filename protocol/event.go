@@ -32,6 +32,11 @@ type Header struct {
 	// seq of the last. A consumer holding a seq in [FirstSeq, Seq) cannot
 	// apply the merged event and must resync.
 	FirstSeq int64 `json:"firstSeq,omitempty"`
+	// ParentToolID is set on every event of a child session (a subagent):
+	// the toolId of the tool block, in the list of the session that started
+	// the child, whose call runs it. The event applies to that block's
+	// nested messages (Block.Messages) instead of the top-level list.
+	ParentToolID string `json:"parentToolId,omitempty"`
 }
 
 // From returns the first seq the event covers.

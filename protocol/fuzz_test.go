@@ -84,6 +84,10 @@ func (g *eventGen) event() protocol.Event {
 	}
 	kind := g.next() % 15
 	h := g.header()
+	if g.next()%3 == 0 {
+		// An event of a child session, nested under a tool block.
+		h.ParentToolID = g.pick("t1", "t2")
+	}
 	id, bi := g.target()
 	switch kind {
 	case 0:

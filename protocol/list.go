@@ -29,10 +29,19 @@ var (
 // Appending a delta costs O(len(chunk)) amortised, whatever the length of
 // the block or of the session: blocks grow in private buffers that the
 // block's strings are views of (see appendString).
+//
+// The messages of a child session (a subagent) hang under the tool block
+// whose call runs it: an event whose Header.ParentToolID is set applies to
+// the nested list of the tool block with that toolId, found depth first
+// (a block before the messages nested in it, in list order), the same
+// rules applying there as at the top.
 type List struct {
-	seq  int64
-	msgs []Message
-	bufs [][][]byte // bufs[i][j] backs the growing field of msgs[i].Blocks[j]
+	seq int64
+	top level
+	// found caches the nested list a parentToolId resolves to. An entry is
+	// dropped whenever what resolving it finds could change: a block or
+	// message removed or replaced, a tool block added or given an id.
+	found map[string]*level
 	// running is what the last runStateChanged said.
 	running bool
 	// perms are the permission requests not yet resolved, in seq order.
@@ -41,6 +50,18 @@ type List struct {
 	queued []QueuedWork
 	// tasks are the background tasks running, oldest first.
 	tasks []Task
+}
+
+// level is one list of messages: the session's own, or a child session's
+// under a tool block.
+type level struct {
+	msgs  []Message // their Block.Messages are nil: those are in slots
+	slots [][]slot  // slots[i][j] belongs to msgs[i].Blocks[j]
+}
+
+type slot struct {
+	buf  []byte // backs the growing field of the block
+	kids *level // the messages of the child session a tool block runs, or nil
 }
 
 // NewList returns a list holding a copy of snap.
@@ -53,12 +74,11 @@ func NewList(snap Snapshot) *List {
 // Reset replaces the list with a copy of snap.
 func (l *List) Reset(snap Snapshot) {
 	l.seq = snap.Seq
-	l.msgs = make([]Message, len(snap.Messages))
-	l.bufs = make([][][]byte, len(snap.Messages))
-	for i, m := range snap.Messages {
-		l.msgs[i] = m.Clone()
-		l.bufs[i] = make([][]byte, len(m.Blocks))
+	l.top = level{}
+	for _, m := range snap.Messages {
+		l.top.push(m)
 	}
+	l.found = nil
 	l.running = snap.Running
 	l.perms = slices.Clone(snap.PendingPermissions)
 	l.queued = slices.Clone(snap.Queued)
@@ -69,20 +89,14 @@ func (l *List) Reset(snap Snapshot) {
 func (l *List) Seq() int64 { return l.seq }
 
 // Len is the number of messages.
-func (l *List) Len() int { return len(l.msgs) }
+func (l *List) Len() int { return len(l.top.msgs) }
 
-// At returns a copy of message i.
-func (l *List) At(i int) Message { return l.msgs[i].Clone() }
+// At returns a copy of message i, with the nested messages of its tool
+// blocks.
+func (l *List) At(i int) Message { return l.top.message(i) }
 
 // Index returns the index of the last message with the given id, or -1.
-func (l *List) Index(id string) int {
-	for i := len(l.msgs) - 1; i >= 0; i-- {
-		if l.msgs[i].ID == id {
-			return i
-		}
-	}
-	return -1
-}
+func (l *List) Index(id string) int { return l.top.index(id) }
 
 // Running reports whether the last runStateChanged said running.
 func (l *List) Running() bool { return l.running }
@@ -103,15 +117,11 @@ func (l *List) Tasks() []Task { return slices.Clone(l.tasks) }
 // Snapshot returns a deep copy of the list's state and its seq. Its slices
 // are never nil, so that its JSON form always has every member.
 func (l *List) Snapshot() Snapshot {
-	s := Snapshot{
-		Seq: l.seq, Messages: make([]Message, len(l.msgs)),
+	return Snapshot{
+		Seq: l.seq, Messages: l.top.all(),
 		Running: l.running, PendingPermissions: l.PendingPermissions(),
 		Queued: l.Queued(), Tasks: l.Tasks(),
 	}
-	for i, m := range l.msgs {
-		s.Messages[i] = m.Clone()
-	}
-	return s
 }
 
 // Apply applies one event. It returns nil when the event was applied,
@@ -134,33 +144,73 @@ func (l *List) Apply(ev Event) error {
 }
 
 func (l *List) apply(ev Event) error {
+	// The session-wide state: a child's run state, queue and notices
+	// change nothing, its permission requests and background tasks are
+	// the session's.
+	switch e := ev.(type) {
+	case RunStateChanged:
+		if e.ParentToolID == "" {
+			l.running = e.State == RunRunning
+		}
+		return nil
+	case QueueChanged:
+		if e.ParentToolID == "" {
+			l.queued = slices.Clone(e.Queued)
+		}
+		return nil
+	case TaskUpdated:
+		// A task the list holds is replaced, so a repeated start is
+		// harmless; an end of a task never held changes nothing.
+		l.tasks = slices.DeleteFunc(l.tasks, func(t Task) bool { return t.TaskID == e.TaskID })
+		if e.State == TaskRunning {
+			l.tasks = append(l.tasks, e.Task)
+		}
+		return nil
+	case PermissionRequest:
+		l.perms = append(l.perms, e)
+		return nil
+	case PermissionResolved:
+		// A resolution of a request the list never held (a snapshot from a
+		// server that did not carry pending requests) changes nothing.
+		l.perms = slices.DeleteFunc(l.perms, func(p PermissionRequest) bool { return p.RequestID == e.RequestID })
+		return nil
+	case StreamNotice:
+		// Not state: a notice concerns the moment it arrives.
+		return nil
+	}
+	lv := &l.top
+	if p := ev.Head().ParentToolID; p != "" {
+		if lv = l.child(p); lv == nil {
+			return fmt.Errorf("no tool block %q for a child session", p)
+		}
+	}
 	switch e := ev.(type) {
 	case UserMessageAdded:
-		l.push(e.Message)
+		l.pushTo(lv, e.Message)
 	case AssistantMessageAdded:
-		l.push(e.Message)
+		l.pushTo(lv, e.Message)
 	case CompactBlockAdded:
 		if e.Message.ID == "" {
 			// An older server sent the summary without its message:
 			// appending an empty one would show nothing; a snapshot has it.
 			return errors.New("no message")
 		}
-		l.push(e.Message)
+		l.pushTo(lv, e.Message)
 	case AssistantContentUpdated:
-		i, b, err := l.block(e.MessageID, e.BlockIndex, BlockText)
+		i, b, err := lv.block(e.MessageID, e.BlockIndex, BlockText)
 		if err != nil {
 			return err
 		}
-		blk := &l.msgs[i].Blocks[b]
-		appendString(&blk.Content, &l.bufs[i][b], e.Chunk)
+		blk := &lv.msgs[i].Blocks[b]
+		appendString(&blk.Content, &lv.slots[i][b].buf, e.Chunk)
 		blk.Stage = e.Stage
 	case AssistantReasoningUpdated:
-		i, b, err := l.block(e.MessageID, e.BlockIndex, BlockReasoning)
+		i, b, err := lv.block(e.MessageID, e.BlockIndex, BlockReasoning)
 		if err != nil {
 			return err
 		}
-		blk := &l.msgs[i].Blocks[b]
-		appendString(&blk.Content, &l.bufs[i][b], e.Chunk)
+		blk := &lv.msgs[i].Blocks[b]
+		appendString(&blk.Content, &lv.slots[i][b].buf, e.Chunk)
 		blk.Stage = e.Stage
 		if e.StartedAt != 0 {
 			blk.StartedAt = e.StartedAt
@@ -169,95 +219,187 @@ func (l *List) apply(ev Event) error {
 			blk.EndedAt = e.EndedAt
 		}
 	case ToolBlockUpdated:
-		i, b, err := l.block(e.MessageID, e.BlockIndex, BlockTool)
+		i, b, err := lv.block(e.MessageID, e.BlockIndex, BlockTool)
 		if err != nil {
 			return err
 		}
-		l.applyTool(&l.msgs[i].Blocks[b], &l.bufs[i][b], e)
+		blk := &lv.msgs[i].Blocks[b]
+		if e.ToolID != "" && e.ToolID != blk.ToolID {
+			// A block joins those a parentToolId may name.
+			delete(l.found, blk.ToolID)
+			delete(l.found, e.ToolID)
+		}
+		l.applyTool(blk, &lv.slots[i][b].buf, e)
 	case ErrorBlockAdded:
-		i := l.Index(e.MessageID)
+		i := lv.index(e.MessageID)
 		if i < 0 {
 			return fmt.Errorf("no message %q", e.MessageID)
 		}
-		m := &l.msgs[i]
+		m := &lv.msgs[i]
 		switch {
 		case e.BlockIndex == len(m.Blocks):
 			m.Blocks = append(m.Blocks, Block{Type: BlockError, Content: e.Error})
-			l.bufs[i] = append(l.bufs[i], nil)
+			lv.slots[i] = append(lv.slots[i], slot{})
 		case e.BlockIndex < len(m.Blocks) && e.BlockIndex >= 0:
 			m.Blocks[e.BlockIndex] = Block{Type: BlockError, Content: e.Error}
-			l.bufs[i][e.BlockIndex] = nil
+			lv.slots[i][e.BlockIndex] = slot{}
+			l.found = nil
 		default:
 			return fmt.Errorf("block %d beyond the %d of message %q", e.BlockIndex, len(m.Blocks), e.MessageID)
 		}
 	case TurnEnded:
-		i := l.Index(e.MessageID)
+		i := lv.index(e.MessageID)
 		if i < 0 {
 			return fmt.Errorf("no message %q", e.MessageID)
 		}
-		l.msgs[i].StopReason = e.StopReason
+		lv.msgs[i].StopReason = e.StopReason
 		if e.Usage != nil {
 			u := *e.Usage
-			l.msgs[i].Usage = &u
+			lv.msgs[i].Usage = &u
 		}
 	case AssistantMessageDiscarded:
-		if i := l.Index(e.MessageID); i >= 0 {
-			l.msgs = append(l.msgs[:i], l.msgs[i+1:]...)
-			l.bufs = append(l.bufs[:i], l.bufs[i+1:]...)
+		if i := lv.index(e.MessageID); i >= 0 {
+			lv.msgs = slices.Delete(lv.msgs, i, i+1)
+			lv.slots = slices.Delete(lv.slots, i, i+1)
+			l.found = nil
 		}
 	case MessagesRewound:
-		i := l.Index(e.AnchorMessageID)
+		i := lv.index(e.AnchorMessageID)
 		if i < 0 {
 			return fmt.Errorf("no anchor message %q", e.AnchorMessageID)
 		}
-		clear(l.msgs[i:])
-		l.msgs = l.msgs[:i]
-		l.bufs = l.bufs[:i]
+		clear(lv.msgs[i:])
+		clear(lv.slots[i:])
+		lv.msgs = lv.msgs[:i]
+		lv.slots = lv.slots[:i]
+		l.found = nil
 	case MessagesCleared:
-		l.msgs = nil
-		l.bufs = nil
-	case RunStateChanged:
-		l.running = e.State == RunRunning
-	case PermissionRequest:
-		l.perms = append(l.perms, e)
-	case PermissionResolved:
-		// A resolution of a request the list never held (a snapshot from a
-		// server that did not carry pending requests) changes nothing.
-		l.perms = slices.DeleteFunc(l.perms, func(p PermissionRequest) bool { return p.RequestID == e.RequestID })
-	case QueueChanged:
-		l.queued = slices.Clone(e.Queued)
-	case TaskUpdated:
-		// A task the list holds is replaced, so a repeated start is
-		// harmless; an end of a task never held changes nothing.
-		l.tasks = slices.DeleteFunc(l.tasks, func(t Task) bool { return t.TaskID == e.TaskID })
-		if e.State == TaskRunning {
-			l.tasks = append(l.tasks, e.Task)
-		}
-	case StreamNotice:
-		// Not state: a notice concerns the moment it arrives.
+		lv.msgs = nil
+		lv.slots = nil
+		l.found = nil
 	default:
 		return fmt.Errorf("unknown event %T", ev)
 	}
 	return nil
 }
 
-func (l *List) push(m Message) {
-	l.msgs = append(l.msgs, m.Clone())
-	l.bufs = append(l.bufs, make([][]byte, len(m.Blocks)))
+// child returns the nested list of the tool block a parentToolId names,
+// or nil when no block has that id.
+func (l *List) child(toolID string) *level {
+	if lv := l.found[toolID]; lv != nil {
+		return lv
+	}
+	lv := l.top.find(toolID)
+	if lv != nil {
+		if l.found == nil {
+			l.found = map[string]*level{}
+		}
+		l.found[toolID] = lv
+	}
+	return lv
+}
+
+// pushTo appends m to lv. A message that brings tool blocks may hold an id
+// that some cached parentToolId now resolves to differently.
+func (l *List) pushTo(lv *level, m Message) {
+	if hasTool(m) {
+		l.found = nil
+	}
+	lv.push(m)
+}
+
+func hasTool(m Message) bool {
+	for _, b := range m.Blocks {
+		if b.Type == BlockTool {
+			return true
+		}
+	}
+	return false
+}
+
+// push appends a copy of m, moving the nested messages of its tool blocks
+// into the slots.
+func (lv *level) push(m Message) {
+	c := m.Clone()
+	slots := make([]slot, len(c.Blocks))
+	for j := range c.Blocks {
+		b := &c.Blocks[j]
+		if b.Type == BlockTool && len(b.Messages) > 0 {
+			kids := &level{}
+			for _, km := range b.Messages {
+				kids.push(km)
+			}
+			slots[j].kids = kids
+		}
+		b.Messages = nil
+	}
+	lv.msgs = append(lv.msgs, c)
+	lv.slots = append(lv.slots, slots)
+}
+
+// message returns a copy of message i with the nested messages of its
+// tool blocks.
+func (lv *level) message(i int) Message {
+	c := lv.msgs[i].Clone()
+	for j, s := range lv.slots[i] {
+		if s.kids != nil && len(s.kids.msgs) > 0 {
+			c.Blocks[j].Messages = s.kids.all()
+		}
+	}
+	return c
+}
+
+func (lv *level) all() []Message {
+	out := make([]Message, len(lv.msgs))
+	for i := range lv.msgs {
+		out[i] = lv.message(i)
+	}
+	return out
+}
+
+func (lv *level) index(id string) int {
+	for i := len(lv.msgs) - 1; i >= 0; i-- {
+		if lv.msgs[i].ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// find returns the nested list of the first tool block with the given id,
+// depth first, creating it empty, or nil when there is none.
+func (lv *level) find(toolID string) *level {
+	for i, m := range lv.msgs {
+		for j, b := range m.Blocks {
+			s := &lv.slots[i][j]
+			if b.Type == BlockTool && b.ToolID == toolID {
+				if s.kids == nil {
+					s.kids = &level{}
+				}
+				return s.kids
+			}
+			if s.kids != nil {
+				if found := s.kids.find(toolID); found != nil {
+					return found
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // block finds block b of message id, creating it with type t when b is the
 // next index.
-func (l *List) block(id string, b int, t BlockType) (int, int, error) {
-	i := l.Index(id)
+func (lv *level) block(id string, b int, t BlockType) (int, int, error) {
+	i := lv.index(id)
 	if i < 0 {
 		return 0, 0, fmt.Errorf("no message %q", id)
 	}
-	m := &l.msgs[i]
+	m := &lv.msgs[i]
 	switch {
 	case b == len(m.Blocks):
 		m.Blocks = append(m.Blocks, Block{Type: t})
-		l.bufs[i] = append(l.bufs[i], nil)
+		lv.slots[i] = append(lv.slots[i], slot{})
 	case b < 0 || b > len(m.Blocks):
 		return 0, 0, fmt.Errorf("block %d beyond the %d of message %q", b, len(m.Blocks), id)
 	case m.Blocks[b].Type != t:

@@ -38,6 +38,8 @@ func TestApplyErrors(t *testing.T) {
 		{"wrong block type", protocol.AssistantReasoningUpdated{Header: hdr(4), MessageID: "a1", Chunk: "x", Stage: protocol.StageStreaming}, protocol.ErrInconsistent},
 		{"rewind to unknown", protocol.MessagesRewound{Header: hdr(4), AnchorMessageID: "nope"}, protocol.ErrInconsistent},
 		{"compact without its message", protocol.CompactBlockAdded{Header: hdr(4)}, protocol.ErrInconsistent},
+		{"child of no tool block", protocol.UserMessageAdded{Header: protocol.Header{SessionID: "s", Seq: 4, ParentToolID: "t9"}, Message: protocol.Message{ID: "c1"}}, protocol.ErrInconsistent},
+		{"child names a text block's message", protocol.AssistantContentUpdated{Header: protocol.Header{SessionID: "s", Seq: 4, ParentToolID: "a1"}, MessageID: "a1", Chunk: "x", Stage: protocol.StageStreaming}, protocol.ErrInconsistent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

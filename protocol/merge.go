@@ -37,10 +37,10 @@ func (m *Merger) Merge(prev, next Event) (Event, bool) {
 
 func (m *Merger) merge(prev, next Event) (Event, bool) {
 	ph, nh := prev.Head(), next.Head()
-	if ph.SessionID != nh.SessionID || nh.From() != ph.Seq+1 {
+	if ph.SessionID != nh.SessionID || ph.ParentToolID != nh.ParentToolID || nh.From() != ph.Seq+1 {
 		return nil, false
 	}
-	h := Header{SessionID: ph.SessionID, Seq: nh.Seq, FirstSeq: ph.From()}
+	h := Header{SessionID: ph.SessionID, Seq: nh.Seq, FirstSeq: ph.From(), ParentToolID: ph.ParentToolID}
 	switch p := prev.(type) {
 	case AssistantContentUpdated:
 		n, ok := next.(AssistantContentUpdated)

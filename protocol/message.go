@@ -91,6 +91,12 @@ func (m Message) Clone() Message {
 				v := *b
 				c.Blocks[i].Success = &v
 			}
+			if kids := c.Blocks[i].Messages; kids != nil {
+				c.Blocks[i].Messages = make([]Message, len(kids))
+				for k, km := range kids {
+					c.Blocks[i].Messages[k] = km.Clone()
+				}
+			}
 		}
 	} else {
 		c.Blocks = []Block{}
@@ -143,6 +149,10 @@ type Block struct {
 	ShortResult   string `json:"shortResult,omitempty"`
 	Success       *bool  `json:"success,omitempty"`
 	Error         string `json:"error,omitempty"`
+	// Messages are the messages of the child session (a subagent) the
+	// tool's call runs: the events whose parentToolId is the block's ToolID
+	// build them as the top-level events build the list.
+	Messages []Message `json:"messages,omitempty"`
 }
 
 // wireBlock fixes the JSON shape per block type: content is always present
@@ -162,6 +172,7 @@ type wireBlock struct {
 	ShortResult   string    `json:"shortResult,omitempty"`
 	Success       *bool     `json:"success,omitempty"`
 	Error         string    `json:"error,omitempty"`
+	Messages      []Message `json:"messages,omitempty"`
 }
 
 // MarshalJSON writes the fields that belong to the block's type.
@@ -173,6 +184,7 @@ func (b Block) MarshalJSON() ([]byte, error) {
 	}
 	if b.Type == BlockTool {
 		w.Parameters = &b.Parameters
+		w.Messages = b.Messages
 		if b.Result != "" || b.Stage == StageEnd {
 			w.Result = &b.Result
 		}

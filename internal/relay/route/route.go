@@ -73,7 +73,7 @@ func (r *Router) Apply(ev protocol.Event) []Message {
 	// numbered in arrival order, whatever the backend numbered them
 	// (Claude Code's stream has no seq; the agent's starts mid-session).
 	h := ev.Head()
-	ev = protocol.WithHeader(ev, protocol.Header{SessionID: h.SessionID, Seq: r.list.Seq() + 1})
+	ev = protocol.WithHeader(ev, protocol.Header{SessionID: h.SessionID, Seq: r.list.Seq() + 1, ParentToolID: h.ParentToolID})
 	if err := r.list.Apply(ev); err != nil {
 		// An event that fits no message of the run; of those only an
 		// error (a backend's own failure) says something.
@@ -83,7 +83,9 @@ func (r *Router) Apply(ev protocol.Event) []Message {
 		return nil
 	}
 	e, ok := ev.(protocol.TurnEnded)
-	if !ok {
+	if !ok || e.ParentToolID != "" {
+		// A subagent's turns are its work, not the answer: the parent's
+		// turn that called it says what reaches the chat.
 		return nil
 	}
 	text := r.text(e.MessageID)

@@ -39,6 +39,16 @@ func tool(id string, i int) protocol.Event {
 	return protocol.ToolBlockUpdated{MessageID: id, BlockIndex: i, ToolID: "t", Name: "Bash", Stage: protocol.StageStart}
 }
 
+// child returns the events as a subagent run by tool call toolID publishes
+// them.
+func child(toolID string, evs ...any) []protocol.Event {
+	var out []protocol.Event
+	for _, ev := range seq(evs...) {
+		out = append(out, protocol.WithHeader(ev, protocol.Header{ParentToolID: toolID}))
+	}
+	return out
+}
+
 func seq(parts ...any) []protocol.Event {
 	var evs []protocol.Event
 	for _, p := range parts {
@@ -123,6 +133,16 @@ func TestRouter(t *testing.T) {
 					t.Error("the final messages do not rebuild the answer")
 				}
 			},
+		},
+		{
+			name: "a subagent's turns stay out of the chat",
+			evs: seq(
+				added("m1"), text("m1", 0, "Delegating.", 4), tool("m1", 1), ended("m1", "tool_use"),
+				child("t", added("c1")), child("t", text("c1", 0, "child thinking aloud", 5)), child("t", ended("c1", "tool_use")),
+				child("t", added("c2")), child("t", text("c2", 0, "child report", 5)), child("t", ended("c2", "max_tokens")),
+				added("m2"), text("m2", 0, "Done.", 3), ended("m2", "end_turn"),
+			),
+			want: []sent{{"apply", Interstitial, "Delegating."}, {"finish", Final, "Done."}},
 		},
 		{
 			name: "several tool turns: one message each, a turn without text none",

@@ -77,6 +77,7 @@ function mergeAdjacent(events) {
     if (prev && prev.method === ev.method &&
         (ev.method === 'assistantContentUpdated' || ev.method === 'assistantReasoningUpdated') &&
         prev.params.messageId === p.messageId && prev.params.blockIndex === p.blockIndex &&
+        (prev.params.parentToolId || '') === (p.parentToolId || '') &&
         prev.params.stage === 'streaming' && p.stage === 'streaming' && p.seq === prev.params.seq + 1) {
       prev.params = {
         ...prev.params,
@@ -118,6 +119,8 @@ test('an event that does not fit the list demands a resync and changes nothing',
     ['compactBlockAdded', {}], // an older server's, without its message
     ['compactBlockAdded', { message: { role: 'assistant', blocks: [] } }],
     ['noSuchEvent', {}],
+    ['userMessageAdded', { parentToolId: 't9', message: msg('c1', 'user') }],
+    ['assistantContentUpdated', { parentToolId: 'a1', messageId: 'a1', blockIndex: 0, chunk: 'x', stage: 'streaming' }],
   ];
   for (const [method, params] of cases) {
     const start = { messages: [{ ...msg('a1'), blocks: [{ type: 'text', content: 'hi', stage: 'streaming' }] }], seq: 1, running: true, pendingPermissions: [] };
@@ -149,6 +152,28 @@ test('apply reports what changed, for incremental rendering', () => {
   assert.deepEqual(ap('assistantMessageDiscarded', { messageId: 'zz', reason: 'retry' }), { kind: 'none' });
   assert.deepEqual(ap('messagesRewound', { anchorMessageId: 'u1' }), { kind: 'truncate', index: 0 });
   assert.equal(list.seq, seq);
+});
+
+test("a child session's change is reported as its top-level tool block's", () => {
+  const list = new List();
+  let seq = 0;
+  const ap = (method, params) => list.apply(method, { sessionId: 's', seq: ++seq, ...params });
+  ap('userMessageAdded', { message: { ...msg('u1', 'user'), blocks: [{ type: 'text', content: 'q' }] } });
+  ap('assistantMessageAdded', { message: msg('a1') });
+  ap('assistantContentUpdated', { messageId: 'a1', blockIndex: 0, chunk: 'A', stage: 'end' });
+  ap('toolBlockUpdated', { messageId: 'a1', blockIndex: 1, toolId: 't1', name: 'Agent', stage: 'start' });
+  const at = { kind: 'block', index: 1, block: 1 };
+  assert.deepEqual(ap('userMessageAdded', { parentToolId: 't1', message: msg('c1', 'user') }), at);
+  assert.deepEqual(ap('assistantMessageAdded', { parentToolId: 't1', message: msg('c2') }), at);
+  assert.deepEqual(ap('toolBlockUpdated', { parentToolId: 't1', messageId: 'c2', blockIndex: 0, toolId: 'g1', name: 'Agent', stage: 'start' }), at);
+  assert.deepEqual(ap('assistantMessageAdded', { parentToolId: 'g1', message: msg('d1') }), at);
+  assert.deepEqual(ap('assistantContentUpdated', { parentToolId: 'g1', messageId: 'd1', blockIndex: 0, chunk: 'deep', stage: 'streaming' }), at);
+  assert.deepEqual(ap('assistantMessageDiscarded', { parentToolId: 't1', messageId: 'c2', reason: 'retry' }), at);
+  assert.deepEqual(ap('runStateChanged', { parentToolId: 't1', state: 'idle' }), { kind: 'none' });
+  assert.equal(list.messages[1].blocks[1].messages.length, 1);
+  // The grandchild went with its parent's message.
+  assert.throws(() => ap('assistantContentUpdated', { parentToolId: 'g1', messageId: 'd1', blockIndex: 0, chunk: 'x', stage: 'streaming' }),
+    (e) => e instanceof ResyncError && e.kind === 'inconsistent');
 });
 
 test('snapshots are copies: changing one never changes the list', () => {

@@ -63,6 +63,8 @@ export function normBlock(b) {
   if (str(b.shortResult)) out.shortResult = b.shortResult;
   if (typeof b.success === 'boolean') out.success = b.success;
   if (str(b.error)) out.error = b.error;
+  // The messages of the child session (a subagent) the tool's call runs.
+  if (tool && Array.isArray(b.messages) && b.messages.length) out.messages = b.messages.map(normMessage);
   return out;
 }
 
@@ -84,6 +86,7 @@ export function normMessage(m) {
 export function normPermission(p) {
   const out = { sessionId: str(p.sessionId), seq: int(p.seq) };
   if (int(p.firstSeq)) out.firstSeq = p.firstSeq;
+  if (str(p.parentToolId)) out.parentToolId = p.parentToolId;
   Object.assign(out, {
     requestId: str(p.requestId),
     messageId: str(p.messageId),
@@ -119,7 +122,19 @@ const list = (v, norm) => (Array.isArray(v) ? v.map(norm) : []);
 // List is a consumer's copy of a session's view state: its messages,
 // whether the agent is running and the permission requests that wait for
 // an answer. What it holds is owned by the list: read it, never modify it.
+//
+// The messages of a child session (a subagent) hang under the tool block
+// whose call runs it (block.messages): an event with parentToolId applies
+// to the nested list of the tool block with that toolId, found depth first
+// (a block before the messages nested in it, in list order), by the same
+// rules as at the top.
 export class List {
+  // #found caches what a parentToolId resolves to ({level, index, block}:
+  // the nested list, and the top-level block it hangs under). An entry is
+  // dropped whenever that could change: a block or message removed or
+  // replaced, a tool block added or given an id.
+  #found = new Map();
+
   constructor(snap) {
     this.seq = 0;
     this.messages = [];
@@ -135,6 +150,7 @@ export class List {
   reset(snap) {
     this.seq = int(snap.seq);
     this.messages = (snap.messages || []).map(normMessage);
+    this.#found.clear();
     this.running = snap.running === true;
     this.pendingPermissions = Array.isArray(snap.pendingPermissions) ? snap.pendingPermissions.map(normPermission) : [];
     this.queued = list(snap.queued, normQueued);
@@ -157,10 +173,7 @@ export class List {
 
   // index returns the index of the last message with the given id, or -1.
   index(id) {
-    for (let i = this.messages.length - 1; i >= 0; i--) {
-      if (this.messages[i].id === id) return i;
-    }
-    return -1;
+    return indexIn(this.messages, id);
   }
 
   // apply applies one event, given as its wire method and params. It returns
@@ -195,68 +208,12 @@ export class List {
   }
 
   #apply(method, p) {
+    // The session-wide state: a child's run state, queue and notices
+    // change nothing, its permission requests and background tasks are the
+    // session's.
     switch (method) {
-      case 'compactBlockAdded':
-        // An older server sent the summary without its message: appending
-        // an empty one would show nothing; a snapshot has it.
-        if (!p.message || !str(p.message.id)) throw new Error('no message');
-        this.messages.push(normMessage(p.message));
-        return { kind: 'append', index: this.messages.length - 1 };
-      case 'userMessageAdded':
-      case 'assistantMessageAdded':
-        this.messages.push(normMessage(p.message || {}));
-        return { kind: 'append', index: this.messages.length - 1 };
-      case 'assistantContentUpdated':
-      case 'assistantReasoningUpdated': {
-        const reasoning = method === 'assistantReasoningUpdated';
-        const [i, b] = this.#block(str(p.messageId), int(p.blockIndex), reasoning ? 'reasoning' : 'text');
-        const blk = this.messages[i].blocks[b];
-        blk.content += str(p.chunk);
-        if (str(p.stage)) blk.stage = p.stage; else delete blk.stage;
-        if (reasoning) {
-          if (int(p.startedAt)) blk.startedAt = p.startedAt;
-          if (int(p.endedAt)) blk.endedAt = p.endedAt;
-        }
-        return { kind: 'block', index: i, block: b };
-      }
-      case 'toolBlockUpdated': {
-        const [i, b] = this.#block(str(p.messageId), int(p.blockIndex), 'tool');
-        applyTool(this.messages[i].blocks[b], p);
-        return { kind: 'block', index: i, block: b };
-      }
-      case 'errorBlockAdded': {
-        const i = this.#message(str(p.messageId));
-        const m = this.messages[i];
-        const b = int(p.blockIndex);
-        if (b < 0 || b > m.blocks.length) {
-          throw new Error(`block ${b} beyond the ${m.blocks.length} of message "${m.id}"`);
-        }
-        m.blocks[b] = { type: 'error', content: str(p.error) };
-        return { kind: 'block', index: i, block: b };
-      }
-      case 'turnEnded': {
-        const i = this.#message(str(p.messageId));
-        const m = this.messages[i];
-        if (str(p.stopReason)) m.stopReason = p.stopReason; else delete m.stopReason;
-        if (p.usage && typeof p.usage === 'object') m.usage = normUsage(p.usage);
-        return { kind: 'message', index: i };
-      }
-      case 'assistantMessageDiscarded': {
-        const i = this.index(str(p.messageId));
-        if (i < 0) return { kind: 'none' };
-        this.messages.splice(i, 1);
-        return { kind: 'remove', index: i };
-      }
-      case 'messagesRewound': {
-        const i = this.index(str(p.anchorMessageId));
-        if (i < 0) throw new Error(`no anchor message "${str(p.anchorMessageId)}"`);
-        this.messages.length = i;
-        return { kind: 'truncate', index: i };
-      }
-      case 'messagesCleared':
-        this.messages = [];
-        return { kind: 'truncate', index: 0 };
       case 'runStateChanged':
+        if (str(p.parentToolId)) return { kind: 'none' };
         this.running = str(p.state) === 'running';
         return { kind: 'run' };
       case 'permissionRequest':
@@ -270,6 +227,7 @@ export class List {
         return this.pendingPermissions.length === n ? { kind: 'none' } : { kind: 'permissions' };
       }
       case 'queueChanged':
+        if (str(p.parentToolId)) return { kind: 'none' };
         this.queued = list(p.queued, normQueued);
         return { kind: 'queue' };
       case 'taskUpdated': {
@@ -284,31 +242,162 @@ export class List {
       }
       case 'streamNotice':
         return { kind: 'none' };
+    }
+    const parent = str(p.parentToolId);
+    let level = this.messages;
+    let at = null; // for a child's event: the top-level block it hangs under
+    if (parent) {
+      at = this.#child(parent);
+      if (!at) throw new Error(`no tool block "${parent}" for a child session`);
+      level = at.level;
+    }
+    // A change inside a child session is a change of its top-level block.
+    const report = (change) => (at ? { kind: 'block', index: at.index, block: at.block } : change);
+    switch (method) {
+      case 'compactBlockAdded':
+        // An older server sent the summary without its message: appending
+        // an empty one would show nothing; a snapshot has it.
+        if (!p.message || !str(p.message.id)) throw new Error('no message');
+        this.#push(level, p.message);
+        return report({ kind: 'append', index: level.length - 1 });
+      case 'userMessageAdded':
+      case 'assistantMessageAdded':
+        this.#push(level, p.message || {});
+        return report({ kind: 'append', index: level.length - 1 });
+      case 'assistantContentUpdated':
+      case 'assistantReasoningUpdated': {
+        const reasoning = method === 'assistantReasoningUpdated';
+        const [i, b] = block(level, str(p.messageId), int(p.blockIndex), reasoning ? 'reasoning' : 'text');
+        const blk = level[i].blocks[b];
+        blk.content += str(p.chunk);
+        if (str(p.stage)) blk.stage = p.stage; else delete blk.stage;
+        if (reasoning) {
+          if (int(p.startedAt)) blk.startedAt = p.startedAt;
+          if (int(p.endedAt)) blk.endedAt = p.endedAt;
+        }
+        return report({ kind: 'block', index: i, block: b });
+      }
+      case 'toolBlockUpdated': {
+        const [i, b] = block(level, str(p.messageId), int(p.blockIndex), 'tool');
+        const blk = level[i].blocks[b];
+        if (str(p.toolId) && p.toolId !== str(blk.toolId)) {
+          // A block joins those a parentToolId may name.
+          this.#found.delete(str(blk.toolId));
+          this.#found.delete(p.toolId);
+        }
+        applyTool(blk, p);
+        return report({ kind: 'block', index: i, block: b });
+      }
+      case 'errorBlockAdded': {
+        const i = message(level, str(p.messageId));
+        const m = level[i];
+        const b = int(p.blockIndex);
+        if (b < 0 || b > m.blocks.length) {
+          throw new Error(`block ${b} beyond the ${m.blocks.length} of message "${m.id}"`);
+        }
+        if (b < m.blocks.length) this.#found.clear();
+        m.blocks[b] = { type: 'error', content: str(p.error) };
+        return report({ kind: 'block', index: i, block: b });
+      }
+      case 'turnEnded': {
+        const i = message(level, str(p.messageId));
+        const m = level[i];
+        if (str(p.stopReason)) m.stopReason = p.stopReason; else delete m.stopReason;
+        if (p.usage && typeof p.usage === 'object') m.usage = normUsage(p.usage);
+        return report({ kind: 'message', index: i });
+      }
+      case 'assistantMessageDiscarded': {
+        const i = indexIn(level, str(p.messageId));
+        if (i < 0) return { kind: 'none' };
+        level.splice(i, 1);
+        this.#found.clear();
+        return report({ kind: 'remove', index: i });
+      }
+      case 'messagesRewound': {
+        const i = indexIn(level, str(p.anchorMessageId));
+        if (i < 0) throw new Error(`no anchor message "${str(p.anchorMessageId)}"`);
+        level.length = i;
+        this.#found.clear();
+        return report({ kind: 'truncate', index: i });
+      }
+      case 'messagesCleared':
+        if (at) level.length = 0; else this.messages = [];
+        this.#found.clear();
+        return report({ kind: 'truncate', index: 0 });
       default:
         throw new Error(`unknown event ${method}`);
     }
   }
 
-  #message(id) {
-    const i = this.index(id);
-    if (i < 0) throw new Error(`no message "${id}"`);
-    return i;
+  // #push appends a message to a level. A message that brings tool blocks
+  // may hold an id that a cached parentToolId now resolves to differently.
+  #push(level, m) {
+    const n = normMessage(m);
+    if (n.blocks.some((b) => b.type === 'tool')) this.#found.clear();
+    level.push(n);
   }
 
-  // #block finds block b of message id, creating it with type t when b is
-  // the next index.
-  #block(id, b, t) {
-    const i = this.#message(id);
-    const m = this.messages[i];
-    if (b === m.blocks.length) {
-      m.blocks.push(normBlock({ type: t }));
-    } else if (b < 0 || b > m.blocks.length) {
-      throw new Error(`block ${b} beyond the ${m.blocks.length} of message "${id}"`);
-    } else if (m.blocks[b].type !== t) {
-      throw new Error(`block ${b} of message "${id}" is ${m.blocks[b].type}, not ${t}`);
+  // #child returns {level, index, block} for the tool block a parentToolId
+  // names (its nested list, created empty, and the top-level block it is
+  // or hangs under), or null when no block has that id.
+  #child(toolId) {
+    let at = this.#found.get(toolId);
+    if (at) return at;
+    for (let i = 0; i < this.messages.length && !at; i++) {
+      const blocks = this.messages[i].blocks;
+      for (let b = 0; b < blocks.length && !at; b++) {
+        const blk = find(blocks[b], toolId);
+        if (blk) {
+          if (!Array.isArray(blk.messages)) blk.messages = [];
+          at = { level: blk.messages, index: i, block: b };
+        }
+      }
     }
-    return [i, b];
+    if (at) this.#found.set(toolId, at);
+    return at;
   }
+}
+
+// find returns the first tool block with the given id, depth first, among
+// blk and the blocks nested in it.
+function find(blk, toolId) {
+  if (blk.type !== 'tool') return null;
+  if (str(blk.toolId) === toolId) return blk;
+  for (const m of blk.messages || []) {
+    for (const b of m.blocks) {
+      const found = find(b, toolId);
+      if (found) return found;
+    }
+  }
+  return null;
+}
+
+function indexIn(level, id) {
+  for (let i = level.length - 1; i >= 0; i--) {
+    if (level[i].id === id) return i;
+  }
+  return -1;
+}
+
+function message(level, id) {
+  const i = indexIn(level, id);
+  if (i < 0) throw new Error(`no message "${id}"`);
+  return i;
+}
+
+// block finds block b of message id, creating it with type t when b is
+// the next index.
+function block(level, id, b, t) {
+  const i = message(level, id);
+  const m = level[i];
+  if (b === m.blocks.length) {
+    m.blocks.push(normBlock({ type: t }));
+  } else if (b < 0 || b > m.blocks.length) {
+    throw new Error(`block ${b} beyond the ${m.blocks.length} of message "${id}"`);
+  } else if (m.blocks[b].type !== t) {
+    throw new Error(`block ${b} of message "${id}" is ${m.blocks[b].type}, not ${t}`);
+  }
+  return [i, b];
 }
 
 function applyTool(blk, p) {
