@@ -65,6 +65,12 @@ type Options struct {
 	MaxTokens int
 	// ThinkingBudget enables extended thinking when positive.
 	ThinkingBudget int
+	// AdaptiveThinking, without a ThinkingBudget, lets the model decide
+	// how much it thinks (model.Request.AdaptiveThinking).
+	AdaptiveThinking bool
+	// Effort is the effort level of the requests (model.Efforts; "": the
+	// provider's default).
+	Effort string
 	// MaxContinuations bounds automatic continuations after max_tokens
 	// (0: 3; negative: none).
 	MaxContinuations int

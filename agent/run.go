@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -161,13 +162,23 @@ type responseOutcome struct {
 // in the display: the caller compacts and asks again.
 func (s *Session) respond(ctx context.Context, res *Result, canCompact bool) responseOutcome {
 	req := s.request()
+	opts := s.opts.Stream
+	if res.FallbackModel != "" {
+		// The run goes on with the model it fell back to, and the ones
+		// after it.
+		req.Model = res.FallbackModel
+		opts.FallbackModels = opts.FallbackModels[slices.Index(opts.FallbackModels, res.FallbackModel)+1:]
+	}
 	att := newAttempt(s)
 	start := time.Now()
 	var err error
-	for p, perr := range model.Stream(ctx, s.opts.Provider, req, s.opts.Stream) {
+	for p, perr := range model.Stream(ctx, s.opts.Provider, req, opts) {
 		if perr != nil {
 			err = perr
 			break
+		}
+		if p.Type == model.PartRetry && p.Retry != nil && p.Retry.Model != "" {
+			res.FallbackModel, req.Model = p.Retry.Model, p.Retry.Model
 		}
 		s.publishPart(p)
 		att.handle(p)
@@ -441,6 +452,9 @@ func (s *Session) request() *model.Request {
 		Messages:       msgs,
 		MaxTokens:      s.opts.MaxTokens,
 		ThinkingBudget: s.opts.ThinkingBudget,
+		// Adaptive thinking stands aside while a budget is set.
+		AdaptiveThinking: s.opts.AdaptiveThinking && s.opts.ThinkingBudget == 0,
+		Effort:           s.opts.Effort,
 	}
 	for _, t := range s.tools {
 		req.Tools = append(req.Tools, model.Tool{Name: t.Name(), Description: t.Description(), InputSchema: t.Schema()})

@@ -61,6 +61,10 @@ type Result struct {
 	APIDuration time.Duration
 	// Denials lists the tool calls refused by permissions.
 	Denials []Denial
+	// FallbackModel is the fallback model (Options.Stream.FallbackModels)
+	// the run switched to because its model was unavailable; the rest of
+	// the run used it. "" when it did not switch.
+	FallbackModel string
 	// Err is why the run failed, or nil.
 	Err error
 }

@@ -121,4 +121,7 @@ type Retry struct {
 	Err     error         // why the attempt failed
 	// Fallback is true when the next attempt is the non-streaming request.
 	Fallback bool
+	// Model, when set, is the fallback model the next attempt asks
+	// (StreamOptions.FallbackModels): the request's model was unavailable.
+	Model string
 }

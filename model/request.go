@@ -82,7 +82,18 @@ type Request struct {
 	// ThinkingBudget enables extended thinking with that many tokens when
 	// positive (providers without it ignore it).
 	ThinkingBudget int `json:"thinking_budget,omitempty"`
+	// AdaptiveThinking, without a ThinkingBudget, lets the model decide
+	// how much to think (Anthropic's adaptive thinking; providers without
+	// it ignore it).
+	AdaptiveThinking bool `json:"adaptive_thinking,omitempty"`
+	// Effort is how much effort the model spends: one of Efforts, or ""
+	// for the provider's default (Anthropic's output_config.effort,
+	// OpenAI's reasoning_effort).
+	Effort string `json:"effort,omitempty"`
 }
+
+// Efforts are the effort levels, from least to most.
+var Efforts = []string{"low", "medium", "high", "xhigh", "max"}
 
 // Response is a whole model response, as the non-streaming fallback returns
 // it and as Accumulator builds it from parts.

@@ -17,6 +17,10 @@ import (
 const (
 	DefaultMaxRetries      = 10
 	DefaultFallbackAfter   = 3
+	// FallbackModelAfter is how many consecutive answers that the model
+	// is unavailable (overloaded, 5xx) switch to the next of
+	// StreamOptions.FallbackModels, as Claude Code switches.
+	FallbackModelAfter = 3
 	DefaultBaseDelay       = 500 * time.Millisecond
 	DefaultMaxDelay        = 32 * time.Second
 	DefaultMaxRetryAfter   = 60 * time.Second
@@ -40,6 +44,11 @@ type StreamOptions struct {
 	// negative value never. The fallback is also tried once before Stream
 	// gives up on a retryable failure.
 	FallbackAfter int
+	// FallbackModels are the models to ask, in order, when the request's
+	// model is unavailable: after FallbackModelAfter consecutive
+	// overloaded or 5xx answers the next attempt asks the next model, at
+	// once and with its own retries.
+	FallbackModels []string
 	// BaseDelay and MaxDelay shape the exponential backoff: BaseDelay
 	// doubled per retry, at most MaxDelay, minus up to a quarter of jitter.
 	BaseDelay, MaxDelay time.Duration
@@ -217,7 +226,7 @@ func (o StreamOptions) withDefaults() StreamOptions {
 // Cancelling ctx ends the stream with ctx's error.
 func Stream(ctx context.Context, p Provider, req *Request, opts StreamOptions) iter.Seq2[Part, error] {
 	return func(yield func(Part, error) bool) {
-		s := &streamer{p: p, req: req, o: opts.withDefaults()}
+		s := &streamer{p: p, req: req, o: opts.withDefaults(), fallbacks: opts.FallbackModels}
 		s.run(ctx, yield)
 	}
 }
@@ -226,11 +235,14 @@ type streamer struct {
 	p   Provider
 	req *Request
 	o   StreamOptions
+	// fallbacks are the fallback models not asked yet.
+	fallbacks []string
 }
 
 func (s *streamer) run(ctx context.Context, yield func(Part, error) bool) {
 	retries, streamFailures := 0, 0
 	malformed := 0      // consecutive attempts that failed with ErrMalformedEvent
+	busy := 0           // consecutive attempts that found the model unavailable
 	var streamErr error // the last streaming attempt's failure
 	fallback := false
 	for {
@@ -260,6 +272,21 @@ func (s *streamer) run(ctx context.Context, yield func(Part, error) bool) {
 			return
 		}
 		streamErr = err
+		if busy = busy + 1; !unavailable(err) {
+			busy = 0
+		}
+		if busy >= FallbackModelAfter && len(s.fallbacks) > 0 {
+			req := *s.req
+			req.Model, s.fallbacks = s.fallbacks[0], s.fallbacks[1:]
+			s.req = &req
+			retries++
+			if !yield(Part{Type: PartRetry, Retry: &Retry{Attempt: retries, Err: err, Model: req.Model}}, nil) {
+				return
+			}
+			// The fallback model gets retries of its own.
+			retries, streamFailures, malformed, busy = 0, 0, 0, 0
+			continue
+		}
 		if !errors.Is(err, ErrMalformedEvent) {
 			malformed = 0
 		} else if malformed++; malformed >= 2 {
@@ -329,6 +356,13 @@ func retryable(err error) bool {
 		return apiErr.Retryable()
 	}
 	return true
+}
+
+// unavailable reports whether err says the model cannot serve now: it is
+// overloaded, or the server failed (5xx).
+func unavailable(err error) bool {
+	var apiErr *APIError
+	return errors.As(err, &apiErr) && (apiErr.Status >= 500 || apiErr.Type == "overloaded_error" || apiErr.Type == "api_error")
 }
 
 // streamFailure reports whether err broke a stream rather than its request.

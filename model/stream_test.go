@@ -1,6 +1,7 @@
 package model_test
 
 import (
+	"slices"
 	"context"
 	"errors"
 	"fmt"
@@ -27,6 +28,7 @@ type fake struct {
 	calls     int
 	complete  func(ctx context.Context) (*model.Response, error)
 	completes int
+	models    []string // each stream's request model, in order
 }
 
 func (f *fake) Name() string { return "fake" }
@@ -35,6 +37,7 @@ func (f *fake) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.P
 	f.mu.Lock()
 	i := f.calls
 	f.calls++
+	f.models = append(f.models, req.Model)
 	f.mu.Unlock()
 	return func(yield func(model.Part, error) bool) {
 		if i >= len(f.attempts) {
@@ -238,6 +241,65 @@ func TestStreamRetryBeforeWait(t *testing.T) {
 	want := "message_start block_start block_delta retry sleep message_start block_start block_delta block_stop message_delta message_stop"
 	if got := strings.Join(log, " "); got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+// Fallback models (--fallback-model) take over after FallbackModelAfter
+// answers in a row that the model is unavailable, in order, each with
+// retries of its own; other failures never switch.
+func TestStreamFallbackModels(t *testing.T) {
+	t.Parallel()
+	busy := refuse(&model.APIError{Status: 529, Type: "overloaded_error"})
+	down := refuse(&model.APIError{Status: 503})
+	limited := refuse(&model.APIError{Status: 429})
+	type attempts = []func(context.Context, func(model.Part, error) bool)
+	tests := []struct {
+		name       string
+		attempts   attempts
+		fallbacks  []string
+		wantModels []string
+		wantSwitch []string // the Model of each retry that switched
+		wantErr    bool
+	}{
+		{"overloaded three times", attempts{busy, busy, busy, ok}, []string{"b"},
+			[]string{"a", "a", "a", "b"}, []string{"b"}, false},
+		{"5xx counts too", attempts{down, busy, down, ok}, []string{"b"},
+			[]string{"a", "a", "a", "b"}, []string{"b"}, false},
+		{"a rate limit breaks the run", attempts{busy, busy, limited, busy, busy, ok}, []string{"b"},
+			[]string{"a", "a", "a", "a", "a", "a"}, nil, false},
+		{"the next fallback after the first", attempts{busy, busy, busy, busy, busy, busy, ok}, []string{"b", "c"},
+			[]string{"a", "a", "a", "b", "b", "b", "c"}, []string{"b", "c"}, false},
+		{"no fallback model: retries as before", attempts{busy, busy, busy, ok}, nil,
+			[]string{"a", "a", "a", "a"}, nil, false},
+		{"fallbacks used up: gives up", attempts{busy, busy, busy, busy, busy, busy, busy}, []string{"b"},
+			[]string{"a", "a", "a", "b", "b", "b", "b"}, []string{"b"}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fake{attempts: tc.attempts}
+			opts := model.StreamOptions{FallbackModels: tc.fallbacks, MaxRetries: 5, FallbackAfter: -1,
+				Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}
+			if tc.wantErr {
+				opts.MaxRetries = 3
+			}
+			var switched []string
+			var err error
+			for p, e := range model.Stream(t.Context(), f, &model.Request{Model: "a"}, opts) {
+				if e != nil {
+					err = e
+				}
+				if p.Type == model.PartRetry && p.Retry.Model != "" {
+					switched = append(switched, p.Retry.Model)
+				}
+			}
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v", err)
+			}
+			if !slices.Equal(f.models, tc.wantModels) || !slices.Equal(switched, tc.wantSwitch) {
+				t.Fatalf("models %v, switched to %v; want %v, %v", f.models, switched, tc.wantModels, tc.wantSwitch)
+			}
+		})
 	}
 }
 

@@ -105,6 +105,20 @@ type apiRetryLine struct {
 	UUID         string `json:"uuid"`
 }
 
+// modelFallbackLine says that the run switched to a fallback model
+// (--fallback-model) because its model was unavailable; Trigger names the
+// failure as api_retry's error does.
+type modelFallbackLine struct {
+	Type          string `json:"type"`
+	Subtype       string `json:"subtype"`
+	UUID          string `json:"uuid"`
+	Trigger       string `json:"trigger"`
+	OriginalModel string `json:"original_model"`
+	FallbackModel string `json:"fallback_model"`
+	Content       string `json:"content"`
+	SessionID     string `json:"session_id"`
+}
+
 // resultLine is the last line of a run (the whole output with --output-format
 // json).
 type resultLine struct {

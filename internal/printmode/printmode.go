@@ -6,6 +6,7 @@ package printmode
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -309,6 +310,7 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	defer stop()
 	stream := cfg.OutputFormat == FormatStreamJSON
 	tr := newTranslator(w, cfg)
+	tr.requestModel = sess.Model()
 	defer func() {
 		hst.mu.Lock()
 		if tr.contextTokens > 0 {
@@ -409,7 +411,7 @@ func newResultLine(sess *agent.Session, res agent.Result, answer string, err err
 		UUID: uuid.NewString(),
 	}
 	if res.Turns > 0 {
-		line.ModelUsage[sess.Model()] = modelUsage{
+		line.ModelUsage[cmp.Or(res.FallbackModel, sess.Model())] = modelUsage{
 			InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
 			CacheReadInputTokens: res.Usage.CacheReadInputTokens, CacheCreationInputTokens: res.Usage.CacheCreationInputTokens,
 			CostUSD: roundCost(res.CostUSD),

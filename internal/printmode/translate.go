@@ -3,6 +3,7 @@ package printmode
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -25,7 +26,10 @@ type translator struct {
 
 	msgID string
 	model string
-	usage model.Usage
+	// requestModel is the model the requests ask: the session's, until
+	// the run falls back to another.
+	requestModel string
+	usage        model.Usage
 	// contextTokens is the input of the last response: the context's size.
 	contextTokens int
 	// acc holds the response's blocks as they stream: the one
@@ -151,6 +155,17 @@ func (t *translator) part(p model.Part) {
 	case model.PartMessageStop:
 		t.event(api.MessageStopEvent{Type: "message_stop"})
 	case model.PartRetry:
+		if r := p.Retry; r != nil && r.Model != "" {
+			trigger, _ := errorKind(r.Err)
+			t.w.line(modelFallbackLine{
+				Type: "system", Subtype: "model_fallback", UUID: uuid.NewString(), Trigger: trigger,
+				OriginalModel: t.requestModel, FallbackModel: r.Model,
+				Content:   fmt.Sprintf("Switched to %s: %s is unavailable (%s)", r.Model, t.requestModel, errText(r.Err)),
+				SessionID: t.w.session,
+			})
+			t.requestModel = r.Model
+			return
+		}
 		line := apiRetryLine{
 			Type: "system", Subtype: "api_retry", MaxRetries: t.cfg.maxRetries(),
 			SessionID: t.w.session, UUID: uuid.NewString(),

@@ -25,6 +25,11 @@ func (p *Provider) request(req *model.Request, stream bool) ([]byte, error) {
 			// The budget is part of max_tokens: leave room for the answer.
 			w.MaxTokens += req.ThinkingBudget
 		}
+	} else if req.AdaptiveThinking {
+		w.Thinking = &api.Thinking{Type: "adaptive"}
+	}
+	if req.Effort != "" {
+		w.OutputConfig = &api.OutputConfig{Effort: req.Effort}
 	}
 	for _, t := range req.Tools {
 		schema := t.InputSchema

@@ -16,6 +16,7 @@ type wireRequest struct {
 	StreamOptions       *streamOptions `json:"stream_options,omitempty"`
 	MaxTokens           int            `json:"max_tokens,omitempty"`
 	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
+	ReasoningEffort     string         `json:"reasoning_effort,omitempty"`
 }
 
 type streamOptions struct {
@@ -80,6 +81,7 @@ func (p *Provider) request(req *model.Request, stream bool) ([]byte, error) {
 	} else {
 		w.MaxTokens = req.MaxTokens
 	}
+	w.ReasoningEffort = reasoningEffort(req.Effort)
 	if req.System != "" {
 		w.Messages = append(w.Messages, wireMessage{Role: "system", Content: &req.System})
 	}
@@ -146,4 +148,15 @@ func (p *Provider) request(req *model.Request, stream bool) ([]byte, error) {
 		return nil, fmt.Errorf("openai: %w: %v", model.ErrInvalidRequest, err)
 	}
 	return body, nil
+}
+
+// reasoningEffort is an effort level as reasoning_effort takes it: the
+// levels above high that Chat Completions servers do not all know are
+// asked as high.
+func reasoningEffort(effort string) string {
+	switch effort {
+	case "xhigh", "max":
+		return "high"
+	}
+	return effort
 }

@@ -18,7 +18,14 @@ type Request struct {
 	Messages  []MessageParam `json:"messages"`
 	Tools     []Tool         `json:"tools,omitempty"`
 	Thinking  *Thinking      `json:"thinking,omitempty"`
-	Stream    bool           `json:"stream,omitempty"`
+	// OutputConfig carries the effort level.
+	OutputConfig *OutputConfig `json:"output_config,omitempty"`
+	Stream       bool          `json:"stream,omitempty"`
+}
+
+// OutputConfig shapes the answer: how much effort goes into it.
+type OutputConfig struct {
+	Effort string `json:"effort,omitempty"`
 }
 
 // MessageParam is one message of a request; its content holds the block
@@ -35,10 +42,11 @@ type Tool struct {
 	InputSchema json.RawMessage `json:"input_schema"`
 }
 
-// Thinking enables extended thinking.
+// Thinking enables extended thinking: "enabled" with a budget, or
+// "adaptive" (the model decides, no budget).
 type Thinking struct {
 	Type         string `json:"type"`
-	BudgetTokens int    `json:"budget_tokens"`
+	BudgetTokens int    `json:"budget_tokens,omitempty"`
 }
 
 // Content blocks.
