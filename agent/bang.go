@@ -75,7 +75,7 @@ func (s *Session) runBang(j *job) Result {
 	s.mu.Unlock()
 	recs := []record{{Type: recContext, Time: s.now(), Context: []model.Message{ctxMsg}}}
 	if title {
-		recs = append(recs, record{Type: recTitle, Time: s.now(), Title: titleOf(msg)})
+		recs = append(recs, record{Type: recTitle, Time: s.now(), Title: s.titleOf(msg)})
 	}
 	s.persistMessage(j.id, &mark, recs...)
 	res.Text = content

@@ -119,7 +119,9 @@ func (s *Session) replay(recs []json.RawMessage) ([]protocol.Message, error) {
 				s.model = r.Meta.Model
 			}
 		case recTitle:
-			s.titled = true
+			// A name given to the resumed session (Options.Title) is
+			// recorded with its next message.
+			s.titled = s.opts.Title == ""
 		case recEvent:
 			ev, err := protocol.Decode(r.Method, r.Event)
 			if err == nil {
@@ -447,9 +449,7 @@ func ListSessions(ctx context.Context, st store.Store, workDir string) ([]Sessio
 					si.WorkDir, si.Model = r.Meta.WorkDir, r.Meta.Model
 				}
 			case recTitle:
-				if si.Title == "" {
-					si.Title = r.Title
-				}
+				si.Title = r.Title // the last one: a session renamed on resume
 			}
 		}
 		out = append(out, si)

@@ -384,7 +384,7 @@ func (s *Session) addUserMessage(msg protocol.Message, ctxMsg model.Message) {
 	s.publish(protocol.UserMessageAdded{Message: msg})
 	recs := []record{}
 	if title {
-		recs = append(recs, record{Type: recTitle, Time: s.now(), Title: titleOf(msg)})
+		recs = append(recs, record{Type: recTitle, Time: s.now(), Title: s.titleOf(msg)})
 	}
 	recs = append(recs,
 		record{Type: recMessage, Time: s.now(), Message: &msg, Mark: &mark},
@@ -462,7 +462,12 @@ func (s *Session) request() *model.Request {
 	return req
 }
 
-func titleOf(m protocol.Message) string {
+// titleOf is the session's title: Options.Title, or the start of its
+// first message m.
+func (s *Session) titleOf(m protocol.Message) string {
+	if s.opts.Title != "" {
+		return s.opts.Title
+	}
 	t := m.Text()
 	if r := []rune(t); len(r) > 80 {
 		t = string(r[:80]) + "…"

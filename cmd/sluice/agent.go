@@ -69,6 +69,13 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 		fmt.Fprintln(stdio.Err, "sluice:", err)
 		return 2
 	}
+	if n := cf.SettingsNote(); n != "" {
+		fmt.Fprintln(stdio.Err, n)
+	}
+	if cf.ResumeSessionAt != "" && cf.Resume == "" && !cf.Continue {
+		fmt.Fprintln(stdio.Err, "sluice: --resume-session-at needs --resume or --continue")
+		return 2
+	}
 	baseSystem, err := cf.ReplacementSystemPrompt()
 	if err != nil {
 		fmt.Fprintln(stdio.Err, "sluice:", err)
@@ -89,7 +96,7 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 		level = slog.LevelInfo
 	}
 	var logOut io.Writer = stdio.Err
-	if cf.Debug.On || cf.DebugFile != "" {
+	if cf.Debug.On || cf.DebugFile != "" || cf.MCPDebug.On {
 		level = slog.LevelDebug
 	}
 	if cf.DebugFile != "" {
@@ -115,6 +122,10 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 		setup.Options.Store = nil
 	}
 	setup.Options.SessionID = cf.SessionID
+	setup.Options.Title = cf.Name
+	if len(af.Betas) > 0 && setup.Selection.Name != provider.Anthropic {
+		fmt.Fprintf(stdio.Err, "sluice: --betas: sent to Anthropic's API only, not to %s\n", setup.Selection.Name)
+	}
 	if cf.Tools.Given {
 		ts, unknown := cli.SelectTools(setup.Options.WorkDir, cf.Tools.Value)
 		for _, n := range unknown {
@@ -153,7 +164,13 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 		PermissionPromptStdio: cf.PermissionPromptTool == "stdio", ReplayUserMessages: cf.ReplayUserMessages,
 		Rules: rules.Decide, JSONSchema: schema, MaxBudgetUSD: cf.MaxBudgetUSD,
 		Models: provider.Models(setup.Selection.Name), ContextWindow: setup.Options.ContextWindow,
+		AwaitInitialize: cf.AwaitInitialize, IncludeHookEvents: cf.IncludeHookEvents,
+		Effort: af.Effort, Betas: af.Betas, SessionState: sessionStateFromEnv(os.Getenv),
 		Stdin: stdio.In, Stdout: stdio.Out, Stderr: stdio.Err,
+	}
+	if cf.IncludeHookEvents {
+		cfg.HookEvents = &printmode.HookRelay{}
+		setup.Hooks.Observe = cfg.HookEvents.Observe
 	}
 	if t := cf.PermissionPromptTool; t != "" && t != "stdio" {
 		fmt.Fprintf(stdio.Err, "sluice: --permission-prompt-tool %s: only stdio is supported; calls that need approval are denied\n", t)
@@ -197,6 +214,9 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 		applyInit(ctx, setup, init, stdio.Err)
 		s, err := setup.OpenSession(cf.Continue, cf.Resume)
 		sess = s
+		if err == nil && cf.ResumeSessionAt != "" {
+			err = printmode.ResumeAt(ctx, s, cf.ResumeSessionAt)
+		}
 		return s, err
 	}
 	defer func() {
@@ -205,6 +225,28 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 		}
 	}()
 	return printmode.Run(ctx, nil, prompt, cfg)
+}
+
+// sessionStateFromEnv is who hears of session state changes, as the
+// environment asks Claude Code: the SDK sets
+// CLAUDE_CODE_SDK_READS_SESSION_STATE for itself;
+// CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS asks for them for every reader.
+func sessionStateFromEnv(getenv func(string) string) string {
+	switch {
+	case envOn(getenv("CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS")):
+		return printmode.SessionStateAll
+	case envOn(getenv("CLAUDE_CODE_SDK_READS_SESSION_STATE")):
+		return printmode.SessionStateHost
+	}
+	return ""
+}
+
+func envOn(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "", "0", "false", "no", "off":
+		return false
+	}
+	return true
 }
 
 // sdkIdentity starts the system prompt a host gives in initialize, as

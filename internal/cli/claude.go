@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/hooks"
 	"github.com/sluicehq/sluice/internal/tools"
+	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/tool"
 )
 
@@ -62,25 +63,23 @@ type ClaudeFlags struct {
 	DebugFile              string
 	Agents                 string
 	Agent                  string
+	Settings               string
+	Name                   string
+	MCPDebug               optionalBool
 
 	fs *flag.FlagSet
+	// settingsIgnored are the keys of --settings that sluice does not act on.
+	settingsIgnored []string
 }
 
 // acceptedOnly are Claude Code's flags that sluice takes but does not act
 // on, with why; Notes reports those given.
 var acceptedOnly = map[string]string{
-	"betas":                                  "beta headers are not sent",
-	"effort":                                 "use --max-thinking-tokens to set the thinking budget",
-	"fallback-model":                         "the stream retries on the same model",
-	"settings":                               "sluice reads no Claude Code settings",
 	"plugin-dir":                             "plugins are not supported",
 	"plugin-dir-no-mcp":                      "plugins are not supported",
-	"mcp-debug":                              "use --verbose for sluice's diagnostics",
-	"include-hook-events":                    "hook lifecycle events are not emitted",
 	"thinking-display":                       "thinking is shown as the model sends it",
 	"task-budget":                            "task budgets are not supported",
 	"permission-prompts":                     "permission prompts go to --permission-prompt-tool stdio, or are denied",
-	"name":                                   "sessions are named after their first message",
 	"disable-slash-commands":                 "sluice's print mode has no slash commands",
 	"ide":                                    "no IDE is connected",
 	"chrome":                                 "no browser is connected",
@@ -98,10 +97,6 @@ var acceptedOnly = map[string]string{
 	"agent":                                  "subagents are not supported yet",
 	"bare":                                   "sluice has no hooks, plugins or settings to skip",
 	"autocompact":                            "use --auto-compact",
-	"thinking":                               "use --max-thinking-tokens (adaptive thinking is not supported)",
-	// Not yet honoured by this build.
-	"resume-session-at": "the whole resumed session is kept",
-	"await-initialize":  "the first message does not wait for initialize",
 }
 
 // Register adds the flags to fs.
@@ -138,36 +133,39 @@ func (c *ClaudeFlags) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.NoSessionPersistence, "no-session-persistence", false, "do not save the session")
 	fs.StringVar(&c.ResumeSessionAt, "resume-session-at", "", "with --resume: resume at this message (the messages after it are dropped)")
 	fs.Float64Var(&c.MaxBudgetUSD, "max-budget-usd", 0, "stop the run once it has cost this many dollars")
-	fs.StringVar(&c.FallbackModel, "fallback-model", "", "accepted for Claude Code compatibility")
+	fs.StringVar(&c.FallbackModel, "fallback-model", "", "models to switch to, in order, when the model is overloaded or failing (comma-separated; after 3 such answers in a row)")
 	fs.IntVar(&c.MaxThinkingTokens, "max-thinking-tokens", 0, "extended thinking budget in tokens (same as --thinking-budget)")
 	fs.IntVar(&c.MaxContextTokens, "max-context-tokens", 0, "the model's context window in tokens (same as --context-window)")
-	fs.StringVar(&c.Thinking, "thinking", "", `"disabled" turns thinking off; others are accepted for Claude Code compatibility`)
-	fs.StringVar(&c.Effort, "effort", "", "accepted for Claude Code compatibility")
+	fs.StringVar(&c.Thinking, "thinking", "", `thinking mode: "enabled" or "adaptive" (the model decides how much; a --max-thinking-tokens budget wins), "disabled"`)
+	fs.StringVar(&c.Effort, "effort", "", "effort level of the requests: low, medium, high, xhigh or max")
 	fs.StringVar(&c.JSONSchema, "json-schema", "", "JSON schema of a structured answer (result.structured_output)")
 	fs.Var(&c.SettingSources, "setting-sources", "settings sources read for hooks and memory files: user, project, local (comma-separated; empty for none)")
 	fs.BoolVar(&c.StrictMCPConfig, "strict-mcp-config", false, "use only the MCP servers of --mcp-config (sluice reads no others)")
-	fs.BoolVar(&c.IncludeHookEvents, "include-hook-events", false, "accepted for Claude Code compatibility")
+	fs.BoolVar(&c.IncludeHookEvents, "include-hook-events", false, "stream-json: system/hook_started and hook_response lines for each command hook run")
 	fs.BoolVar(&c.AwaitInitialize, "await-initialize", false, "stream-json: wait for the host's initialize control request before the first message")
-	fs.Var(&c.Betas, "betas", "accepted for Claude Code compatibility")
+	fs.Var(&c.Betas, "betas", "Anthropic beta names for the anthropic-beta header (comma or space separated, repeatable)")
 	fs.Var(&c.Debug, "d", "diagnostics at debug level on stderr (same as --debug)")
 	fs.Var(&c.Debug, "debug", "diagnostics at debug level on stderr (a category filter value is accepted and not applied)")
 	fs.StringVar(&c.DebugFile, "debug-file", "", "write diagnostics at debug level to this file")
 	fs.StringVar(&c.Agents, "agents", "", "subagent definitions (JSON); subagents are not supported yet, so defining any is an error")
 	fs.StringVar(&c.Agent, "agent", "", "accepted for Claude Code compatibility")
+	fs.StringVar(&c.Settings, "settings", "", "a Claude Code settings file, or its JSON: hooks, permissions (allow, deny, defaultMode, additionalDirectories), model")
+	fs.StringVar(&c.Name, "name", "", "the session's name in session lists")
+	fs.StringVar(&c.Name, "n", "", "the session's name (same as --name)")
+	fs.Var(&c.MCPDebug, "mcp-debug", "MCP diagnostics at debug level on stderr (same as --debug)")
 	for _, n := range []string{
-		"settings", "plugin-dir", "plugin-dir-no-mcp", "thinking-display", "task-budget", "permission-prompts",
-		"name", "initialize-fields", "managed-settings", "project-config-root", "resume-drops-turn", "channels",
+		"plugin-dir", "plugin-dir-no-mcp", "thinking-display", "task-budget", "permission-prompts",
+		"initialize-fields", "managed-settings", "project-config-root", "resume-drops-turn", "channels",
 		"autocompact",
 	} {
 		fs.Var(new(stringList), n, "accepted for Claude Code compatibility")
 	}
 	for _, n := range []string{
-		"mcp-debug", "disable-slash-commands", "ide", "chrome", "no-chrome", "exclude-dynamic-system-prompt-sections",
+		"disable-slash-commands", "ide", "chrome", "no-chrome", "exclude-dynamic-system-prompt-sections",
 		"forward-subagent-text", "managed-settings-in-initialize", "session-mirror", "bare", "prompt-suggestions",
 	} {
 		fs.Var(new(optionalBool), n, "accepted for Claude Code compatibility")
 	}
-	fs.Var(new(stringList), "n", "accepted for Claude Code compatibility (same as --name)")
 }
 
 // Given reports whether the flag name was on the command line.
@@ -179,7 +177,7 @@ func (c *ClaudeFlags) Notes() []string {
 	set := setFlags(c.fs)
 	var names []string
 	for n := range set {
-		short := map[string]string{"d": "debug", "n": "name"}
+		short := map[string]string{"d": "debug"}
 		if long, ok := short[n]; ok {
 			n = long
 		}
@@ -191,12 +189,18 @@ func (c *ClaudeFlags) Notes() []string {
 	names = compactStrings(names)
 	var out []string
 	for _, n := range names {
-		if n == "thinking" && c.Thinking == "disabled" {
-			continue // honoured: no thinking budget
-		}
 		out = append(out, fmt.Sprintf("sluice: --%s is accepted for Claude Code compatibility and ignored: %s", n, acceptedOnly[n]))
 	}
 	return out
+}
+
+// SettingsNote is the stderr line naming the keys of --settings that
+// sluice does not act on, or "" (call it after ApplyTo).
+func (c *ClaudeFlags) SettingsNote() string {
+	if len(c.settingsIgnored) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("sluice: --settings: %s accepted for Claude Code compatibility and ignored (sluice takes hooks, permissions and model)", strings.Join(c.settingsIgnored, ", "))
 }
 
 func compactStrings(s []string) []string {
@@ -289,8 +293,29 @@ func (c *ClaudeFlags) ApplyTo(af *AgentFlags) error {
 	if c.MaxThinkingTokens > 0 {
 		af.ThinkingBudget = c.MaxThinkingTokens
 	}
-	if c.Thinking == "disabled" {
+	switch c.Thinking {
+	case "":
+	case "enabled", "adaptive":
+		af.AdaptiveThinking = true
+	case "disabled":
 		af.ThinkingBudget = 0
+	default:
+		return fmt.Errorf("--thinking: want enabled, adaptive or disabled, not %q", c.Thinking)
+	}
+	if c.Effort != "" {
+		if !slices.Contains(model.Efforts, c.Effort) {
+			return fmt.Errorf("--effort: want one of %s, not %q", strings.Join(model.Efforts, ", "), c.Effort)
+		}
+		af.Effort = c.Effort
+	}
+	af.Betas = ToolList(c.Betas)
+	af.FallbackModels = ToolList([]string{c.FallbackModel})
+	if c.Settings != "" {
+		st, err := LoadSettings(c.Settings)
+		if err != nil {
+			return err
+		}
+		c.applySettings(st, af)
 	}
 	if c.SettingSources.Given {
 		af.SettingSources = []hooks.Source{} // "" names no source
@@ -310,6 +335,23 @@ func (c *ClaudeFlags) ApplyTo(af *AgentFlags) error {
 		af.SystemPrompt = strings.TrimSpace(strings.Join([]string{af.SystemPrompt, string(b)}, "\n\n"))
 	}
 	return nil
+}
+
+// applySettings takes --settings: its hooks and rules join the others;
+// its mode and model count where the command line names none.
+func (c *ClaudeFlags) applySettings(st Settings, af *AgentFlags) {
+	af.MoreHooks = st.Hooks
+	c.AllowedTools = append(c.AllowedTools, st.Allow...)
+	c.DisallowedTools = append(c.DisallowedTools, st.Deny...)
+	af.AddDirs = append(af.AddDirs, st.AddDirs...)
+	given := setFlags(af.fs)
+	if st.DefaultMode != "" && !given["permission-mode"] && !given["dangerously-skip-permissions"] {
+		af.PermissionMode = st.DefaultMode
+	}
+	if st.Model != "" && !given["model"] {
+		af.Model = st.Model
+	}
+	c.settingsIgnored = st.Ignored
 }
 
 // ReplacementSystemPrompt is the system prompt that replaces sluice's

@@ -75,13 +75,13 @@ func TestClaudeCodeFlagsParse(t *testing.T) {
 		"--include-hook-events", "--include-partial-messages", "--add-dir=/tmp", "--await-initialize",
 		"--fork-session", "--resume-session-at=u", "--session-id=s", "--no-session-persistence",
 		"--replay-user-messages", "--append-system-prompt", "x", "--system-prompt=y", "-d", "-n", "name",
-		"--max-context-tokens=1000",
+		"--max-context-tokens=1000", "--plugin-dir=/p", "--ide",
 	)
 	if !cf.Tools.Given || cf.Tools.Value != "Read" || !cf.SettingSources.Given || cf.SettingSources.Value != "" {
 		t.Errorf("--tools %+v --setting-sources %+v", cf.Tools, cf.SettingSources)
 	}
 	notes := strings.Join(cf.Notes(), "\n")
-	for _, n := range []string{"--betas", "--effort", "--thinking", "--name"} {
+	for _, n := range []string{"--plugin-dir", "--ide"} {
 		if strings.Count(notes, "sluice: "+strings.TrimSpace(n)+" is accepted") != 1 {
 			t.Errorf("notes do not mention %s once:\n%s", n, notes)
 		}
@@ -89,5 +89,12 @@ func TestClaudeCodeFlagsParse(t *testing.T) {
 	if strings.Contains(notes, "--model") || strings.Contains(notes, "--system-prompt") ||
 		strings.Contains(notes, "--debug") || strings.Contains(notes, "--setting-sources") || strings.Contains(notes, "--fork-session") {
 		t.Errorf("notes mention an honoured flag:\n%s", notes)
+	}
+	// Honoured since: no note.
+	for _, n := range []string{"--betas", "--effort", "--thinking", "--name", "--fallback-model", "--include-hook-events",
+		"--await-initialize", "--resume-session-at", "--settings", "--mcp-debug"} {
+		if strings.Contains(notes, n+" ") {
+			t.Errorf("notes mention %s:\n%s", n, notes)
+		}
 	}
 }

@@ -52,6 +52,22 @@ type AgentFlags struct {
 	AutoCompact    float64
 	MCPConfigs     stringList
 
+	// Set from Claude Code's flags (ClaudeFlags.ApplyTo), not flags of
+	// their own.
+	//
+	// Betas go in Anthropic's anthropic-beta header (--betas).
+	Betas []string
+	// Effort is the requests' effort level (--effort).
+	Effort string
+	// AdaptiveThinking lets the model decide how much it thinks
+	// (--thinking enabled/adaptive).
+	AdaptiveThinking bool
+	// FallbackModels take over when the model is unavailable
+	// (--fallback-model).
+	FallbackModels []string
+	// MoreHooks run after the settings files' (--settings).
+	MoreHooks hooks.Config
+
 	fs *flag.FlagSet // to tell the flags given from the defaults
 }
 
@@ -95,6 +111,9 @@ type Setup struct {
 	Fork bool
 	// More are the servers StartMoreMCP started.
 	More []*mcp.Servers
+	// Hooks runs the settings files' command hooks (Options.Hooks); set
+	// its Observe before the session opens to hear of each hook run.
+	Hooks *hooks.Runner
 
 	mcpConfig *mcp.Config
 }
@@ -123,7 +142,7 @@ func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Se
 	}
 	sel, err := provider.Open(provider.Config{
 		Provider: f.Provider, Model: f.Model, BaseURL: f.BaseURL,
-		Demo: demoConfig(f.DemoDelay),
+		Demo: demoConfig(f.DemoDelay), Betas: f.Betas,
 	}, getenv)
 	if err != nil {
 		return nil, err
@@ -140,6 +159,11 @@ func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Se
 	}
 	if f.IdleTimeout != 0 {
 		so.IdleTimeout = f.IdleTimeout
+	}
+	for _, m := range f.FallbackModels {
+		if m != sel.Model && !slices.Contains(so.FallbackModels, m) {
+			so.FallbackModels = append(so.FallbackModels, m)
+		}
 	}
 	root, err := store.DefaultRoot()
 	if err != nil {
@@ -170,7 +194,7 @@ func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Se
 		}
 	}
 	// Claude Code's hooks, from the files Claude Code reads them from.
-	hks, err := hooks.ForSources(getenv("HOME"), wd, sources, conf.AllowEnv, logger)
+	hookRunner, err := hooks.NewRunner(getenv("HOME"), wd, sources, f.MoreHooks, conf.AllowEnv, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -183,26 +207,29 @@ func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Se
 	st := store.NewJSONL(root)
 	return &Setup{
 		mcpConfig: mcpConfig,
+		Hooks:     hookRunner,
 		Selection: sel,
 		Store:     st,
 		Options: agent.Options{
-			Provider:       sel.Provider,
-			Model:          sel.Model,
-			SystemPrompt:   f.SystemPrompt,
-			Memory:         mem,
-			WorkDir:        wd,
-			AllowedDirs:    f.AddDirs,
-			PermissionMode: pm,
-			MaxTurns:       f.MaxTurns,
-			MaxTokens:      f.MaxTokens,
-			ThinkingBudget: f.ThinkingBudget,
-			ContextWindow:  f.ContextWindow,
-			AutoCompact:    f.AutoCompact,
-			Stream:         so,
-			Store:          st,
-			AllowEnv:       conf.AllowEnv,
-			Hooks:          hks,
-			Logger:         logger,
+			Provider:         sel.Provider,
+			Model:            sel.Model,
+			SystemPrompt:     f.SystemPrompt,
+			Memory:           mem,
+			WorkDir:          wd,
+			AllowedDirs:      f.AddDirs,
+			PermissionMode:   pm,
+			MaxTurns:         f.MaxTurns,
+			MaxTokens:        f.MaxTokens,
+			ThinkingBudget:   f.ThinkingBudget,
+			AdaptiveThinking: f.AdaptiveThinking,
+			Effort:           f.Effort,
+			ContextWindow:    f.ContextWindow,
+			AutoCompact:      f.AutoCompact,
+			Stream:           so,
+			Store:            st,
+			AllowEnv:         conf.AllowEnv,
+			Hooks:            hookRunner.Agent(),
+			Logger:           logger,
 		},
 	}, nil
 }

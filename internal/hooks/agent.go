@@ -94,13 +94,25 @@ func ForProject(home, projectDir string, allowEnv []string, logger *slog.Logger)
 
 // ForSources is ForProject reading only the given settings sources.
 func ForSources(home, projectDir string, sources []Source, allowEnv []string, logger *slog.Logger) (agent.Hooks, error) {
-	conf, err := Load(SourceFiles(home, projectDir, sources)...)
+	r, err := NewRunner(home, projectDir, sources, nil, allowEnv, logger)
 	if err != nil {
-		return agent.Hooks{}, fmt.Errorf("hooks: %w", err)
-	}
-	r := &Runner{
-		Config: conf, Dir: projectDir, Logger: logger,
-		Environ: childenv.Environ(os.Environ(), allowEnv, map[string]string{"CLAUDE_PROJECT_DIR": projectDir}),
+		return agent.Hooks{}, err
 	}
 	return r.Agent(), nil
+}
+
+// NewRunner is the Runner of ForSources, with the hooks of more (Claude
+// Code's --settings) after those of the files.
+func NewRunner(home, projectDir string, sources []Source, more Config, allowEnv []string, logger *slog.Logger) (*Runner, error) {
+	conf, err := Load(SourceFiles(home, projectDir, sources)...)
+	if err != nil {
+		return nil, fmt.Errorf("hooks: %w", err)
+	}
+	for ev, ms := range more {
+		conf[ev] = append(conf[ev], ms...)
+	}
+	return &Runner{
+		Config: conf, Dir: projectDir, Logger: logger,
+		Environ: childenv.Environ(os.Environ(), allowEnv, map[string]string{"CLAUDE_PROJECT_DIR": projectDir}),
+	}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -296,5 +297,53 @@ func TestRunUnreadInput(t *testing.T) {
 		Input{Fields: map[string]any{"tool_response": big}})
 	if !equalOutcome(got, Outcome{}) {
 		t.Fatalf("got %+v", got)
+	}
+}
+
+// TestRunLifecycle: Observe hears each hook start and end, paired by id,
+// named as Claude Code names them, with the output and outcome.
+func TestRunLifecycle(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		ev          Event
+		target      string
+		cmd         string
+		timeout     float64
+		wantName    string
+		wantOutcome string
+		wantCode    int
+		wantStdout  string
+		wantStderr  string
+	}{
+		{"tool event", PreToolUse, "Bash", "echo out; echo err >&2", 0, "PreToolUse:Bash", "success", 0, "out\n", "err\n"},
+		{"other event", Stop, "", "true", 0, "Stop", "success", 0, "", ""},
+		{"blocking exit", PreToolUse, "Bash", "echo no >&2; exit 2", 0, "PreToolUse:Bash", "error", 2, "", "no\n"},
+		{"timed out", UserPromptSubmit, "", "sleep 30", 0.2, "UserPromptSubmit", "cancelled", 0, "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			r := runner(dir, Config{tc.ev: {{Matcher: "", Hooks: []Command{{Type: "command", Command: tc.cmd, Timeout: tc.timeout}}}}})
+			var mu sync.Mutex
+			var seen []Lifecycle
+			r.Observe = func(l Lifecycle) {
+				mu.Lock()
+				seen = append(seen, l)
+				mu.Unlock()
+			}
+			r.Run(context.Background(), tc.ev, tc.target, Input{})
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) != 2 || seen[0].Done || !seen[1].Done || seen[0].ID == "" || seen[0].ID != seen[1].ID {
+				t.Fatalf("seen %+v, want a start and an end with one id", seen)
+			}
+			end := seen[1]
+			if seen[0].Name != tc.wantName || end.Name != tc.wantName || end.Event != tc.ev || end.Outcome != tc.wantOutcome ||
+				end.ExitCode != tc.wantCode || end.Stdout != tc.wantStdout || end.Stderr != tc.wantStderr {
+				t.Fatalf("end %+v", end)
+			}
+		})
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/sluicehq/sluice/internal/deathsig"
 )
 
@@ -30,6 +32,27 @@ type Runner struct {
 	// MaxOutput bounds what is kept of a hook's stdout and of its stderr
 	// (0: 1 MiB each).
 	MaxOutput int
+	// Observe, when set, hears of each hook command as it starts and as
+	// it ends (Claude Code's --include-hook-events); it is called from the
+	// goroutines that run the hooks, and must return promptly.
+	Observe func(Lifecycle)
+}
+
+// Lifecycle is one hook command starting (Done false) or ending.
+type Lifecycle struct {
+	// ID is the same for a hook's start and its end.
+	ID    string
+	Event Event
+	// Name is the event and, for tool events, the tool: "PreToolUse:Bash",
+	// "Stop".
+	Name string
+	Done bool
+	// The rest is set when Done.
+	Stdout, Stderr string
+	ExitCode       int
+	// Outcome is "success" (exit 0), "error" or "cancelled" (timed out or
+	// stopped).
+	Outcome string
 }
 
 // Input is the event as hooks get it on stdin: the fields every event has,
@@ -88,8 +111,21 @@ func (r *Runner) Run(ctx context.Context, ev Event, target string, in Input) Out
 	}
 	results := make([]result, len(cmds))
 	var wg sync.WaitGroup
+	name := string(ev)
+	if target != "" && toolEvent(ev) {
+		name += ":" + target
+	}
 	for i, c := range cmds {
-		wg.Go(func() { results[i] = r.run(ctx, c, stdin) })
+		wg.Go(func() {
+			id := uuid.NewString()
+			if r.Observe != nil {
+				r.Observe(Lifecycle{ID: id, Event: ev, Name: name})
+			}
+			results[i] = r.run(ctx, c, stdin)
+			if r.Observe != nil {
+				r.Observe(results[i].lifecycle(id, ev, name))
+			}
+		})
 	}
 	wg.Wait()
 	var out Outcome
@@ -106,12 +142,32 @@ func (r *Runner) Run(ctx context.Context, ev Event, target string, in Input) Out
 	return out
 }
 
+// toolEvent reports whether ev is about a tool call, whose hooks Claude
+// Code names after the tool.
+func toolEvent(ev Event) bool {
+	return ev == PreToolUse || ev == PostToolUse || ev == "PostToolUseFailure" || ev == "PermissionRequest"
+}
+
+func (res result) lifecycle(id string, ev Event, name string) Lifecycle {
+	l := Lifecycle{ID: id, Event: ev, Name: name, Done: true, Stdout: string(res.stdout), Stderr: string(res.stderr), ExitCode: res.code}
+	switch {
+	case res.cancelled:
+		l.Outcome = "cancelled"
+	case res.err == nil && res.code == 0:
+		l.Outcome = "success"
+	default:
+		l.Outcome = "error"
+	}
+	return l
+}
+
 // result is how one hook ended.
 type result struct {
 	name           string // the command, for messages
 	code           int
 	stdout, stderr []byte
 	err            error // it did not run, or ran out of time
+	cancelled      bool  // it ran out of time or was stopped
 }
 
 // guardScript runs the hook as Bash runs its commands (package tools): in
@@ -172,6 +228,7 @@ func (r *Runner) run(ctx context.Context, c Command, stdin []byte) result {
 	var exitErr *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
+		res.cancelled = true
 		if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 			res.err = fmt.Errorf("%s: timed out after %s", c.Command, c.timeout())
 		} else {

@@ -79,6 +79,13 @@ type host struct {
 	lastInput int                      // the context's tokens, from the last response
 	sdkStatus []MCPServer              // the host's in-process servers
 	spent     float64                  // the session's cost so far, for MaxBudgetUSD
+	// sessionState is the last system/session_state_changed written.
+	sessionState string
+	// results counts the result lines written (result_index).
+	results int
+	// decided are the permission decisions made here (hooks, rules, the
+	// host's can_use_tool), by tool call id, for tool_result_meta.
+	decided map[string]permissionDecision
 	// structured is the StructuredOutput tool, when a schema was given.
 	structured *structuredOutput
 }
@@ -93,6 +100,7 @@ func newHost(cfg Config, w *writer, sess *agent.Session) *host {
 	h := &host{
 		cfg: cfg, w: w, out: newOutbox(w), open: cfg.Open, opened: make(chan struct{}), drained: make(chan struct{}),
 		hooks: map[string][]hookMatcher{}, disabled: map[string]bool{}, mode: cfg.PermissionMode,
+		decided: map[string]permissionDecision{},
 	}
 	if sess != nil {
 		h.sess, h.preset = sess, true
@@ -147,9 +155,19 @@ func (h *host) read(ctx context.Context, r io.Reader, prompts *queue[userInput])
 	defer func() {
 		h.mu.Lock()
 		done := h.initDone
+		early := h.deferred
+		if done == nil {
+			h.deferred = nil
+		}
 		h.mu.Unlock()
 		if done != nil {
 			<-h.drained
+			return
+		}
+		// The input ended without the initialize that --await-initialize
+		// waited for: the lines held for it are handled as they came.
+		for _, l := range early {
+			h.dispatch(ctx, l.in, l.line, prompts)
 		}
 	}()
 	defer h.out.close()
@@ -173,7 +191,10 @@ func (h *host) read(ctx context.Context, r io.Reader, prompts *queue[userInput])
 				}
 			} else {
 				h.mu.Lock()
-				defer_ := h.initDone != nil && !h.drainedNow
+				// With --await-initialize, what comes before the
+				// initialize waits for it too.
+				early := h.cfg.AwaitInitialize && h.initDone == nil && !in.initialize()
+				defer_ := early || (h.initDone != nil && !h.drainedNow)
 				if defer_ {
 					h.deferred = append(h.deferred, deferredLine{in, trimmed})
 				}
@@ -190,6 +211,12 @@ func (h *host) read(ctx context.Context, r io.Reader, prompts *queue[userInput])
 			return err
 		}
 	}
+}
+
+// initialize reports whether in is the host's initialize request.
+func (in incoming) initialize() bool {
+	var hdr requestHeader
+	return in.Type == "control_request" && json.Unmarshal(in.Request, &hdr) == nil && hdr.Subtype == "initialize"
 }
 
 type deferredLine struct {
@@ -328,6 +355,12 @@ func (h *host) initializeResponse(sess *agent.Session, mcpApplied bool) map[stri
 		"hooks_applied":           true,
 		"sluice_version":          h.cfg.Version,
 		"pid":                     os.Getpid(),
+		"claude_code_version":     ClaudeCodeVersion,
+		"capabilities":            capabilities,
+		"analytics_disabled":      true,
+		"fast_mode_state":         "off",
+		// initialize is answered before any turn has started.
+		"session_state": stateIdle,
 	}
 	if mcpApplied {
 		resp["mcp_servers_applied"] = true
@@ -523,12 +556,24 @@ func (h *host) agentHooks() agent.Hooks {
 }
 
 func (h *host) preToolUse(ctx context.Context, call agent.ToolCall) agent.Verdict {
+	v, source, reason := h.preToolUseVerdict(ctx, call)
+	switch v.Decision {
+	case protocol.DecisionAllow:
+		h.decide(call.ID, permissionDecision{Decision: "accept", Source: source, ReasonType: reason})
+	case protocol.DecisionDeny:
+		h.decide(call.ID, permissionDecision{Decision: "reject", Source: source, ReasonType: reason})
+	}
+	return v
+}
+
+// preToolUseVerdict is preToolUse's verdict, with who made it.
+func (h *host) preToolUseVerdict(ctx context.Context, call agent.ToolCall) (v agent.Verdict, source, reason string) {
 	if server, ok := mcpServerOf(call.Name); ok {
 		h.mu.Lock()
 		off := h.disabled[server]
 		h.mu.Unlock()
 		if off {
-			return agent.Verdict{Decision: protocol.DecisionDeny, Reason: fmt.Sprintf("The MCP server %s is disabled.", server)}
+			return agent.Verdict{Decision: protocol.DecisionDeny, Reason: fmt.Sprintf("The MCP server %s is disabled.", server)}, "config", "mcp_disabled"
 		}
 	}
 	var o hooks.Outcome
@@ -537,19 +582,34 @@ func (h *host) preToolUse(ctx context.Context, call agent.ToolCall) agent.Verdic
 	}) {
 		o.AddJSON(hooks.PreToolUse, out)
 	}
-	v := o.Verdict(call.Name)
+	v = o.Verdict(call.Name)
 	// The hooks first, as in Claude Code; then the tool rules, whose
 	// denials stand whatever a hook allowed.
 	if h.cfg.Rules != nil {
 		r := h.cfg.Rules(call)
 		switch {
 		case r.Decision == protocol.DecisionDeny:
-			return r
+			return r, "config", "rule"
 		case v.Decision == "" && r.Decision != "":
-			return r
+			return r, "config", "rule"
 		}
 	}
-	return v
+	return v, "hook", ""
+}
+
+func (h *host) decide(toolID string, d permissionDecision) {
+	h.mu.Lock()
+	h.decided[toolID] = d
+	h.mu.Unlock()
+}
+
+// decision is the permission decision made here about a tool call, if any.
+func (h *host) decision(toolID string) (permissionDecision, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	d, ok := h.decided[toolID]
+	delete(h.decided, toolID)
+	return d, ok
 }
 
 // canUseTool asks the host whether a call may run (--permission-prompt-tool
@@ -575,7 +635,9 @@ func (h *host) canUseTool(ctx context.Context, req protocol.PermissionRequest) a
 	if server, ok := mcpServerOf(req.Name); ok {
 		ask["mcp_server"] = map[string]any{"name": server, "source": h.serverSource(server)}
 	}
+	h.state(stateRequiresAction)
 	raw, err := h.out.ask(ctx, ask)
+	h.state(stateRunning)
 	if err != nil {
 		return agent.Verdict{Decision: protocol.DecisionDeny, Reason: fmt.Sprintf("Permission to use %s was not granted: %v", req.Name, err)}
 	}
@@ -592,8 +654,10 @@ func (h *host) canUseTool(ctx context.Context, req protocol.PermissionRequest) a
 		if len(in) == 0 || string(in) == "null" {
 			in = nil
 		}
+		h.decide(req.ToolID, permissionDecision{Decision: "accept", Source: "user_temporary"})
 		return agent.Verdict{Decision: protocol.DecisionAllow, Input: in}
 	}
+	h.decide(req.ToolID, permissionDecision{Decision: "reject", Source: "user_reject"})
 	return agent.Verdict{Decision: protocol.DecisionDeny, Reason: ans.Message}
 }
 

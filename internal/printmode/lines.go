@@ -34,7 +34,36 @@ type initLine struct {
 	Plugins        []any       `json:"plugins"`
 	UUID           string      `json:"uuid"`
 	AdditionalDirs []string    `json:"additional_directories"`
+	// The rest are keys of Claude Code's init that have a meaning for
+	// sluice (see sdktest/shapes.test.mjs for those left out, and why).
+	//
+	// ClaudeCodeVersion is the Claude Code release whose headless protocol
+	// sluice speaks (the SDK names it in its messages).
+	ClaudeCodeVersion string `json:"claude_code_version"`
+	// Capabilities are the protocol features the host may detect: those of
+	// Claude Code's list that sluice has.
+	Capabilities            []string `json:"capabilities"`
+	OriginalCWD             string   `json:"original_cwd"`
+	AnalyticsDisabled       bool     `json:"analytics_disabled"`        // sluice sends none
+	ProductFeedbackDisabled bool     `json:"product_feedback_disabled"` // nor asks for any
+	FastModeState           string   `json:"fast_mode_state"`           // sluice has no fast mode: "off"
+	TerminalSlashCommands   []string `json:"terminal_slash_commands"`   // none
+	ViewMode                string   `json:"view_mode"`
+	UltrathinkAvailable     bool     `json:"ultrathink_available"` // no ultrathink keyword
+	UltrathinkTypedRaises   bool     `json:"ultrathink_typed_raises"`
+	PerTurnEffortActive     bool     `json:"per_turn_effort_active"` // an effort level is sent
+	Betas                   []string `json:"betas,omitempty"`
+	Effort                  string   `json:"effort,omitempty"`
 }
+
+// ClaudeCodeVersion is the Claude Code release whose headless protocol
+// (stream-json lines, control requests) sluice's print mode speaks.
+const ClaudeCodeVersion = "2.1.328"
+
+// capabilities are the entries of Claude Code's capabilities list that
+// sluice's print mode honours: tool manifests of the host's in-process
+// MCP servers in initialize (sdkMcpServerManifests).
+var capabilities = []string{"sdk_mcp_manifests"}
 
 // MCPServer is an MCP server as system/init lists it.
 type MCPServer struct {
@@ -74,6 +103,23 @@ type userLine struct {
 	// ToolUseResult is the result as the SDK's user sees it: the output,
 	// or "Error: " and the cause.
 	ToolUseResult string `json:"tool_use_result"`
+	// ToolResultMeta says who decided that the call could run, or not.
+	ToolResultMeta []toolResultMeta `json:"tool_result_meta"`
+}
+
+// toolResultMeta is one tool result's permission decision, in Claude
+// Code's words: decision accept or reject; source config (the mode or a
+// rule), hook, user_temporary (the host allowed it once), user_reject.
+type toolResultMeta struct {
+	ID                 string              `json:"id"`
+	NonExecutionKind   string              `json:"non_execution_kind,omitempty"`
+	PermissionDecision *permissionDecision `json:"permission_decision,omitempty"`
+}
+
+type permissionDecision struct {
+	Decision   string `json:"decision"`
+	Source     string `json:"source"`
+	ReasonType string `json:"reason_type,omitempty"`
 }
 
 type userMessage struct {
@@ -146,7 +192,11 @@ type resultLine struct {
 	// StoppedTasks are sluice's: background commands the run started that
 	// were still running when it ended, and were stopped.
 	StoppedTasks []string `json:"stopped_background_tasks,omitempty"`
-	UUID         string   `json:"uuid"`
+	// FastModeState is "off": sluice has no fast mode.
+	FastModeState string `json:"fast_mode_state"`
+	// ResultIndex counts the result lines before this one in the process.
+	ResultIndex int    `json:"result_index"`
+	UUID        string `json:"uuid"`
 }
 
 type modelUsage struct {

@@ -86,6 +86,24 @@ type Config struct {
 	// JSONSchema, when set, asks for a structured answer in the result's
 	// structured_output (--json-schema); the host's initialize may set it.
 	JSONSchema json.RawMessage
+	// AwaitInitialize holds the stream-json input that comes before the
+	// host's initialize until it comes (--await-initialize), so that the
+	// session opens as initialize asks whatever the order of the lines.
+	AwaitInitialize bool
+	// IncludeHookEvents writes system/hook_started and hook_response lines
+	// for the command hooks HookEvents reports (--include-hook-events).
+	IncludeHookEvents bool
+	// SessionState, when set (SessionStateHost, SessionStateAll), writes
+	// system/session_state_changed lines as the session starts a turn,
+	// waits for the host's answer to can_use_tool and goes idle.
+	SessionState string
+	// HookEvents, when set, is where the command hooks' lifecycle comes
+	// from; Run attaches to it.
+	HookEvents *HookRelay
+	// Effort and Betas are the effort level and the Anthropic betas asked
+	// for (system/init's effort and betas).
+	Effort string
+	Betas  []string
 	// Rules, when set, decides tool calls before the host's hooks and the
 	// permission mode (--allowedTools, --disallowedTools).
 	Rules func(agent.ToolCall) agent.Verdict
@@ -168,10 +186,15 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 			sub = s.Subscribe(agent.SubscribeOptions{ModelParts: cfg.OutputFormat == FormatStreamJSON})
 		}
 		if cfg.OutputFormat == FormatStreamJSON {
+			h.state(stateRunning)
 			w.line(h.initLine(s))
 			w.flush()
 		}
 		return s, nil
+	}
+	if cfg.IncludeHookEvents && cfg.OutputFormat == FormatStreamJSON {
+		cfg.HookEvents.attach(w.hookLine)
+		defer cfg.HookEvents.attach(nil)
 	}
 	defer func() {
 		if sub != nil {
@@ -206,7 +229,9 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 			}
 			w.flush()
 		}
-		if err := runOne(ctx, s, sub, h.w, in, h.cfg, h); err != nil {
+		err = runOne(ctx, s, sub, h.w, in, h.cfg, h)
+		h.state(stateIdle)
+		if err != nil {
 			// The host's interrupt ends a turn, not the session: the result
 			// says so, and the process goes on to the host's next message.
 			if !(streamIn && errors.Is(err, agent.ErrAborted) && ctx.Err() == nil) {
@@ -244,7 +269,11 @@ func (h *host) initLine(s *agent.Session) initLine {
 		PermissionMode: h.reportedMode(s), SlashCommands: []string{}, APIKeySource: h.cfg.APIKeySource,
 		SluiceVersion: h.cfg.Version, OutputStyle: "default", Agents: []string{}, Skills: []string{},
 		Plugins: []any{}, UUID: uuid.NewString(),
-		AdditionalDirs: append([]string{}, h.cfg.AddDirs...),
+		AdditionalDirs:    append([]string{}, h.cfg.AddDirs...),
+		ClaudeCodeVersion: ClaudeCodeVersion, Capabilities: capabilities, OriginalCWD: s.WorkDir(),
+		AnalyticsDisabled: true, ProductFeedbackDisabled: true, FastModeState: "off",
+		TerminalSlashCommands: []string{}, ViewMode: "default", PerTurnEffortActive: h.cfg.Effort != "",
+		Betas: h.cfg.Betas, Effort: h.cfg.Effort,
 	}
 }
 
@@ -290,7 +319,7 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	start := time.Now()
 	if hst.overBudget() {
 		err := fmt.Errorf("%w of $%g", ErrBudget, cfg.MaxBudgetUSD)
-		w.line(newResultLine(sess, agent.Result{}, "", err, 0))
+		w.line(hst.numbered(newResultLine(sess, agent.Result{}, "", err, 0)))
 		w.flush()
 		return err
 	}
@@ -311,6 +340,7 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	stream := cfg.OutputFormat == FormatStreamJSON
 	tr := newTranslator(w, cfg)
 	tr.requestModel = sess.Model()
+	tr.decided = hst.decision
 	defer func() {
 		hst.mu.Lock()
 		if tr.contextTokens > 0 {
@@ -384,10 +414,19 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 		line := newResultLine(sess, res, answer, err, time.Since(start))
 		line.StoppedTasks = stopped
 		line.StructuredOutput = hst.structured.take()
-		w.line(line)
+		w.line(hst.numbered(line))
 	}
 	w.flush()
 	return err
+}
+
+// numbered gives a result line its index among the process's results.
+func (h *host) numbered(line resultLine) resultLine {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	line.ResultIndex = h.results
+	h.results++
+	return line
 }
 
 // roundCost rounds a cost in dollars to a billionth, so that a sum of
@@ -408,7 +447,7 @@ func newResultLine(sess *agent.Session, res agent.Result, answer string, err err
 		NumTurns: res.Turns, Result: answer, StopReason: nullable(res.StopReason), ContinuedAfter: res.Continued,
 		SessionID: sess.ID(), TotalCostUSD: roundCost(res.CostUSD), Usage: sessionUsageOf(res.Usage),
 		ModelUsage: map[string]modelUsage{}, PermissionDenials: denials(res.Denials),
-		UUID: uuid.NewString(),
+		FastModeState: "off", UUID: uuid.NewString(),
 	}
 	if res.Turns > 0 {
 		line.ModelUsage[cmp.Or(res.FallbackModel, sess.Model())] = modelUsage{
@@ -523,6 +562,12 @@ type writer struct {
 	enc     *json.Encoder
 	session string
 	err     error
+}
+
+func (w *writer) sessionID() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.session
 }
 
 func (w *writer) setSession(id string) {

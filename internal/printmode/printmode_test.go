@@ -172,8 +172,11 @@ func TestInitAndRetryLines(t *testing.T) {
 	init := fmt.Sprintf(`{"type":"system","subtype":"init","cwd":%q,"session_id":%q,"tools":["Bash","Read","Write","Edit","Glob","Grep","TodoWrite","WebFetch","BashOutput","KillShell"],`+
 		`"mcp_servers":[{"name":"files","status":"connected"},{"name":"broken","status":"failed"}],"model":"test-model","permissionMode":"default",`+
 		`"slash_commands":[],"apiKeySource":"ANTHROPIC_API_KEY","sluice_version":"1.2.3","output_style":"default","agents":[],"skills":[],"plugins":[],"uuid":"`, sess.WorkDir(), sess.ID())
-	if !strings.HasPrefix(out[0], init) || !strings.HasSuffix(out[0], `","additional_directories":["/srv/data"]}`) {
-		t.Errorf("init line\n%s\nwant\n%s…%s", out[0], init, `","additional_directories":["/srv/data"]}`)
+	initEnd := fmt.Sprintf(`","additional_directories":["/srv/data"],"claude_code_version":"2.1.328","capabilities":["sdk_mcp_manifests"],`+
+		`"original_cwd":%q,"analytics_disabled":true,"product_feedback_disabled":true,"fast_mode_state":"off","terminal_slash_commands":[],`+
+		`"view_mode":"default","ultrathink_available":false,"ultrathink_typed_raises":false,"per_turn_effort_active":false}`, sess.WorkDir())
+	if !strings.HasPrefix(out[0], init) || !strings.HasSuffix(out[0], initEnd) {
+		t.Errorf("init line\n%s\nwant\n%s…%s", out[0], init, initEnd)
 	}
 	retry := `{"type":"system","subtype":"api_retry","attempt":1,"max_retries":3,"retry_delay_ms":5,"error_status":529,"error":"overloaded","error_message":"anthropic API error 529 overloaded_error: Overloaded",`
 	if !strings.HasPrefix(out[1], retry) {

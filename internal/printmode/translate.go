@@ -26,6 +26,11 @@ type translator struct {
 
 	msgID string
 	model string
+	// sessMsg is the session's id of the assistant message the model's
+	// response shows as, lines how many assistant lines it has had: the
+	// lines' uuids derive from both (LineUUID).
+	sessMsg string
+	lines   int
 	// requestModel is the model the requests ask: the session's, until
 	// the run falls back to another.
 	requestModel string
@@ -38,6 +43,9 @@ type translator struct {
 	acc    model.Accumulator
 	starts map[int]blockStart
 	tools  map[string]bool // ids of the tool calls of this run
+	// decided, when set, is the permission decision print mode's host
+	// made about a tool call (tool_result_meta).
+	decided func(toolID string) (permissionDecision, bool)
 }
 
 // blockStart is what a block's start said: enough to write its start
@@ -57,6 +65,9 @@ func (t *translator) item(it agent.Item) {
 		t.part(*it.Part)
 		return
 	}
+	if e, ok := it.Event.(protocol.AssistantMessageAdded); ok {
+		t.sessMsg, t.lines = e.Message.ID, 0
+	}
 	if e, ok := it.Event.(protocol.ToolBlockUpdated); ok && e.Stage == protocol.StageEnd && t.tools[e.ToolID] {
 		content := ""
 		if e.Result != nil {
@@ -66,6 +77,26 @@ func (t *translator) item(it agent.Item) {
 			content = e.Error
 		}
 		failed := e.Success == nil || !*e.Success
+		meta := toolResultMeta{ID: e.ToolID}
+		d, ok := permissionDecision{}, false
+		if t.decided != nil {
+			d, ok = t.decided(e.ToolID)
+		}
+		switch {
+		case ok:
+			meta.PermissionDecision = &d
+		case !failed || (e.Result != nil && *e.Result != ""):
+			// It ran: the permission mode let it.
+			meta.PermissionDecision = &permissionDecision{Decision: "accept", Source: "config", ReasonType: "mode"}
+		default:
+			// Refused before it ran, by the mode (a call that cannot
+			// run at all, an unknown tool, is refused the same way).
+			d = permissionDecision{Decision: "reject", Source: "config", ReasonType: "mode"}
+			meta.PermissionDecision = &d
+		}
+		if meta.PermissionDecision.Decision == "reject" {
+			meta.NonExecutionKind = "permission-rule"
+		}
 		shown := content
 		if failed {
 			shown = "Error: " + content
@@ -76,8 +107,8 @@ func (t *translator) item(it agent.Item) {
 				ToolUseID: e.ToolID, Type: "tool_result", Content: content,
 				IsError: failed,
 			}}},
-			SessionID: t.w.session, UUID: uuid.NewString(), Timestamp: timestamp(t.now()),
-			ToolUseResult: shown,
+			SessionID: t.w.session, UUID: toolResultUUID(e.MessageID, e.ToolID), Timestamp: timestamp(t.now()),
+			ToolUseResult: shown, ToolResultMeta: []toolResultMeta{meta},
 		})
 	}
 }
@@ -142,8 +173,9 @@ func (t *translator) part(p model.Part) {
 			// Claude Code writes the finished block before its stop event.
 			t.w.line(assistantLine{
 				Type: "assistant", Message: assistantMessage{Message: t.message([]any{t.finished(p.Index, b)})},
-				SessionID: t.w.session, UUID: uuid.NewString(), Timestamp: timestamp(t.now()),
+				SessionID: t.w.session, UUID: assistantUUID(t.sessMsg, t.lines), Timestamp: timestamp(t.now()),
 			})
+			t.lines++
 		}
 		t.event(api.ContentBlockStopEvent{Type: "content_block_stop", Index: p.Index})
 	case model.PartMessageDelta:

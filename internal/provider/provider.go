@@ -53,6 +53,9 @@ type Config struct {
 	HTTPClient *http.Client
 	// Demo configures the demo provider (its pace).
 	Demo demo.Config
+	// Betas are Anthropic beta names for the anthropic-beta header
+	// (Anthropic's API only).
+	Betas []string
 }
 
 // String describes the configuration without its secret.
@@ -136,6 +139,7 @@ func Open(cfg Config, getenv func(string) string) (*Selection, error) {
 			BaseURL:    first(cfg.BaseURL, getenv("ANTHROPIC_BASE_URL")),
 			Model:      first(modelName, getenv("ANTHROPIC_MODEL")),
 			HTTPClient: cfg.HTTPClient,
+			Betas:      cfg.Betas,
 		}
 		if c.APIKey == "" {
 			// A gateway's bearer token, used only without a key: one

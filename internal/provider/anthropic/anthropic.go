@@ -13,6 +13,7 @@ import (
 	"io"
 	"iter"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/sluicehq/sluice/internal/provider/httpapi"
@@ -45,6 +46,9 @@ type Config struct {
 	HTTPClient *http.Client
 	// MaxEventSize bounds one stream event: sse.DefaultMaxEventSize when 0.
 	MaxEventSize int
+	// Betas are sent in the anthropic-beta header of every request
+	// (Claude Code's --betas).
+	Betas []string
 }
 
 // String describes the configuration without its secrets.
@@ -100,8 +104,19 @@ func overflow(e *model.APIError) bool {
 		strings.Contains(m, "exceeds the context window") || strings.Contains(m, "context window exceeded")
 }
 
-func (p *Provider) header(stream bool) http.Header {
+// effortBeta is the beta that the effort level (output_config.effort)
+// is sent under, as Claude Code sends it.
+const effortBeta = "effort-2025-11-24"
+
+func (p *Provider) header(stream bool, req *model.Request) http.Header {
 	h := http.Header{}
+	betas := slices.Clone(p.cfg.Betas)
+	if req.Effort != "" && !slices.Contains(betas, effortBeta) {
+		betas = append(betas, effortBeta)
+	}
+	if len(betas) > 0 {
+		h.Set("anthropic-beta", strings.Join(betas, ","))
+	}
 	h.Set("Content-Type", "application/json")
 	h.Set("anthropic-version", apiVersion)
 	if stream {
@@ -128,7 +143,7 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request) iter.Seq2[mod
 			yield(model.Part{}, err)
 			return
 		}
-		p.api.Stream(ctx, p.cfg.BaseURL+"/v1/messages", p.header(true), body, func(r io.Reader, yield func(model.Part, error) bool) {
+		p.api.Stream(ctx, p.cfg.BaseURL+"/v1/messages", p.header(true, req), body, func(r io.Reader, yield func(model.Part, error) bool) {
 			decode(r, p.cfg.MaxEventSize, p.api.Wrap, yield)
 		}, yield)
 	}
@@ -140,7 +155,7 @@ func (p *Provider) Complete(ctx context.Context, req *model.Request) (*model.Res
 	if err != nil {
 		return nil, err
 	}
-	resp, err := p.api.Post(ctx, p.cfg.BaseURL+"/v1/messages", p.header(false), body)
+	resp, err := p.api.Post(ctx, p.cfg.BaseURL+"/v1/messages", p.header(false, req), body)
 	if err != nil {
 		return nil, err
 	}

@@ -857,3 +857,59 @@ func FuzzParseMessage(f *testing.F) {
 		}
 	})
 }
+
+// Thinking, effort and betas reach the request as Claude Code sends them
+// (--thinking, --effort, --betas): adaptive thinking without a budget,
+// output_config.effort under the effort beta, the betas in anthropic-beta.
+func TestRequestThinkingEffortBetas(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name         string
+		betas        []string
+		req          model.Request
+		wantThinking string // the thinking object as JSON, "" for none
+		wantEffort   string
+		wantBeta     string
+	}{
+		{"nothing", nil, model.Request{}, "", "", ""},
+		{"adaptive", nil, model.Request{AdaptiveThinking: true}, `{"type":"adaptive"}`, "", ""},
+		{"a budget wins over adaptive", nil, model.Request{ThinkingBudget: 1024, AdaptiveThinking: true},
+			`{"type":"enabled","budget_tokens":1024}`, "", ""},
+		{"effort", nil, model.Request{Effort: "high"}, "", "high", "effort-2025-11-24"},
+		{"betas", []string{"context-1m-2025-08-07", "x-2026"}, model.Request{}, "", "", "context-1m-2025-08-07,x-2026"},
+		{"betas and effort", []string{"effort-2025-11-24"}, model.Request{Effort: "max"}, "", "max", "effort-2025-11-24"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var body struct {
+				Thinking     json.RawMessage `json:"thinking"`
+				OutputConfig *struct {
+					Effort string `json:"effort"`
+				} `json:"output_config"`
+			}
+			var beta string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				beta = r.Header.Get("anthropic-beta")
+				json.NewDecoder(r.Body).Decode(&body)
+				ok(w, r)
+			}))
+			t.Cleanup(srv.Close)
+			p := New(Config{APIKey: "k", BaseURL: srv.URL, HTTPClient: srv.Client(), Betas: tc.betas})
+			req := tc.req
+			req.Messages = []model.Message{{Role: model.RoleUser, Content: []model.Content{{Type: model.ContentText, Text: "hi"}}}}
+			for _, err := range p.Stream(t.Context(), &req) {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			effort := ""
+			if body.OutputConfig != nil {
+				effort = body.OutputConfig.Effort
+			}
+			if string(body.Thinking) != tc.wantThinking || effort != tc.wantEffort || beta != tc.wantBeta {
+				t.Fatalf("thinking %s, effort %q, anthropic-beta %q", body.Thinking, effort, beta)
+			}
+		})
+	}
+}

@@ -491,3 +491,34 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// An effort level (--effort) is sent as reasoning_effort; the levels above
+// high that not every server knows are asked as high.
+func TestReasoningEffort(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ effort, want string }{
+		{"", ""}, {"low", "low"}, {"medium", "medium"}, {"high", "high"}, {"xhigh", "high"}, {"max", "high"},
+	} {
+		var body struct {
+			ReasoningEffort *string `json:"reasoning_effort"`
+		}
+		p := server(t, func(w http.ResponseWriter, r *http.Request) {
+			json.NewDecoder(r.Body).Decode(&body)
+			ok(w, r)
+		})
+		req := *hi
+		req.Effort = tc.effort
+		for _, err := range p.Stream(t.Context(), &req) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := ""
+		if body.ReasoningEffort != nil {
+			got = *body.ReasoningEffort
+		}
+		if got != tc.want || (tc.want == "" && body.ReasoningEffort != nil) {
+			t.Errorf("effort %q: reasoning_effort %v, want %q", tc.effort, body.ReasoningEffort, tc.want)
+		}
+	}
+}
