@@ -17,10 +17,6 @@ import (
 const (
 	DefaultMaxRetries      = 10
 	DefaultFallbackAfter   = 3
-	// FallbackModelAfter is how many consecutive answers that the model
-	// is unavailable (overloaded, 5xx) switch to the next of
-	// StreamOptions.FallbackModels, as Claude Code switches.
-	FallbackModelAfter = 3
 	DefaultBaseDelay       = 500 * time.Millisecond
 	DefaultMaxDelay        = 32 * time.Second
 	DefaultMaxRetryAfter   = 60 * time.Second
@@ -32,6 +28,11 @@ const (
 	// search results) stay well under it.
 	DefaultMaxResponseSize = 64 << 20
 )
+
+// FallbackModelAfter is how many consecutive answers that the model is
+// unavailable (overloaded, 5xx) switch to the next of
+// StreamOptions.FallbackModels, as Claude Code switches.
+const FallbackModelAfter = 3
 
 // StreamOptions configure Stream. The zero value gives the defaults.
 type StreamOptions struct {

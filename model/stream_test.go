@@ -1,12 +1,12 @@
 package model_test
 
 import (
-	"slices"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
