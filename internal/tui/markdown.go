@@ -1,71 +1,30 @@
 package tui
 
 import (
-	"regexp"
 	"strings"
 
-	"charm.land/glamour/v2"
-	"charm.land/glamour/v2/styles"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/sluicehq/sluice/internal/termmd"
 )
 
-// markdown renders answers with Glamour at one width. A markdown is used
-// only from the Bubble Tea event loop (Glamour's renderer keeps buffers).
+// markdown renders answers at one width. A markdown is used only from the
+// Bubble Tea event loop (the renderer caches styles).
 type markdown struct {
 	width int
-	r     *glamour.TermRenderer // nil when Glamour refused the style: plain text then
+	r     *termmd.Renderer
 }
 
-// newMarkdown returns a renderer wrapping at width columns. style names a
-// Glamour standard style ("dark", "light", "ascii", "notty", ...).
+// newMarkdown returns a renderer wrapping at width columns in style
+// ("dark" or "light").
 func newMarkdown(style string, width int) *markdown {
-	base, ok := styles.DefaultStyles[style]
-	if !ok {
-		base = styles.DefaultStyles[styles.DarkStyle]
-	}
-	// The document's margin and blank first and last lines are ours to
-	// decide: a block is laid out by the caller.
-	st := *base
-	var zero uint
-	st.Document.Margin = &zero
-	st.Document.BlockPrefix = ""
-	st.Document.BlockSuffix = ""
-	r, err := glamour.NewTermRenderer(glamour.WithStyles(st), glamour.WithWordWrap(max(width, 10)))
-	if err != nil {
-		r = nil
-	}
-	return &markdown{width: width, r: r}
+	return &markdown{width: width, r: termmd.New(style, width)}
 }
 
 // render returns src rendered as lines, without leading or trailing blank
-// lines and without the padding Glamour adds to fill every line.
+// lines.
 func (md *markdown) render(src string) []string {
-	src = sanitize(src)
-	if md.r == nil {
-		return wrapPlain(src, md.width)
-	}
-	out, err := md.r.Render(src)
-	if err != nil {
-		return wrapPlain(src, md.width)
-	}
-	return trimBlankEdges(trimPadding(strings.Split(out, "\n")))
-}
-
-// trailingPad matches the styled spaces Glamour pads each line with.
-var trailingPad = regexp.MustCompile(`(?:\x1b\[[0-9;:]*m|[ \t])+$`)
-
-// trimPadding removes trailing spaces (styled or not) from each line; a
-// line that still holds a style sequence is closed with a reset, so that
-// no style leaks into the next one.
-func trimPadding(lines []string) []string {
-	for i, l := range lines {
-		t := trailingPad.ReplaceAllString(l, "")
-		if strings.Contains(t, "\x1b[") {
-			t += "\x1b[m"
-		}
-		lines[i] = t
-	}
-	return lines
+	return trimBlankEdges(md.r.Render(sanitize(src)))
 }
 
 func isBlank(line string) bool { return strings.TrimSpace(ansi.Strip(line)) == "" }
@@ -114,9 +73,9 @@ func (f *fence) line(l string) {
 
 // streamMD renders a text block that is still streaming without flicker.
 // The source up to its last paragraph break outside a code fence is
-// stable: it is rendered with Glamour once, in segments as each paragraph
+// stable: it is rendered as markdown once, in segments as each paragraph
 // completes, and cached. The tail that is still growing is shown as plain
-// wrapped text, fence lines hidden and code indented as Glamour does, so
+// wrapped text, fence lines hidden and code indented as termmd does, so
 // that a half-open fence or half-written emphasis never reflows the lines
 // above it. The cost of a delta is the cost of wrapping the tail.
 type streamMD struct {
@@ -181,7 +140,7 @@ func stableBoundary(src string, from int, f fence) (int, fence) {
 
 // tailSource is how the still-growing tail of an answer is shown: fence
 // lines are dropped and code is indented, so that the tail looks like what
-// Glamour will make of it.
+// the markdown renderer will make of it.
 func tailSource(tail string) string {
 	if !strings.Contains(tail, "```") && !strings.Contains(tail, "~~~") {
 		return strings.TrimLeft(tail, "\n")

@@ -9,7 +9,6 @@ import (
 
 	"charm.land/bubbles/v2/textarea"
 	tea "charm.land/bubbletea/v2"
-	"charm.land/glamour/v2/styles"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/ansi"
@@ -119,7 +118,7 @@ type ui struct {
 	sent   []sent
 	caches map[blockKey]*blockCache
 	md     *markdown
-	style  string // Glamour style
+	style  string // answers' colours: "dark" or "light"
 	ready  bool   // the terminal's size is known
 
 	outbox   []string // lines to print above the UI, in order
@@ -173,7 +172,7 @@ func newModel(ctx context.Context, opts Options, b backend) *ui {
 		opts:    opts,
 		clock:   opts.Clock,
 		caches:  map[blockKey]*blockCache{},
-		style:   styles.DarkStyle,
+		style:   "dark",
 		width:   80,
 		height:  24,
 		profile: colorprofile.TrueColor,
@@ -315,8 +314,8 @@ func (m *ui) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.ColorProfileMsg:
 		m.profile = msg.Profile
 	case tea.BackgroundColorMsg:
-		if m.opts.Style == "" && !msg.IsDark() && m.style != styles.LightStyle {
-			m.style = styles.LightStyle
+		if m.opts.Style == "" && !msg.IsDark() && m.style != "light" {
+			m.style = "light"
 			m.md = newMarkdown(m.style, m.width-2)
 			clear(m.caches)
 		}

@@ -39,9 +39,9 @@
 // error, a later message exists or the session is idle. Its blocks then
 // print as each ends, in order.
 //
-// Answers are rendered with Glamour when printed. While an answer streams,
+// Answers are rendered as markdown (internal/termmd) when printed. While an answer streams,
 // the part up to its last paragraph break outside a code fence is rendered
-// with Glamour once per paragraph and the growing tail is shown as plain
+// as markdown once per paragraph and the growing tail is shown as plain
 // text, so a half-open fence never makes the screen flicker.
 //
 // Bubble Tea prints above the frame it last flushed, and flushes on its
@@ -105,9 +105,8 @@ type Options struct {
 	// Environ is the environment used to detect the terminal's abilities
 	// (default: the process's).
 	Environ []string
-	// Style is Glamour's style for answers ("dark", "light", "ascii",
-	// "notty", ...); empty picks dark or light from the terminal's
-	// background.
+	// Style is the answers' colours, "dark" or "light"; empty picks one
+	// from the terminal's background.
 	Style string
 	// Clock drives the reasoning timer (default model.SystemClock).
 	Clock model.Clock
