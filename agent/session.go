@@ -67,6 +67,10 @@ type Result struct {
 	FallbackModel string
 	// Err is why the run failed, or nil.
 	Err error
+	// SteeredInto is, for a message sent while a run was going that joined
+	// it at a model request (steering), the id of the message whose run it
+	// joined; the result is that run's. "" for a run of its own.
+	SteeredInto string
 }
 
 // Denial is a tool call refused by permissions.
@@ -367,6 +371,7 @@ func (s *Session) worker() {
 		for _, m := range j.steered {
 			m.result = j.result
 			m.result.MessageID = m.id
+			m.result.SteeredInto = j.id
 			m.cancel(nil)
 			close(m.done)
 		}
@@ -579,6 +584,22 @@ func (s *Session) Abort(reason string) {
 		j.cancel(cause)
 		close(j.done)
 	}
+	if cur != nil {
+		cur.cancel(cause)
+	}
+}
+
+// Interrupt stops the work in progress (keeping what streamed), as Abort
+// does, but keeps the queued work: it runs next. Messages steered into the
+// run end with it.
+func (s *Session) Interrupt(reason string) {
+	cause := ErrAborted
+	if reason != "" {
+		cause = fmt.Errorf("%w: %s", ErrAborted, reason)
+	}
+	s.mu.Lock()
+	cur := s.current
+	s.mu.Unlock()
 	if cur != nil {
 		cur.cancel(cause)
 	}

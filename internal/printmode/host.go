@@ -391,8 +391,10 @@ func (h *host) control(ctx context.Context, id, subtype string, raw json.RawMess
 func (h *host) answer(_ context.Context, sess *agent.Session, subtype string, raw json.RawMessage) (any, error) {
 	switch subtype {
 	case "interrupt":
+		// The turn ends; the host's messages queued behind it (sent
+		// while it ran, too late to steer into it) run next.
 		if sess.Running() {
-			sess.Abort("interrupted")
+			sess.Interrupt("interrupted")
 		}
 		return map[string]any{"still_queued": []string{}}, nil
 	case "set_permission_mode":

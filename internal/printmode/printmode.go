@@ -209,10 +209,24 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 			return 1
 		}
 	}
+	// With stream-json input, the host's messages that arrive while a run
+	// is going go to the session at once (steering); st holds them.
+	var st *steerer
+	if streamIn {
+		st = &steerer{}
+	}
 	for {
-		in, ok := prompts.pop(ctx)
-		if !ok {
-			break
+		var (
+			in  userInput
+			pre *agent.Handle
+		)
+		if sent, ok := st.nextOrNone(); ok {
+			in, pre = sent.in, sent.h
+		} else {
+			var ok bool
+			if in, ok = prompts.pop(ctx); !ok {
+				break
+			}
 		}
 		s, err := h.session()
 		if streamIn && err == nil {
@@ -223,13 +237,13 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 			code = 1
 			break
 		}
-		if streamIn {
+		if streamIn && pre == nil {
 			if cfg.ReplayUserMessages && in.line != nil {
 				w.line(replayLine(in.line, s.ID()))
 			}
 			w.flush()
 		}
-		err = runOne(ctx, s, sub, h.w, in, h.cfg, h)
+		err = runOne(ctx, s, sub, h.w, in, h.cfg, h, run{pre: pre, st: st, prompts: prompts})
 		h.state(stateIdle)
 		if err != nil {
 			// The host's interrupt ends a turn, not the session: the result
@@ -313,25 +327,45 @@ func (o orderedType) MarshalJSON() ([]byte, error) {
 	return append([]byte(`{"type":`+string(t)+`,`), b[1:]...), nil
 }
 
+// run is how runOne takes its prompt with stream-json input: pre is its
+// handle when the prompt was given to the session mid-run (by st), and
+// the prompts that arrive while it runs go to the session through st.
+type run struct {
+	pre     *agent.Handle
+	st      *steerer
+	prompts *queue[userInput]
+}
+
 // runOne runs one prompt and writes its lines and result. An interrupt
 // (ctx done) aborts the run; what it produced is still written.
-func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w *writer, in userInput, cfg Config, hst *host) error {
+func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w *writer, in userInput, cfg Config, hst *host, r run) error {
 	start := time.Now()
-	if hst.overBudget() {
+	h := r.pre
+	if h == nil && hst.overBudget() {
 		err := fmt.Errorf("%w of $%g", ErrBudget, cfg.MaxBudgetUSD)
 		w.line(hst.numbered(newResultLine(sess, agent.Result{}, "", err, 0)))
 		w.flush()
 		return err
 	}
-	var h *agent.Handle
-	var err error
-	if len(in.images) > 0 {
-		h, err = sess.SubmitImages(ctx, in.text, in.images)
-	} else {
-		h, err = sess.Submit(ctx, in.text)
+	if h == nil {
+		var err error
+		if h, err = submit(ctx, sess, in); err != nil {
+			return err
+		}
 	}
-	if err != nil {
-		return err
+	if r.st != nil {
+		// The host's messages that arrive while this runs go to the
+		// session now, not after the run.
+		feedCtx, stopFeed := context.WithCancel(ctx)
+		fed := make(chan struct{})
+		go func() {
+			defer close(fed)
+			r.st.feed(feedCtx, sess, r.prompts, w, cfg, hst)
+		}()
+		defer func() {
+			stopFeed()
+			<-fed
+		}()
 	}
 	// After Submit, so that an interrupt that came before it aborts the
 	// message too (AfterFunc runs at once when ctx is already done).
@@ -372,18 +406,33 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 		case <-done.Done():
 		}
 	}()
-	for {
+	// ends takes one item and reports whether the run is over: its idle
+	// event, or the first event of a later message's own run (which
+	// follows at once when that message was queued behind this run; it is
+	// kept for the next runOne).
+	ends := func(it agent.Item) bool {
+		if r.st.startsRun(h, it) {
+			r.st.setCarry(it)
+			return true
+		}
+		return handle(it)
+	}
+	over := false
+	if it := r.st.takeCarry(); it != nil {
+		over = ends(*it)
+	}
+	for !over {
 		it, err := sub.NextItem(done)
 		if err != nil {
 			// What the run published before its handle was done is queued.
 			for sub.Pending() > 0 {
-				if it, err := sub.NextItem(context.Background()); err != nil || handle(it) {
+				if it, err := sub.NextItem(context.Background()); err != nil || ends(it) {
 					break
 				}
 			}
 			break
 		}
-		if handle(it) {
+		if ends(it) {
 			break
 		}
 		if stream && sub.Pending() == 0 {

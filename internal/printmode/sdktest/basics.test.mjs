@@ -66,6 +66,33 @@ test('multi-turn streaming input: one result per message, in one session', async
   assert.match(sentText(model.requests[1]), /first question[\s\S]*First answer\.[\s\S]*second question/);
 });
 
+test('streaming input: a message sent during a tool call steers the run', { timeout: 60_000 }, async (t) => {
+  // The command waits for a file the test writes once sluice has taken the
+  // second message (its replay), so the message arrives mid-run.
+  const { options, model, cwd } = await start(t, [
+    { tool: 'Bash', input: { command: 'until [ -f go ]; do sleep 0.02; done; echo listed' } },
+    { text: 'Only the tests.' },
+  ]);
+  const input = messages();
+  input.push('find the Go files');
+  const q = query({ prompt: input, options: { ...options, permissionMode: 'bypassPermissions', extraArgs: { 'replay-user-messages': null } } });
+  const got = [];
+  for await (const m of q) {
+    if (m.type === 'assistant' && m.message.content.some((c) => c.type === 'tool_use')) input.push('only the tests');
+    if (m.type === 'user' && m.isReplay && m.message.content === 'only the tests') fs.writeFileSync(path.join(cwd, 'go'), '');
+    if (m.type !== 'result') continue;
+    got.push(m);
+    input.end();
+  }
+  // One run, one result: the message joined it after the tool result.
+  assert.deepEqual(got.map((r) => r.result), ['Only the tests.']);
+  assert.equal(model.requests.length, 2);
+  const msgs = model.requests[1].messages;
+  assert.equal(msgs.at(-1).role, 'user');
+  assert.match(sentText({ messages: [msgs.at(-1)] }), /only the tests/);
+  assert.match(sentText({ messages: msgs.slice(-2) }), /listed[\s\S]*only the tests/);
+});
+
 test('resume and continue carry the conversation on', async (t) => {
   const { options, model } = await start(t, [{ text: 'Noted: 42.' }, { text: 'It was 42.' }, { text: 'Still 42.' }]);
   const first = last(await collect('Remember 42', options));

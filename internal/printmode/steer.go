@@ -1,0 +1,139 @@
+package printmode
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/protocol"
+)
+
+// steerer gives the session the host's messages that arrive while a run is
+// going (stream-json input), at once: the session steers a message into
+// the run at its next model request, after the tool results, as the Agent
+// SDK's streaming input expects, or runs it next when the run has made its
+// last request. A steered message's result is its run's, written once; a
+// message that got a run of its own is reported by the next runOne.
+type steerer struct {
+	mu   sync.Mutex
+	sent []sentInput // given to the session, not yet reported, in order
+	// carry is the first item of the next run, read while looking for the
+	// end of the one before.
+	carry *agent.Item
+}
+
+// sentInput is a host message given to the session mid-run. A nil h means
+// it was not given (the budget was spent): the next runOne reports it.
+type sentInput struct {
+	in userInput
+	h  *agent.Handle
+}
+
+// feed submits the prompts that arrive until ctx is done. It returns when
+// ctx is done or the input has ended.
+func (st *steerer) feed(ctx context.Context, sess *agent.Session, prompts *queue[userInput], w *writer, cfg Config, hst *host) {
+	for {
+		in, ok := prompts.pop(ctx)
+		if !ok {
+			return
+		}
+		var h *agent.Handle
+		if !hst.overBudget() {
+			var err error
+			h, err = submit(ctx, sess, in)
+			if err != nil {
+				fmt.Fprintf(cfg.Stderr, "sluice: %v\n", err)
+				continue
+			}
+		}
+		st.mu.Lock()
+		st.sent = append(st.sent, sentInput{in: in, h: h})
+		st.mu.Unlock()
+		// After the session has it: the echo says it was taken.
+		if cfg.ReplayUserMessages && in.line != nil {
+			w.line(replayLine(in.line, sess.ID()))
+			w.flush()
+		}
+	}
+}
+
+// nextOrNone takes the next message given mid-run that has a run of its
+// own; those steered into an earlier run are dropped (that run reported
+// them). A nil steerer has none.
+func (st *steerer) nextOrNone() (sentInput, bool) {
+	if st == nil {
+		return sentInput{}, false
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for len(st.sent) > 0 {
+		s := st.sent[0]
+		st.sent = st.sent[1:]
+		if s.h == nil || !steered(s.h) {
+			return s, true
+		}
+	}
+	return sentInput{}, false
+}
+
+// startsRun reports whether it, read after run's handle is done, is the
+// first event of a later message's own run. Before the handle is done every
+// event is the run's (a later run publishes only after it), and a message
+// steered into the run is done, as steered, before the run's handle.
+func (st *steerer) startsRun(run *agent.Handle, it agent.Item) bool {
+	e, ok := it.Event.(protocol.UserMessageAdded)
+	if !ok || st == nil {
+		return false
+	}
+	select {
+	case <-run.Done():
+	default:
+		return false
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, s := range st.sent {
+		if s.h != nil && s.h.ID() == e.Message.ID {
+			return !steered(s.h)
+		}
+	}
+	return false
+}
+
+// steered reports whether h's message joined an earlier run.
+func steered(h *agent.Handle) bool {
+	select {
+	case <-h.Done():
+	default:
+		return false
+	}
+	res, _ := h.Wait(context.Background())
+	return res.SteeredInto != ""
+}
+
+// takeCarry returns the item saved for the next run.
+func (st *steerer) takeCarry() *agent.Item {
+	if st == nil {
+		return nil
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	it := st.carry
+	st.carry = nil
+	return it
+}
+
+func (st *steerer) setCarry(it agent.Item) {
+	st.mu.Lock()
+	st.carry = &it
+	st.mu.Unlock()
+}
+
+// submit gives one host message to the session.
+func submit(ctx context.Context, sess *agent.Session, in userInput) (*agent.Handle, error) {
+	if len(in.images) > 0 {
+		return sess.SubmitImages(ctx, in.text, in.images)
+	}
+	return sess.Submit(ctx, in.text)
+}
