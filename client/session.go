@@ -366,6 +366,14 @@ func (s *Session) Bang(ctx context.Context, command string) (string, error) {
 	return res.MessageID, err
 }
 
+// Ask answers a side question (/btw) from the session's context without
+// entering it: nothing of it is published or kept.
+func (s *Session) Ask(ctx context.Context, question string) (string, error) {
+	var res wire.AskResult
+	err := s.c.Call(ctx, wire.MethodAsk, wire.AskParams{SessionID: s.id, Question: question}, &res)
+	return res.Answer, err
+}
+
 // SetModel changes the model for the next requests.
 func (s *Session) SetModel(ctx context.Context, model string) error {
 	return s.c.Call(ctx, wire.MethodSetModel, wire.SetModelParams{SessionID: s.id, Model: model}, nil)

@@ -23,6 +23,7 @@ const (
 	MethodSetPermissionMode  = "setPermissionMode"
 	MethodPermissionResponse = "permissionResponse"
 	MethodDetach             = "detach"
+	MethodAsk                = "ask"
 )
 
 // Methods lists the request methods, as capabilities announce them.
@@ -30,6 +31,7 @@ var Methods = []string{
 	MethodInitialize, MethodSendMessage, MethodAbort, MethodGetMessages, MethodRewind,
 	MethodClear, MethodCompact, MethodListSessions, MethodRestoreSession, MethodBang,
 	MethodSetModel, MethodSetPermissionMode, MethodPermissionResponse, MethodDetach,
+	MethodAsk,
 }
 
 // Events lists the notification methods (package protocol's events).
@@ -40,6 +42,7 @@ var Events = []string{
 	protocol.MethodAssistantMessageDiscarded, protocol.MethodTurnEnded, protocol.MethodMessagesRewound,
 	protocol.MethodMessagesCleared, protocol.MethodRunStateChanged, protocol.MethodStreamNotice,
 	protocol.MethodPermissionRequest, protocol.MethodPermissionResolved,
+	protocol.MethodQueueChanged, protocol.MethodTaskUpdated,
 }
 
 // InitializeParams are initialize's params. Every member is optional.
@@ -137,7 +140,8 @@ type SendMessageParams struct {
 	SessionID string `json:"sessionId,omitempty"`
 	Text      string `json:"text"`
 	// Force aborts the work in progress (and drops queued work) first;
-	// otherwise the message waits for it.
+	// otherwise the message is queued (queueChanged) and joins the run in
+	// progress at its next model request (steering), or runs after it.
 	Force bool `json:"force,omitempty"`
 }
 
@@ -186,6 +190,20 @@ type BangParams struct {
 // BangResult is bang's result, sent when the command has ended.
 type BangResult struct {
 	MessageID string `json:"messageId"`
+}
+
+// AskParams are ask's params: a side question (/btw) answered from the
+// session's context without entering it.
+type AskParams struct {
+	SessionID string `json:"sessionId,omitempty"`
+	Question  string `json:"question"`
+}
+
+// AskResult is ask's result, sent when the answer is complete. Nothing of
+// the exchange is published, stored or kept for the session's next model
+// request.
+type AskResult struct {
+	Answer string `json:"answer"`
 }
 
 // SetModelParams are setModel's params.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/protocol"
@@ -31,6 +32,7 @@ func init() {
 		wire.MethodSetPermissionMode:  (*connection).setPermissionMode,
 		wire.MethodPermissionResponse: (*connection).permissionResponse,
 		wire.MethodDetach:             (*connection).detachMethod,
+		wire.MethodAsk:                (*connection).ask,
 	}
 }
 
@@ -355,6 +357,29 @@ func (c *connection) bang(req *Request) {
 			return
 		}
 		a.respondAfter(a.sess.Seq(), c.encodeReply(req, wire.BangResult{MessageID: res.MessageID}, nil))
+	})
+}
+
+// ask answers a side question (/btw) from the session's context, while a
+// run goes on if one does; the answer is the reply, and nothing of it
+// reaches the session's events.
+func (c *connection) ask(req *Request) {
+	var p wire.AskParams
+	a, ok := c.target(req, &p, func() string { return p.SessionID })
+	if !ok {
+		return
+	}
+	if strings.TrimSpace(p.Question) == "" {
+		c.reply(req, nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: question is required"))
+		return
+	}
+	c.s.goOp(func() {
+		answer, err := a.sess.Ask(c.s.ctx, p.Question, nil)
+		if err != nil {
+			c.reply(req, nil, opError(err))
+			return
+		}
+		c.reply(req, wire.AskResult{Answer: answer}, nil)
 	})
 }
 

@@ -123,3 +123,56 @@ func TestBrowserFollowsNewContent(t *testing.T) {
 		t.Errorf("the stream moved a reader who had scrolled up to %v", top)
 	}
 }
+
+// TestBrowserQueueTasksAndBtw: a message sent from the page while a run is
+// going shows as queued until the session sends it at the run's next model
+// request; a /btw question is answered beside the transcript without
+// entering the session; a background command shows as a running task
+// until it is stopped.
+func TestBrowserQueueTasksAndBtw(t *testing.T) {
+	gate := make(chan struct{})
+	script := modeltest.NewScript(
+		modeltest.Response(modeltest.Start("m1"), modeltest.Gate(gate),
+			modeltest.ToolUse(0, "toolu_1", "Bash", map[string]any{"command": "sleep 600", "run_in_background": true}), modeltest.Stop(model.StopToolUse)),
+		modeltest.Answer("m2", "It is 42."), // the side question's answer
+		modeltest.Answer("m3", "Started, and noted."),
+		modeltest.Response(modeltest.Start("m4"),
+			modeltest.ToolUse(0, "toolu_2", "KillShell", map[string]any{"shell_id": "bash_1"}), modeltest.Stop(model.StopToolUse)),
+		modeltest.Answer("m5", "Stopped."),
+	)
+	st := newStack(t, script, stackOptions{mode: protocol.ModeBypassPermissions})
+	tb := newTab(t)
+	id := tb.open(st.pageURL())
+	ctx := context.Background()
+	obs := &observer{client: dial(t, ctx, st.wsURL(), nil), sessionID: id}
+	var init wire.InitializeResult
+	if err := obs.call(ctx, "initialize", map[string]any{"sessionId": id}, &init); err != nil {
+		t.Fatal(err)
+	}
+
+	obs.after(func() { tb.send("start the server") }, has(protocol.MethodAssistantMessageAdded))
+	snap := obs.after(func() { tb.send("and note it") }, has(protocol.MethodQueueChanged))
+	if len(snap.Queued) != 1 || snap.Queued[0].Text != "and note it" {
+		t.Fatalf("the session's queue: %+v", snap.Queued)
+	}
+	tb.poll("the queued message", `document.querySelector('#queue li') && document.querySelector('#queue li').textContent.includes('and note it')`)
+	tb.send("/btw what is the answer?")
+	tb.poll("the side answer", `!document.getElementById('btw').hidden && document.getElementById('btw').textContent.includes('It is 42.')`)
+
+	snap = obs.after(func() { close(gate) }, idleIn)
+	tb.matches("after the steered run", snap)
+	if len(snap.Tasks) != 1 || snap.Tasks[0].TaskID != "bash_1" {
+		t.Fatalf("the session's tasks: %+v", snap.Tasks)
+	}
+	tb.poll("the queue to empty", `document.getElementById('queue').hidden`)
+	tb.poll("the running task", `!document.getElementById('tasks').hidden && document.getElementById('tasks').textContent.includes('bash_1 sleep 600')`)
+	var text string
+	tb.eval(`document.getElementById('messages').textContent`, &text)
+	if strings.Contains(text, "what is the answer") || strings.Contains(text, "It is 42.") {
+		t.Errorf("the side question entered the transcript: %q", text)
+	}
+
+	snap = obs.after(func() { tb.send("stop it") }, idleIn)
+	tb.matches("after the task was stopped", snap)
+	tb.poll("the task list to empty", `document.getElementById('tasks').hidden`)
+}

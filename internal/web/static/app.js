@@ -25,6 +25,7 @@ const els = {
   abort: $('btn-abort'), clear: $('btn-clear'), compact: $('btn-compact'), newSession: $('btn-new'),
   sessionsBtn: $('btn-sessions'), sessions: $('sessions'), sessionList: $('session-list'),
   conn: $('conn'), run: $('run'), notice: $('notice'), permissions: $('permissions'), title: $('session-title'),
+  btw: $('btw'), tasks: $('tasks'), queue: $('queue'),
 };
 
 const state = {
@@ -141,6 +142,8 @@ function replace(snapshot) {
   state.haveList = true;
   showRunState();
   showPermissions();
+  showQueue();
+  showTasks();
 }
 
 // resync replaces the list with getMessages. Events that arrive before the
@@ -176,6 +179,8 @@ function onNotification(method, params) {
   view.apply(list, change);
   if (change.kind === 'run') showRunState();
   if (change.kind === 'permissions') showPermissions();
+  if (change.kind === 'queue') showQueue();
+  if (change.kind === 'tasks') showTasks();
   switch (method) {
     case 'streamNotice':
       showNotice(params.kind === 'retrying'
@@ -210,8 +215,26 @@ function submit() {
   if (t === '/clear') clearSession();
   else if (t === '/compact') compact();
   else if (t.startsWith('!')) report(call('bang', { command: t.slice(1).trim() }));
+  else if (t === '/btw' || t.startsWith('/btw ')) askAside(t.slice(4).trim());
   else report(call('sendMessage', { text }));
   els.input.value = '';
+}
+
+// askAside asks a side question (/btw): the answer shows under the
+// transcript and never enters the session.
+async function askAside(question) {
+  if (!question) {
+    showNotice('/btw needs a question: /btw what does this function return?');
+    return;
+  }
+  els.btw.textContent = `btw: ${question}\n…`;
+  els.btw.hidden = false;
+  try {
+    const res = await call('ask', { question });
+    els.btw.textContent = `btw: ${question}\n${res.answer}`;
+  } catch (e) {
+    els.btw.textContent = `btw: ${question}\n(${e.message})`;
+  }
 }
 
 function abort() {
@@ -323,6 +346,27 @@ function showRunState() {
   els.run.hidden = !list.running;
   els.abort.disabled = !list.running;
   if (!list.running) hideNotice();
+}
+
+// showQueue lists the work waiting behind the run, as the list holds it
+// (sent from any face); a message leaves it when it is sent.
+function showQueue() {
+  const texts = list.queued.map((q) => (q.kind === 'bang' ? `!${q.text || ''}` : q.kind === 'compact' ? '/compact' : q.text || ''));
+  fillList(els.queue, texts);
+}
+
+// showTasks lists the background tasks running.
+function showTasks() {
+  fillList(els.tasks, list.tasks.map((t) => `${t.taskId} ${t.description.split('\n')[0]}`));
+}
+
+function fillList(ul, texts) {
+  ul.replaceChildren(...texts.map((t) => {
+    const li = document.createElement('li');
+    li.textContent = t;
+    return li;
+  }));
+  ul.hidden = texts.length === 0;
 }
 
 function showNotice(text) {
