@@ -105,7 +105,9 @@ func isResponse(msg []byte) bool {
 // response (invalid request), and one longer than max (invalid request,
 // the rest of the line skipped). Requests passed on are counted in t when
 // it is not nil. It returns when in ends.
-func filterLines(in io.Reader, out io.Writer, errs io.Writer, max int, t *tally) error {
+//
+// seen, when set, is given each request before the SDK reads it.
+func filterLines(in io.Reader, out io.Writer, errs io.Writer, max int, t *tally, seen func(msg []byte)) error {
 	br := bufio.NewReaderSize(in, 64<<10)
 	var line []byte
 	for {
@@ -131,6 +133,9 @@ func filterLines(in io.Reader, out io.Writer, errs io.Writer, max int, t *tally)
 			// never reached the SDK.
 			if request && t != nil {
 				t.add(1, 0)
+			}
+			if request && seen != nil {
+				seen(msg)
 			}
 			if _, werr := out.Write(msg); werr != nil {
 				if request && t != nil {

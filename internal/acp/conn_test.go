@@ -33,7 +33,7 @@ func TestFilterLines(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var out, errs bytes.Buffer
-			if err := filterLines(strings.NewReader(tt.in), &out, &errs, 256, nil); err != nil {
+			if err := filterLines(strings.NewReader(tt.in), &out, &errs, 256, nil, nil); err != nil {
 				t.Fatal(err)
 			}
 			if got := strings.Count(out.String(), "\n"); got != tt.forwarded {
@@ -65,7 +65,7 @@ func FuzzFilterLines(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var out, errs bytes.Buffer
-		if err := filterLines(bytes.NewReader(data), &out, &errs, 128, nil); err != nil {
+		if err := filterLines(bytes.NewReader(data), &out, &errs, 128, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		lines := bytes.Count(data, []byte("\n")) + 1

@@ -1,8 +1,10 @@
 package acp
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -100,7 +102,7 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 	pr, pw := io.Pipe()
 	filtered := make(chan error, 1)
 	go func() {
-		err := filterLines(in, pw, filterErrs, opts.MaxLineBytes, answers)
+		err := filterLines(in, pw, filterErrs, opts.MaxLineBytes, answers, s.sawRequest)
 		pw.CloseWithError(err)
 		filtered <- err
 	}()
@@ -452,6 +454,37 @@ func (s *Server) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptRes
 		return sdk.PromptResponse{}, err
 	}
 	return ss.prompt(ctx, text, images)
+}
+
+// sawRequest notes, before the SDK reads it, a prompt that is a side
+// question (/btw): the SDK cancels the request of the prompt in progress
+// when any newer prompt for the session arrives, and the prompt in
+// progress must then know that this one does not supersede it.
+func (s *Server) sawRequest(msg []byte) {
+	if !bytes.Contains(msg, []byte(`"session/prompt"`)) || !bytes.Contains(msg, []byte("/btw")) {
+		return
+	}
+	var req struct {
+		Method string `json:"method"`
+		Params struct {
+			SessionID sdk.SessionId `json:"sessionId"`
+			Prompt    []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"prompt"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(msg, &req) != nil || req.Method != string(sdk.AgentMethodSessionPrompt) || len(req.Params.Prompt) != 1 || req.Params.Prompt[0].Type != "text" {
+		return
+	}
+	if _, ok := btwQuestion(req.Params.Prompt[0].Text); !ok {
+		return
+	}
+	if ss, err := s.session(req.Params.SessionID); err == nil {
+		ss.mu.Lock()
+		ss.btwArrived++
+		ss.mu.Unlock()
+	}
 }
 
 // SetSessionMode implements sdk.Agent: sluice's permission modes are the

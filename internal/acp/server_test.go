@@ -962,3 +962,75 @@ func TestPromptWithImage(t *testing.T) {
 		}
 	}
 }
+
+// TestBtwWhileARunGoes: /btw is an available command; asked while a prompt
+// runs, it is answered as its own prompt's message without superseding
+// the run, and the session never sees it.
+func TestBtwWhileARunGoes(t *testing.T) {
+	t.Parallel()
+	gate := make(chan struct{})
+	script := modeltest.NewScript(
+		modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, "working "), modeltest.Gate(gate), modeltest.Stop("end_turn")),
+		modeltest.Answer("m2", "It is 42."),
+		modeltest.Answer("m3", "done"),
+	)
+	h := newHarness(t, script, harnessOpts{})
+	h.initialize(sdk.ClientCapabilities{})
+	sess := h.newSession()
+	first := make(chan sdk.PromptResponse, 1)
+	go func() {
+		resp, err := h.prompt(sess.SessionId, "work")
+		if err != nil {
+			t.Errorf("first prompt: %v", err)
+		}
+		first <- resp
+	}()
+	deadline := time.After(wait)
+	for messageText(h.client.snapshot()) != "working " {
+		select {
+		case <-h.client.notify:
+		case <-deadline:
+			t.Fatal("the first prompt did not stream")
+		}
+	}
+	resp, err := h.prompt(sess.SessionId, "/btw what is the answer?")
+	if err != nil || resp.StopReason != sdk.StopReasonEndTurn {
+		t.Fatalf("/btw: %+v, %v", resp, err)
+	}
+	if got := messageText(h.client.snapshot()); got != "working It is 42." {
+		t.Errorf("chunks = %q", got)
+	}
+	close(gate)
+	if r := <-first; r.StopReason != sdk.StopReasonEndTurn {
+		t.Errorf("the run ended %q: the side question must not supersede it", r.StopReason)
+	}
+	// The side question is not in the session: the next request holds the
+	// run's exchange only.
+	if _, err := h.prompt(sess.SessionId, "next"); err != nil {
+		t.Fatal(err)
+	}
+	if got := messageText(h.client.snapshot()); got != "working It is 42.done" {
+		t.Errorf("chunks = %q", got)
+	}
+	for _, m := range script.Request(2).Messages {
+		for _, c := range m.Content {
+			if strings.Contains(c.Text, "what is the answer") || strings.Contains(c.Text, "It is 42.") {
+				t.Errorf("the side question entered the session: %+v", m)
+			}
+		}
+	}
+	if _, err := h.prompt(sess.SessionId, "/btw"); err == nil {
+		t.Error("/btw without a question was accepted")
+	}
+	var offered bool
+	for _, n := range h.client.snapshot() {
+		if u := n.Update.AvailableCommandsUpdate; u != nil {
+			for _, c := range u.AvailableCommands {
+				offered = offered || (c.Name == "btw" && c.Input != nil)
+			}
+		}
+	}
+	if !offered {
+		t.Error("btw is not among the available commands")
+	}
+}

@@ -36,6 +36,8 @@ var commands = []sdk.AvailableCommand{
 	{Name: "compact", Description: "Fold the conversation into a summary to free the context"},
 	{Name: "clear", Description: "Start the conversation afresh"},
 	{Name: "rewind", Description: "Remove the last exchange (your last message and the answer)"},
+	{Name: "btw", Description: "Ask a side question, answered without entering the conversation",
+		Input: &sdk.AvailableCommandInput{Unstructured: &sdk.UnstructuredCommandInput{Hint: "the question"}}},
 }
 
 // session is one agent session attached to the connection. Its pump
@@ -65,12 +67,16 @@ type session struct {
 	titled    bool
 	cur       *turn // the prompt in progress
 	terminals map[string]string
+	// btwArrived counts the /btw prompts the input filter has seen.
+	btwArrived int
 }
 
 // turn is one prompt's run.
 type turn struct {
 	h         *agent.Handle
 	cancelled bool // session/cancel (or a newer prompt) stopped it; guarded by session.mu
+	// btwSeen is session.btwArrived when the turn started.
+	btwSeen int
 }
 
 // attach wires a session to the connection and starts its pump. With
@@ -297,6 +303,10 @@ func (ss *session) cancelTurn(tr *turn) {
 
 // prompt runs one user message to its end.
 func (ss *session) prompt(ctx context.Context, text string, images []agent.Image) (sdk.PromptResponse, error) {
+	if q, ok := btwQuestion(text); ok && len(images) == 0 {
+		// A side question supersedes nothing: a run in progress goes on.
+		return ss.btw(ctx, q)
+	}
 	// A prompt still running was superseded (the SDK cancelled its
 	// request): it ends, cancelled, before this one starts.
 	ss.mu.Lock()
@@ -319,7 +329,7 @@ func (ss *session) prompt(ctx context.Context, text string, images []agent.Image
 	}
 	ss.mu.Lock()
 	h, err := ss.submit(ctx, text, images)
-	tr := &turn{h: h}
+	tr := &turn{h: h, btwSeen: ss.btwArrived}
 	if err == nil {
 		ss.cur = tr
 	}
@@ -333,9 +343,16 @@ func (ss *session) prompt(ctx context.Context, text string, images []agent.Image
 	select {
 	case <-h.Done():
 	case <-ctx.Done():
-		// The request was cancelled ($/cancel_request, or a newer prompt
-		// for the session): stop the run.
-		ss.cancelTurn(tr)
+		// The SDK cancels a prompt's request when a newer prompt for the
+		// session arrives ($/cancel_request too): the run stops, unless
+		// the newer prompt is a side question (/btw), which the input
+		// filter saw before the SDK did. The run then goes on, and a
+		// later session/cancel still stops it.
+		if !ss.btwSince(tr) {
+			ss.cancelTurn(tr)
+		} else {
+			<-h.Done()
+		}
 	}
 	res, runErr := h.Wait(context.WithoutCancel(ctx))
 	// Every update of the run goes out before the answer.
@@ -384,6 +401,40 @@ func (ss *session) submit(ctx context.Context, text string, images []agent.Image
 		return ss.ag.SubmitCompact(ctx)
 	}
 	return ss.ag.Submit(ctx, text)
+}
+
+// btwSince reports whether a /btw prompt arrived since tr started.
+func (ss *session) btwSince(tr *turn) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.btwArrived != tr.btwSeen
+}
+
+// btwQuestion is the question of a /btw prompt.
+func btwQuestion(text string) (string, bool) {
+	t := strings.TrimSpace(text)
+	if t != "/btw" && !strings.HasPrefix(t, "/btw ") {
+		return "", false
+	}
+	return strings.TrimSpace(strings.TrimPrefix(t, "/btw")), true
+}
+
+// btw answers a side question from the session's context without entering
+// it (agent.Session.Ask): the answer is this prompt's agent message, and
+// the session neither records nor replays it.
+func (ss *session) btw(ctx context.Context, question string) (sdk.PromptResponse, error) {
+	if question == "" {
+		return sdk.PromptResponse{}, invalidParams("/btw needs a question: /btw what does this function return?")
+	}
+	answer, err := ss.ag.Ask(ctx, question, nil)
+	if ctx.Err() != nil {
+		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+	}
+	if err != nil {
+		return sdk.PromptResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
+	}
+	ss.send(sdk.UpdateAgentMessageText(answer))
+	return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
 }
 
 // command runs the slash commands that are not queued work (they wait
