@@ -137,7 +137,7 @@ func (m *ui) advance() {
 			if !closed && !blockFinal(msg.Blocks[m.pb]) {
 				return
 			}
-			m.emit(m.renderBlock(msg, m.pb, true).all())
+			m.emitBlock(msg, m.pb)
 			delete(m.caches, blockKey{msg.ID, m.pb})
 			m.pb++
 		}

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/sluicehq/sluice/protocol"
 )
 
@@ -389,4 +392,64 @@ func TestThinkingTimer(t *testing.T) {
 	if r.m.tickArmed {
 		t.Fatal("a reloaded session ticks")
 	}
+}
+
+// TestResizeReprintsTheScrollback shrinks the terminal while an answer
+// streams: the terminal is cleared and the scrollback printed again, laid
+// out for the new width — every word once, no line wider than the
+// terminal — and a print on its way first lands before the reprint.
+func TestResizeReprintsTheScrollback(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 100, 30)
+	first, second := words(0, 60), words(60, 40)
+	h.ev(runState(protocol.RunRunning), userMsg("u1", "question zqzzzz"), asstMsg("a1"),
+		textDelta("a1", 0, strings.Join(first, " ")), textEnd("a1", 0), turnEnd("a1", "end_turn", 10, 5))
+	h.requireOnceInScrollback(first)
+	wide := 0
+	for _, l := range h.scroll {
+		wide = max(wide, ansi.StringWidth(l))
+	}
+	if wide <= 64 {
+		t.Fatalf("the scrollback is at most %d wide before the resize: the test shrinks nothing", wide)
+	}
+
+	// A print is on its way (not acknowledged yet) when the size changes:
+	// the reprint waits for it.
+	h.m.Update(eventsMsg{gen: h.m.gen, evs: []protocol.Event{h.publish(userMsg("u2", "again zqzzzy"))}})
+	if !h.m.printing {
+		t.Fatal("the user message is not being printed")
+	}
+	h.m.Update(tea.WindowSizeMsg{Width: 64, Height: 18})
+	if !h.m.reprint {
+		t.Fatal("the reprint did not wait for the print on its way")
+	}
+	h.check()
+	h.ack()
+	if h.m.reprint {
+		t.Fatal("no reprint after the print landed")
+	}
+	fits := func() {
+		t.Helper()
+		for i, l := range h.scroll {
+			if w := ansi.StringWidth(l); w > 64 {
+				t.Fatalf("scrollback line %d is %d wide after the resize to 64: %q", i, w, ansi.Strip(l))
+			}
+		}
+	}
+	fits()
+	h.requireOnceInScrollback(first)
+	h.requireOnceInScrollback([]string{"zqzzzz", "zqzzzy"})
+
+	// The next answer streams after the reprint, then a resize mid-stream
+	// reprints without it: it is still live.
+	h.ev(asstMsg("a2"), textDelta("a2", 0, strings.Join(second[:20], " ")))
+	h.send(tea.WindowSizeMsg{Width: 60, Height: 18})
+	if n := countIn(h.current().scroll, second); len(n) > 0 {
+		t.Fatalf("the streaming answer was printed by the reprint: %v", n)
+	}
+	h.requireOnceInScrollback(first)
+	h.ev(textDelta("a2", 0, " "+strings.Join(second[20:], " ")), textEnd("a2", 0),
+		turnEnd("a2", "end_turn", 10, 5), runState(protocol.RunIdle))
+	h.requireOnceInScrollback(append(first, second...))
+	fits()
 }

@@ -192,6 +192,12 @@ func newHarness(t *testing.T, w, h int) *harness {
 		hs.acks++
 		return nil
 	}
+	hs.m.reprinter = func(s string) tea.Cmd {
+		// The terminal is cleared: the scrollback is what is printed now.
+		hs.scroll = strings.Split(s, "\n")
+		hs.acks++
+		return nil
+	}
 	hs.m.Init()
 	hs.check()
 	hs.ack()

@@ -123,6 +123,12 @@ type ui struct {
 
 	outbox   []string // lines to print above the UI, in order
 	printing bool     // a print is on its way to the terminal
+	// printed is everything emitted for the scrollback, in order, so that
+	// it can be printed again at a new terminal size (reprint).
+	printed []printedEntry
+	// reprint: the terminal changed size since the scrollback was
+	// printed; the next print clears the terminal and prints it all again.
+	reprint bool
 	// holdPrints delays printing until a frame is on the terminal: at the
 	// start (before the first frame Bubble Tea places printed lines as if
 	// the frame filled the screen, charmbracelet/bubbletea#1740), and after
@@ -138,6 +144,7 @@ type ui struct {
 	// reach the main screen before the alternate one replaces it.
 	expandAfterPrint bool
 	printer          func(string) tea.Cmd
+	reprinter        func(string) tea.Cmd // clears the terminal, then prints
 	profile          colorprofile.Profile
 
 	width, height int
@@ -184,6 +191,7 @@ func newModel(ctx context.Context, opts Options, b backend) *ui {
 		m.clock = model.SystemClock
 	}
 	m.printer = m.teaPrinter
+	m.reprinter = m.teaReprinter
 	if opts.Width > 0 && opts.Height > 0 {
 		m.width, m.height, m.ready = opts.Width, opts.Height, true
 	}
@@ -224,6 +232,20 @@ func (m *ui) teaPrinter(s string) tea.Cmd {
 		cmds = append(cmds, tea.Println(piece))
 	}
 	return tea.Sequence(append(cmds, func() tea.Msg { return printedMsg{} })...)
+}
+
+// clearTerminal moves the cursor home and clears the screen and the
+// scrollback.
+const clearTerminal = "\x1b[H\x1b[2J\x1b[3J"
+
+// teaReprinter clears the terminal, screen and scrollback, then prints s
+// (the whole scrollback again, laid out for the new size). The clear goes
+// out as a print of its own, so that it reaches the terminal in order with
+// the prints (Bubble Tea writes prints at once, raw output on its next
+// frame), and the frame is then drawn afresh (tea.ClearScreen), since the
+// one on the terminal is gone.
+func (m *ui) teaReprinter(s string) tea.Cmd {
+	return tea.Sequence(tea.Println(clearTerminal), tea.ClearScreen, m.teaPrinter(s))
 }
 
 // splitRows cuts s into pieces of at most room terminal rows, counting the
@@ -391,6 +413,17 @@ func (m *ui) resize(w, h int) {
 		m.md = newMarkdown(m.style, w-2)
 		clear(m.caches)
 	}
+	if m.ready && (w != m.width || h < m.height) {
+		// The terminal reflows what it holds to the new width, the live
+		// frame too: Bubble Tea then redraws the frame from where it was
+		// before the reflow, and rows of the old frame stay above the new
+		// one, in the scrollback once the frame no longer fits (the frame is
+		// redrawn relative to the cursor; nothing tells how many rows the
+		// reflow added above it). A shorter terminal scrolls the frame's top
+		// rows away the same way. So the terminal is cleared and everything
+		// printed is printed again at the new size, as Claude Code does.
+		m.reprint = true
+	}
 	m.width, m.height = w, h
 	m.input.SetWidth(max(w-2, 10))
 	if m.expanded != nil {
@@ -405,13 +438,55 @@ func (m *ui) resize(w, h int) {
 // busy reports whether work is running or sent by this UI.
 func (m *ui) busy() bool { return m.list.Running() || len(m.sent) > 0 }
 
+// printedEntry is one emitted piece of the scrollback: a block of a
+// message (laid out again from the list at a new width while the message
+// is there) or fixed lines.
+type printedEntry struct {
+	lines []string
+	block *blockKey
+}
+
 // emit queues lines to print above the UI, followed by a blank line.
 func (m *ui) emit(lines []string) {
-	if len(lines) == 0 {
+	m.emitEntry(printedEntry{lines: lines})
+}
+
+// emitBlock queues block bi of msg, laid out for the scrollback.
+func (m *ui) emitBlock(msg protocol.Message, bi int) {
+	m.emitEntry(printedEntry{lines: m.renderBlock(msg, bi, true).all(), block: &blockKey{msg.ID, bi}})
+}
+
+func (m *ui) emitEntry(e printedEntry) {
+	if len(e.lines) == 0 {
 		return
 	}
-	m.outbox = append(m.outbox, lines...)
+	m.printed = append(m.printed, e)
+	m.outbox = append(m.outbox, e.lines...)
 	m.outbox = append(m.outbox, "")
+}
+
+// reprinted returns the whole scrollback laid out for the current width:
+// blocks still in the list rendered again, other lines wrapped to it.
+func (m *ui) reprinted() []string {
+	var out []string
+	for i, e := range m.printed {
+		lines := e.lines
+		if e.block != nil {
+			if mi := m.list.Index(e.block.msg); mi >= 0 && e.block.idx < len(m.list.At(mi).Blocks) {
+				lines = m.renderBlock(m.list.At(mi), e.block.idx, true).all()
+				m.printed[i].lines = lines
+			}
+		}
+		for _, l := range lines {
+			if ansi.StringWidth(l) > m.width {
+				out = append(out, strings.Split(ansi.Wrap(l, m.width, ""), "\n")...)
+			} else {
+				out = append(out, l)
+			}
+		}
+		out = append(out, "")
+	}
+	return out
 }
 
 // hold stops printing for d, so that a frame reaches the terminal first.
@@ -462,7 +537,17 @@ func (m *ui) flushPrints() tea.Cmd {
 	// which may still hold the content for the rest of its frame period;
 	// the frame and the print always fit the terminal together (printRoom),
 	// so that frame is redrawn in place, never scrolled into the scrollback.
-	if m.printing || m.holdPrints || len(m.outbox) == 0 || m.expanded != nil {
+	if m.printing || m.holdPrints || m.expanded != nil {
+		return nil
+	}
+	if m.reprint {
+		// Everything emitted, the lines still waiting in the outbox too.
+		m.reprint = false
+		m.outbox = m.outbox[:0:0]
+		m.printing = true
+		return m.reprinter(strings.Join(m.reprinted(), "\n"))
+	}
+	if len(m.outbox) == 0 {
 		return nil
 	}
 	s := strings.Join(m.outbox, "\n")

@@ -231,3 +231,58 @@ func TestTypeaheadWhileStarting(t *testing.T) {
 		t.Fatalf("the program exited with status %s", b)
 	}
 }
+
+// TestPseudoTerminalShrinkMidStream shrinks the terminal while an answer
+// streams: the scrollback must then hold every line of the answer once,
+// and no stale frame (a second input box, a "Working…" status) may be left
+// in it.
+func TestPseudoTerminalShrinkMidStream(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("SLUICE_REQUIRE_TMUX") != "" {
+			t.Fatal("tmux is required (SLUICE_REQUIRE_TMUX is set) but not installed")
+		}
+		t.Skip("tmux is not installed")
+	}
+	if testing.Short() {
+		t.Skip("builds and runs the program")
+	}
+	dir := t.TempDir()
+	bin := testbin.Sluice(t)
+	x := &tmux{t: t, sock: filepath.Join(dir, "tmux.sock")}
+	x.must("new-session", "-d", "-x", "100", "-y", "30", "-s", "t", "-c", dir,
+		"-e", "SLUICE_HOME="+filepath.Join(dir, "home"),
+		fmt.Sprintf("%s --provider demo --demo-delay 30ms --permission-mode bypassPermissions; sleep 600", bin))
+	t.Cleanup(func() { _, _ = x.run("kill-server") })
+
+	x.waitText("✻ sluice")
+	x.keys("show me a tool", "Enter")
+	x.waitFor("the answer streaming", func(_, s string) bool { return strings.Contains(s, "What ran") })
+	x.must("resize-window", "-t", "t", "-x", "64", "-y", "18")
+	// The answer's last sentence wraps at 64 columns.
+	last := regexp.MustCompile(`to\s+talk\s+to\s+a\s+real\s+model\.`)
+	x.waitFor("the answer's end", func(h, _ string) bool { return last.MatchString(h) })
+	x.waitFor("idle", func(_, s string) bool { return !strings.Contains(s, "Working…") })
+
+	h := x.history()
+	for _, tc := range []struct {
+		re   string
+		want int
+	}{
+		{`(?m)^> show me a tool$`, 1},
+		{`The command finished`, 1},
+		{`(?m)^  ## What ran$`, 1},
+		{`(?m)^  ## What sluice did$`, 1},
+		{`(?m)^  ## Things to try next$`, 1},
+		{`多语言也没问题`, 1},
+		{last.String(), 1},
+		{`Working…`, 0},
+		{`Ask anything`, 1}, // the input box on the screen, none in the scrollback
+	} {
+		if got := len(regexp.MustCompile(tc.re).FindAllStringIndex(h, -1)); got != tc.want {
+			t.Errorf("%s: %d times in the terminal, want %d", tc.re, got, tc.want)
+		}
+	}
+	if t.Failed() {
+		t.Fatalf("terminal history:\n%s", h)
+	}
+}
