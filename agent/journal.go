@@ -43,19 +43,37 @@ type journal struct {
 	merger  protocol.Merger // merges into the tail event of pending
 	err     error           // the first write failure since takeErr
 
+	// Guarded by wmu: what the log holds, as the flushes wrote it.
+	// inLog holds the messages whose state the log can rebuild: added by
+	// a journaled event or a message record, every later change journaled.
+	// lost says that a write failed: the events of its batch are not in
+	// the log, so no message may be committed by reference any more.
+	inLog map[string]bool
+	lost  bool
+
 	kick chan struct{} // capacity 1: "pending is not empty"
 	stop chan struct{}
 	done chan struct{}
 }
 
-// journalEntry is an event or a record, exactly one set.
+// journalEntry is an event or a record, exactly one set. A record with
+// commit set is a message's state at the end of a round: written as a
+// commit record naming the message when the log holds every change of it
+// (its events are already there, so the text is not written twice), else
+// as the whole message.
 type journalEntry struct {
-	ev  protocol.Event
-	rec *record
+	ev     protocol.Event
+	rec    *record
+	commit bool
 }
 
+// journalMergeMax bounds the chunk of a queued merged event: a fast stream
+// is written as events of this size rather than one event holding a whole
+// batch, so that encoding one costs a bounded buffer.
+const journalMergeMax = 64 << 10
+
 func newJournal(log store.Log) *journal {
-	j := &journal{log: log, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	j := &journal{log: log, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), inLog: map[string]bool{}}
 	go j.flusher()
 	return j
 }
@@ -75,7 +93,7 @@ func journaled(ev protocol.Event) bool {
 // addEvent queues a published event. Called with bus.mu held.
 func (j *journal) addEvent(ev protocol.Event) {
 	j.mu.Lock()
-	if n := len(j.pending); n > 0 && j.pending[n-1].ev != nil {
+	if n := len(j.pending); n > 0 && j.pending[n-1].ev != nil && eventSize(j.pending[n-1].ev) < journalMergeMax {
 		if m, ok := j.merger.Merge(j.pending[n-1].ev, ev); ok {
 			j.pending[n-1].ev = m
 			j.mu.Unlock()
@@ -101,6 +119,15 @@ func (j *journal) addRecords(recs []record) {
 	}
 }
 
+// addMessage queues the message record rec (a message's state at the end
+// of a round), to be written as a commit when the log can rebuild it.
+func (j *journal) addMessage(rec record) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.merger.Reset()
+	j.pending = append(j.pending, journalEntry{rec: &rec, commit: true})
+}
+
 // flush writes everything queued, in order, with one append.
 func (j *journal) flush() error {
 	j.wmu.Lock()
@@ -115,11 +142,7 @@ func (j *journal) flush() error {
 	}
 	raw := make([]json.RawMessage, 0, len(batch))
 	for _, e := range batch {
-		r := e.rec
-		if e.ev != nil {
-			r = eventRecord(e.ev)
-		}
-		b, err := encodeRecord(*r)
+		b, err := j.encode(e)
 		if err != nil {
 			return j.fail(err)
 		}
@@ -131,7 +154,28 @@ func (j *journal) flush() error {
 	return nil
 }
 
+// encode is the line of e. Called with wmu held, in the order of the log.
+func (j *journal) encode(e journalEntry) (json.RawMessage, error) {
+	if e.ev != nil {
+		if a, ok := e.ev.(protocol.AssistantMessageAdded); ok {
+			j.inLog[a.Message.ID] = true
+		}
+		return eventLine(e.ev), nil
+	}
+	r := *e.rec
+	if r.Type == recMessage && r.Message != nil {
+		id := r.Message.ID
+		if e.commit && j.inLog[id] && !j.lost {
+			r = record{Type: recCommit, Time: r.Time, ID: id, Mark: r.Mark}
+		}
+		j.inLog[id] = true
+	}
+	return encodeRecord(r)
+}
+
+// fail keeps err for takeErr. Called with wmu held.
 func (j *journal) fail(err error) error {
+	j.lost = true
 	err = fmt.Errorf("%w: %w", ErrNotSaved, err)
 	j.mu.Lock()
 	if j.err == nil {
@@ -180,15 +224,29 @@ func (j *journal) close() error {
 	return errors.Join(ferr, j.log.Close())
 }
 
-// eventRecord is the record of a streamed event. The header is dropped:
-// seq numbers a run of the process, and a restored session starts again.
-// A child session's event keeps the tool block it belongs under.
-func eventRecord(ev protocol.Event) *record {
+// eventLine is the record of a streamed event, as encodeRecord would write
+// record{Type: recEvent, Method, Event}, framed by hand so that the event's
+// text is encoded once rather than encoded, then compacted and copied into
+// the record. The header is dropped: seq numbers a run of the process, and
+// a restored session starts again. A child session's event keeps the tool
+// block it belongs under.
+func eventLine(ev protocol.Event) json.RawMessage {
 	ev = protocol.WithHeader(ev, protocol.Header{ParentToolID: ev.Head().ParentToolID})
 	params, err := json.Marshal(ev)
 	if err != nil {
 		// Events are plain data; failing to encode one is a bug.
 		panic(fmt.Sprintf("agent: encode %s: %v", ev.Method(), err))
 	}
-	return &record{Type: recEvent, Method: ev.Method(), Event: params}
+	method, _ := json.Marshal(ev.Method())
+	line := make([]byte, 0, len(eventLineHead)+len(method)+len(eventLineMid)+len(params)+1)
+	line = append(line, eventLineHead...)
+	line = append(line, method...)
+	line = append(line, eventLineMid...)
+	line = append(line, params...)
+	return append(line, '}')
 }
+
+const (
+	eventLineHead = `{"type":"` + recEvent + `","time":0,"method":`
+	eventLineMid  = `,"event":`
+)

@@ -29,11 +29,17 @@ const (
 	// as it streams (in small batches) so that a crash keeps what was
 	// shown. A later message record with the same id supersedes them.
 	recEvent = "event"
+	// recCommit ends a message's round when the records before it hold
+	// every change of the message (its streamed events): the message as
+	// they rebuild it is complete, as a message record would say, without
+	// its text written a second time.
+	recCommit = "commit"
 )
 
 type record struct {
 	Type     string            `json:"type"`
 	Time     int64             `json:"time"`
+	ID       string            `json:"id,omitempty"` // the message a commit record ends
 	Meta     *metaRecord       `json:"meta,omitempty"`
 	Title    string            `json:"title,omitempty"`
 	Message  *protocol.Message `json:"message,omitempty"`
@@ -156,6 +162,16 @@ func (s *Session) replay(recs []json.RawMessage) ([]protocol.Message, error) {
 			if r.Mark != nil {
 				s.marks[m.ID] = *r.Mark
 			}
+		case recCommit:
+			if !d.has(r.ID) {
+				s.opts.Logger.Warn("skipped a commit of a message the session file does not hold", "index", i, "id", r.ID)
+				continue
+			}
+			delete(streamed, r.ID)
+			recorded[r.ID] = true
+			if r.Mark != nil {
+				s.marks[r.ID] = *r.Mark
+			}
 		case recContext:
 			s.ctxMsgs = append(s.ctxMsgs, r.Context...)
 		case recCompact:
@@ -259,6 +275,19 @@ func (d *replayList) messages() []protocol.Message {
 		d.msgs = []protocol.Message{}
 	}
 	return d.msgs
+}
+
+// has reports whether the list holds a message with the id.
+func (d *replayList) has(id string) bool {
+	if d.live != nil {
+		return d.live.Index(id) >= 0
+	}
+	for _, m := range d.msgs {
+		if m.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *replayList) apply(ev protocol.Event) error {

@@ -750,18 +750,18 @@ func (s *Session) persist(recs ...record) {
 
 // persistMessage is persist with a record of message id's current state
 // first. The copy is taken and queued under bus.mu, so that the record
-// stands exactly after the events it reflects.
+// stands exactly after the events it reflects; the journal writes it as a
+// commit (no second copy of the text) when the log holds those events.
 func (s *Session) persistMessage(id string, mark *ctxMark, more ...record) {
 	if s.log == nil {
 		return
 	}
-	var recs []record
 	s.bus.mu.Lock()
 	if i := s.bus.list.Index(id); id != "" && i >= 0 {
 		m := s.bus.list.At(i)
-		recs = append(recs, record{Type: recMessage, Time: s.now(), Message: &m, Mark: mark})
+		s.log.addMessage(record{Type: recMessage, Time: s.now(), Message: &m, Mark: mark})
 	}
-	s.log.addRecords(append(recs, more...))
+	s.log.addRecords(more)
 	s.bus.mu.Unlock()
 	s.flush()
 }

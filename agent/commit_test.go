@@ -1,0 +1,234 @@
+package agent_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/model"
+	"github.com/sluicehq/sluice/model/modeltest"
+	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/store"
+)
+
+// fileRecords reads a stored session's records: their type and, for
+// message and commit records, the message id.
+func fileRecords(t *testing.T, st *store.JSONL, dir, id string) (lines [][]byte, kinds []string) {
+	t.Helper()
+	path, _ := st.Path(store.Key{WorkDir: dir, ID: id})
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		var r struct {
+			Type    string `json:"type"`
+			ID      string `json:"id"`
+			Message *struct {
+				ID string `json:"id"`
+			} `json:"message"`
+		}
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatalf("record %s: %v", line, err)
+		}
+		kind := r.Type
+		switch {
+		case r.Type == "commit":
+			kind += ":" + r.ID
+		case r.Type == "message" && r.Message != nil:
+			kind += ":" + r.Message.ID
+		}
+		lines, kinds = append(lines, line), append(kinds, kind)
+	}
+	return lines, kinds
+}
+
+// TestRoundEndCommitsStreamedMessages: at the end of a round, a message
+// whose every change the file holds as streamed events is committed by
+// reference (its text is not written a second time), and a restore
+// rebuilds exactly the display and the context a live session has. After
+// a failed write, whose events are lost, whole message records are written
+// again.
+func TestRoundEndCommitsStreamedMessages(t *testing.T) {
+	t.Parallel()
+	const secret = "The answer is forty-two, and it streams."
+	answer := func() []modeltest.Step { return modeltest.Answer("m2", strings.Fields(secret+" "+secret)...) }
+	ask := func(t *testing.T, s *agent.Session) {
+		if _, err := s.Run(bg(t), "question"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name    string
+		answers [][]modeltest.Step
+		run     func(t *testing.T, s *agent.Session)
+		// users is the number of user messages, each recorded whole.
+		users int
+	}{
+		{name: "answer", answers: [][]modeltest.Step{answer()}, run: ask, users: 1},
+		{name: "tool round", answers: [][]modeltest.Step{
+			modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, "Calling. "),
+				modeltest.ToolUse(1, "t1", "Bash", map[string]any{"command": "echo '" + secret + "'"}), modeltest.Stop("tool_use")),
+			answer(),
+		}, run: ask, users: 1},
+		{name: "bang", answers: [][]modeltest.Step{answer()}, run: func(t *testing.T, s *agent.Session) {
+			if _, err := s.Bang(bg(t), "echo '"+secret+"'"); err != nil {
+				t.Fatal(err)
+			}
+			ask(t, s)
+		}, users: 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			st, dir := store.NewJSONL(t.TempDir()), t.TempDir()
+			p := modeltest.NewScript(append(tc.answers, modeltest.Answer("m3", "Next."))...)
+			s := newSession(t, p, func(o *agent.Options) {
+				o.Store, o.WorkDir, o.PermissionMode = st, dir, protocol.ModeBypassPermissions
+			})
+			tc.run(t, s)
+			live := s.Messages()
+
+			_, kinds := fileRecords(t, st, dir, s.ID())
+			for _, m := range live.Messages {
+				if m.Role == protocol.RoleAssistant && (!contains(kinds, "commit:"+m.ID) || contains(kinds, "message:"+m.ID)) {
+					t.Errorf("assistant message %s: records %v, want a commit and no message record", m.ID, kinds)
+				}
+			}
+			// A bang's message is recorded whole when it starts (the file
+			// has not got it otherwise), then committed when it ends.
+			if n := countPrefix(kinds, "message:"); n != tc.users {
+				t.Errorf("records %v: %d message records, want %d", kinds, n, tc.users)
+			}
+
+			// A restored session shows the same and sends the same.
+			rp := modeltest.NewScript(modeltest.Answer("m9", "Next."))
+			r, err := agent.Open(agent.Options{Provider: rp, Store: st, WorkDir: dir}, s.ID())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			if got, want := jsonOf(t, r.Messages().Messages), jsonOf(t, live.Messages); got != want {
+				t.Fatalf("restored display\n got %s\nwant %s", got, want)
+			}
+			if _, err := r.Run(bg(t), "and then?"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Run(bg(t), "and then?"); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := jsonOf(t, rp.Request(0).Messages), jsonOf(t, p.Request(p.Count()-1).Messages); got != want {
+				t.Fatalf("restored context\n got %s\nwant %s", got, want)
+			}
+		})
+	}
+}
+
+// failOnce is a JSONL store whose logs fail one append, the first after
+// arm is set, and then close failed.
+type failOnce struct {
+	*store.JSONL
+	arm    atomic.Bool
+	failed chan struct{}
+}
+
+func (s *failOnce) Create(ctx context.Context, key store.Key) (store.Log, error) {
+	l, err := s.JSONL.Create(ctx, key)
+	return &failOnceLog{Log: l, s: s}, err
+}
+
+type failOnceLog struct {
+	store.Log
+	s *failOnce
+}
+
+func (l *failOnceLog) Append(ctx context.Context, recs ...json.RawMessage) error {
+	if l.s.arm.CompareAndSwap(true, false) {
+		close(l.s.failed)
+		return fmt.Errorf("store: write: %w", syscall.ENOSPC)
+	}
+	return l.Log.Append(ctx, recs...)
+}
+
+// TestCommitAfterLostWrite: when a write of a message's streamed events
+// failed, the file cannot rebuild the message: its end of round writes it
+// whole, and a restore shows all of it.
+func TestCommitAfterLostWrite(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	st := &failOnce{JSONL: store.NewJSONL(t.TempDir()), failed: make(chan struct{})}
+	first, second := make(chan struct{}), make(chan struct{})
+	delta := func(s string) []modeltest.Step {
+		return []modeltest.Step{{Part: model.Part{Type: model.PartBlockDelta, Delta: model.DeltaText, Text: s}}}
+	}
+	p := modeltest.NewScript(modeltest.Response(modeltest.Start("m1"),
+		[]modeltest.Step{{Part: model.Part{Type: model.PartBlockStart, Block: model.BlockText}}}, delta("Written, "),
+		modeltest.Gate(first), delta("lost, "), modeltest.Gate(second), delta("then kept."), modeltest.Stop("end_turn")))
+	s := newSession(t, p, func(o *agent.Options) { o.Store, o.WorkDir = st, dir })
+	h, err := s.Submit(bg(t), "question")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashImage(t, st.JSONL, dir, s.ID(), "Written, ") // the message and its first text are in the file
+	st.arm.Store(true)
+	close(first)
+	select {
+	case <-st.failed: // the batch holding "lost, " failed
+	case <-bg(t).Done():
+		t.Fatal("no write failed")
+	}
+	close(second)
+	if _, err := h.Wait(bg(t)); !errors.Is(err, agent.ErrNotSaved) {
+		t.Fatalf("the run ended with %v, want ErrNotSaved", err)
+	}
+	live := s.Messages().Messages
+	id := live[1].ID
+	_, kinds := fileRecords(t, st.JSONL, dir, s.ID())
+	if !contains(kinds, "message:"+id) || contains(kinds, "commit:"+id) {
+		t.Fatalf("records %v: the answer must be written whole", kinds)
+	}
+	r, err := agent.Open(agent.Options{Provider: p, Store: st, WorkDir: dir}, s.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if got := r.Messages().Messages; len(got) != 2 || got[1].Text() != "Written, lost, then kept." {
+		t.Fatalf("restored %+v", got)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func countPrefix(list []string, prefix string) int {
+	n := 0
+	for _, v := range list {
+		if strings.HasPrefix(v, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
