@@ -38,7 +38,23 @@ type openBlock struct {
 }
 
 func newAttempt(s *Session) *attempt {
-	return &attempt{s: s, blocks: map[int]*openBlock{}}
+	a := &attempt{s: s, blocks: map[int]*openBlock{}}
+	a.acc.TextFrom = a.shownText
+	return a
+}
+
+// shownText is the text of response block idx as the display list holds
+// it: the accumulator takes it from there rather than keeping a second
+// copy of a streamed answer. A text or reasoning block shows every
+// non-empty delta of its block, so the two are the same text.
+func (a *attempt) shownText(idx int) string {
+	b, ok := a.blocks[idx]
+	if !ok || b.display < 0 || a.msgID == "" {
+		return ""
+	}
+	a.s.bus.mu.Lock()
+	defer a.s.bus.mu.Unlock()
+	return a.s.bus.list.BlockContent(a.msgID, b.display)
 }
 
 // ensureMessage publishes the attempt's assistant message on first need.
@@ -208,6 +224,7 @@ func (a *attempt) discard(r *model.Retry) {
 	}
 	a.retries++
 	*a = attempt{s: a.s, blocks: map[int]*openBlock{}, retries: a.retries}
+	a.acc.TextFrom = a.shownText
 }
 
 // finish ends the attempt. With err == nil the response completed: open

@@ -15,6 +15,13 @@ import (
 // was accumulated (the failed attempt's output); PartStalled changes
 // nothing.
 type Accumulator struct {
+	// TextFrom, when set, supplies the text of text and reasoning blocks
+	// (by part index, as accumulated so far) instead of the accumulator
+	// keeping its own copy of their deltas: a consumer that holds that
+	// text already (the agent's display list) then keeps one copy of a
+	// streamed answer, not two. Reset keeps it.
+	TextFrom func(index int) string
+
 	resp   Response
 	blocks []*accBlock
 	pos    map[int]int // part index → position in blocks
@@ -35,7 +42,7 @@ type accBlock struct {
 }
 
 // Reset empties the accumulator.
-func (a *Accumulator) Reset() { *a = Accumulator{} }
+func (a *Accumulator) Reset() { *a = Accumulator{TextFrom: a.TextFrom} }
 
 // Add applies p. It fails on a part that does not fit what came before (a
 // delta for a block that was never started, or of the wrong kind), wrapping
@@ -62,7 +69,7 @@ func (a *Accumulator) Add(p Part) error {
 		if b == nil {
 			return fmt.Errorf("%w: %s delta for block %d, which was not started", ErrMalformedEvent, p.Delta, p.Index)
 		}
-		return b.add(p)
+		return b.add(p, a.TextFrom == nil)
 	case PartBlockStop:
 		if a.block(p.Index) == nil {
 			return fmt.Errorf("%w: stop of block %d, which was not started", ErrMalformedEvent, p.Index)
@@ -85,18 +92,24 @@ func (a *Accumulator) block(index int) *accBlock {
 	return a.last
 }
 
-func (b *accBlock) add(p Part) error {
+// add applies a delta; keepText says whether text and reasoning deltas
+// are kept (not when Accumulator.TextFrom supplies them).
+func (b *accBlock) add(p Part, keepText bool) error {
 	ok := false
 	switch p.Delta {
 	case DeltaText:
 		ok = b.typ == BlockText
-		b.text.WriteString(p.Text)
+		if keepText {
+			b.text.WriteString(p.Text)
+		}
 	case DeltaCitation:
 		ok = b.typ == BlockText && json.Valid([]byte(p.Text))
 		b.citations = append(b.citations, json.RawMessage(p.Text))
 	case DeltaReasoning:
 		ok = b.typ == BlockReasoning
-		b.text.WriteString(p.Text)
+		if keepText {
+			b.text.WriteString(p.Text)
+		}
 	case DeltaSignature:
 		ok = b.typ == BlockReasoning
 		b.signature.WriteString(p.Text)
@@ -139,7 +152,7 @@ func (a *Accumulator) Response() *Response {
 	r := a.resp
 	r.Content = make([]Content, 0, len(a.blocks))
 	for _, b := range a.blocks {
-		c, ok := b.content()
+		c, ok := a.content(b)
 		if ok {
 			r.Content = append(r.Content, c)
 		}
@@ -157,19 +170,27 @@ func (a *Accumulator) Block(index int) (Content, bool) {
 	if b == nil {
 		return Content{}, false
 	}
-	return b.content()
+	return a.content(b)
 }
 
-func (b *accBlock) content() (Content, bool) {
+// text is a text or reasoning block's text so far.
+func (a *Accumulator) text(b *accBlock) string {
+	if a.TextFrom != nil {
+		return a.TextFrom(b.index)
+	}
+	return b.text.String()
+}
+
+func (a *Accumulator) content(b *accBlock) (Content, bool) {
 	switch b.typ {
 	case BlockText:
-		c := Content{Type: ContentText, Text: b.text.String()}
+		c := Content{Type: ContentText, Text: a.text(b)}
 		if len(b.citations) > 0 {
 			c.Citations = joinArray(b.citations)
 		}
 		return c, true
 	case BlockReasoning:
-		return Content{Type: ContentReasoning, Text: b.text.String(), Signature: b.signature.String()}, true
+		return Content{Type: ContentReasoning, Text: a.text(b), Signature: b.signature.String()}, true
 	case BlockRedactedReasoning:
 		return Content{Type: ContentRedactedReasoning, Data: b.text.String()}, true
 	case BlockToolUse:

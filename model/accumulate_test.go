@@ -142,3 +142,51 @@ func TestAccumulatorUsageAndStop(t *testing.T) {
 		t.Fatalf("got %+v", r)
 	}
 }
+
+// TestAccumulatorTextFrom: with TextFrom set, the text and reasoning of
+// the response are the ones it supplies (the accumulator keeps none of
+// those deltas), everything else is accumulated as usual, and Reset keeps
+// the source.
+func TestAccumulatorTextFrom(t *testing.T) {
+	t.Parallel()
+	held := map[int]string{}
+	acc := Accumulator{TextFrom: func(index int) string { return held[index] }}
+	parts := []Part{
+		{Type: PartMessageStart, ID: "m"},
+		{Type: PartBlockStart, Index: 0, Block: BlockReasoning},
+		{Type: PartBlockDelta, Index: 0, Delta: DeltaReasoning, Text: "think"},
+		{Type: PartBlockDelta, Index: 0, Delta: DeltaSignature, Text: "sig"},
+		{Type: PartBlockStart, Index: 1, Block: BlockText},
+		{Type: PartBlockDelta, Index: 1, Delta: DeltaText, Text: "Hello"},
+		{Type: PartBlockStart, Index: 2, Block: BlockToolUse, ID: "t", Name: "Bash"},
+		{Type: PartBlockDelta, Index: 2, Delta: DeltaInputJSON, Text: `{"command":"ls"}`},
+	}
+	for _, p := range parts {
+		if err := acc.Add(p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Delta == DeltaText || p.Delta == DeltaReasoning {
+			held[p.Index] += p.Text
+		}
+	}
+	if err := acc.Add(Part{Type: PartBlockDelta, Index: 2, Delta: DeltaText, Text: "x"}); !errors.Is(err, ErrMalformedEvent) {
+		t.Fatalf("a text delta for a tool block: %v", err)
+	}
+	for _, b := range acc.blocks {
+		if b.text.Len() != 0 {
+			t.Fatalf("block %d kept %q of its own", b.index, b.text.String())
+		}
+	}
+	want := []Content{
+		{Type: ContentReasoning, Text: "think", Signature: "sig"},
+		{Type: ContentText, Text: "Hello"},
+		{Type: ContentToolUse, ID: "t", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`)},
+	}
+	if got := acc.Response().Content; !reflect.DeepEqual(got, want) {
+		t.Fatalf("content\n got %+v\nwant %+v", got, want)
+	}
+	acc.Reset()
+	if acc.TextFrom == nil {
+		t.Fatal("Reset dropped TextFrom")
+	}
+}

@@ -98,6 +98,17 @@ func (l *List) At(i int) Message { return l.top.message(i) }
 // Index returns the index of the last message with the given id, or -1.
 func (l *List) Index(id string) int { return l.top.index(id) }
 
+// BlockContent returns the content of block b of the last message with
+// the given id ("" when there is no such block), without copying the
+// message as At does.
+func (l *List) BlockContent(id string, b int) string {
+	i := l.Index(id)
+	if i < 0 || b < 0 || b >= len(l.msgs[i].Blocks) {
+		return ""
+	}
+	return l.msgs[i].Blocks[b].Content
+}
+
 // Running reports whether the last runStateChanged said running.
 func (l *List) Running() bool { return l.running }
 

@@ -109,12 +109,21 @@ func (m Message) Clone() Message {
 }
 
 // Text returns the concatenated content of the message's text blocks.
+// A message with one text block returns its content as it is, without a
+// copy (strings are immutable): a long streamed answer is not doubled to
+// be returned.
 func (m Message) Text() string {
-	var n int
+	var n, blocks int
+	last := ""
 	for _, b := range m.Blocks {
 		if b.Type == BlockText {
 			n += len(b.Content)
+			blocks++
+			last = b.Content
 		}
+	}
+	if blocks <= 1 {
+		return last
 	}
 	buf := make([]byte, 0, n)
 	for _, b := range m.Blocks {
