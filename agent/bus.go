@@ -33,6 +33,14 @@ type SubscribeOptions struct {
 	// ModelParts asks for the model's parts too, interleaved in order with
 	// the events. They carry no seq and are never merged.
 	ModelParts bool
+	// MaxPendingBytes, when positive, makes the subscriber hold the model's
+	// stream back: while more than this many bytes of events (about their
+	// text) wait in its queue, the session reads no further model output
+	// until the subscriber catches up, the run is aborted, or the
+	// subscription is closed. Nothing is dropped. For a consumer that is the
+	// session's only audience, such as a host on stdio that stops reading
+	// its output; without it a backlog is bounded by the content streamed.
+	MaxPendingBytes int
 }
 
 // Subscription receives a session's events in order. Next may be called
@@ -43,11 +51,16 @@ type Subscription struct {
 	opts   SubscribeOptions
 	notify chan struct{} // capacity 1: "the queue is not empty or closed"
 
+	// room is signalled (capacity 1) when a subscription with
+	// MaxPendingBytes has room again or is closed.
+	room chan struct{}
+
 	// Guarded by bus.mu.
-	queue  []Item
-	head   int
-	merger protocol.Merger // merges into the queue's tail
-	closed bool
+	queue   []Item
+	head    int
+	merger  protocol.Merger // merges into the queue's tail
+	closed  bool
+	pending int // itemSize of the queued items
 }
 
 // Next returns the next event, skipping model parts. It blocks until one
@@ -73,9 +86,13 @@ func (s *Subscription) NextItem(ctx context.Context) (Item, error) {
 			it := s.queue[s.head]
 			s.queue[s.head] = Item{}
 			s.head++
+			s.pending -= itemSize(it)
 			if s.head == len(s.queue) {
 				s.queue, s.head = s.queue[:0], 0
 				s.merger.Reset() // the tail it grew has been handed out
+			}
+			if !s.full() {
+				s.signalRoom()
 			}
 			s.bus.mu.Unlock()
 			return it, nil
@@ -113,7 +130,32 @@ func (s *Subscription) closeLocked() {
 	if !s.closed {
 		s.closed = true
 		s.wake()
+		s.signalRoom()
 	}
+}
+
+// full reports whether the subscription holds the model's stream back.
+// Called with bus.mu held.
+func (s *Subscription) full() bool {
+	return !s.closed && s.opts.MaxPendingBytes > 0 && s.pending > s.opts.MaxPendingBytes
+}
+
+func (s *Subscription) signalRoom() {
+	if s.room == nil {
+		return
+	}
+	select {
+	case s.room <- struct{}{}:
+	default:
+	}
+}
+
+// itemSize approximates what a queued item holds.
+func itemSize(it Item) int {
+	if it.Part != nil {
+		return 64 + len(it.Part.Text)
+	}
+	return eventSize(it.Event)
 }
 
 func (s *Subscription) wake() {
@@ -132,13 +174,40 @@ func (s *Subscription) push(it Item) {
 		if last := s.queue[len(s.queue)-1].Event; last != nil {
 			if m, ok := s.merger.Merge(last, it.Event); ok {
 				s.queue[len(s.queue)-1].Event = m
+				s.pending += eventSize(m) - eventSize(last)
 				return
 			}
 		}
 	}
 	s.merger.Reset()
 	s.queue = append(s.queue, it)
+	s.pending += itemSize(it)
 	s.wake()
+}
+
+// waitRoom blocks while a subscription with MaxPendingBytes holds more
+// than that, or until ctx is done: the stream it holds back waits for its
+// reader. Called without bus.mu.
+func (b *bus) waitRoom(ctx context.Context) {
+	for {
+		var full *Subscription
+		b.mu.Lock()
+		for s := range b.subs {
+			if s.full() {
+				full = s
+				break
+			}
+		}
+		b.mu.Unlock()
+		if full == nil {
+			return
+		}
+		select {
+		case <-full.room:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // Replay buffer bounds: whichever is reached first.
@@ -233,6 +302,9 @@ func messageSize(m protocol.Message) int {
 
 func (b *bus) subscribeLocked(opts SubscribeOptions) *Subscription {
 	s := &Subscription{bus: b, opts: opts, notify: make(chan struct{}, 1)}
+	if opts.MaxPendingBytes > 0 {
+		s.room = make(chan struct{}, 1)
+	}
 	if b.closed {
 		s.closed = true
 		return s

@@ -30,7 +30,11 @@
 //     concatenation in arrival order (protocol.Merger), never last value
 //     wins, so a subscriber that reads nothing holds memory in proportion to
 //     the content streamed, not to the number of events. A merged event
-//     carries the seq of its last part (and FirstSeq of its first).
+//     carries the seq of its last part (and FirstSeq of its first). A
+//     subscription with SubscribeOptions.MaxPendingBytes bounds its queue
+//     instead: past the bound, the session stops reading the model's
+//     stream until the subscriber catches up (publishing still never
+//     waits: the run does, between model parts).
 //   - SnapshotAndSubscribe returns a snapshot and a subscription that starts
 //     exactly after it: no event is both in the snapshot and delivered, and
 //     none is missed.

@@ -182,6 +182,9 @@ func (s *Session) respond(ctx context.Context, res *Result, canCompact bool) res
 		}
 		s.publishPart(p)
 		att.handle(p)
+		// A subscriber that must not fall behind (a host on stdio that
+		// stopped reading) holds the stream here, before more is read.
+		s.bus.waitRoom(ctx)
 	}
 	res.APIDuration += time.Since(start)
 	aborted := false
