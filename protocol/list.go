@@ -98,15 +98,15 @@ func (l *List) At(i int) Message { return l.top.message(i) }
 // Index returns the index of the last message with the given id, or -1.
 func (l *List) Index(id string) int { return l.top.index(id) }
 
-// BlockContent returns the content of block b of the last message with
-// the given id ("" when there is no such block), without copying the
-// message as At does.
+// BlockContent returns the content of block b of the message with the
+// given id, at the top or nested under a tool block ("" when there is no
+// such block), without copying the message as At does.
 func (l *List) BlockContent(id string, b int) string {
-	i := l.Index(id)
-	if i < 0 || b < 0 || b >= len(l.msgs[i].Blocks) {
+	m := l.top.lookup(id)
+	if m == nil || b < 0 || b >= len(m.Blocks) {
 		return ""
 	}
-	return l.msgs[i].Blocks[b].Content
+	return m.Blocks[b].Content
 }
 
 // Running reports whether the last runStateChanged said running.
@@ -375,6 +375,24 @@ func (lv *level) index(id string) int {
 		}
 	}
 	return -1
+}
+
+// lookup returns the last message with the given id in lv, else the
+// first found in the lists nested under its tool blocks, depth first.
+func (lv *level) lookup(id string) *Message {
+	if i := lv.index(id); i >= 0 {
+		return &lv.msgs[i]
+	}
+	for i := range lv.slots {
+		for _, s := range lv.slots[i] {
+			if s.kids != nil {
+				if m := s.kids.lookup(id); m != nil {
+					return m
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // find returns the nested list of the first tool block with the given id,

@@ -100,3 +100,34 @@ func BenchmarkApplyDelta(b *testing.B) {
 		}
 	}
 }
+
+// TestBlockContent finds a block's content at the top and under a tool
+// block (a child session's message), and nothing where there is none.
+func TestBlockContent(t *testing.T) {
+	t.Parallel()
+	l := protocol.NewList(protocol.Snapshot{})
+	child := protocol.Header{ParentToolID: "t1"}
+	for i, ev := range []protocol.Event{
+		protocol.AssistantMessageAdded{Message: protocol.Message{ID: "a", Role: protocol.RoleAssistant}},
+		protocol.AssistantContentUpdated{MessageID: "a", BlockIndex: 0, Chunk: "top ", Stage: protocol.StageStreaming},
+		protocol.AssistantContentUpdated{MessageID: "a", BlockIndex: 0, Chunk: "text", Stage: protocol.StageStreaming},
+		protocol.ToolBlockUpdated{MessageID: "a", BlockIndex: 1, ToolID: "t1", Name: "Task", Stage: protocol.StageStart},
+		protocol.AssistantMessageAdded{Header: child, Message: protocol.Message{ID: "c", Role: protocol.RoleAssistant}},
+		protocol.AssistantContentUpdated{Header: child, MessageID: "c", BlockIndex: 0, Chunk: "child text", Stage: protocol.StageStreaming},
+	} {
+		h := ev.Head()
+		h.Seq = int64(i + 1)
+		if err := l.Apply(protocol.WithHeader(ev, h)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		id    string
+		block int
+		want  string
+	}{{"a", 0, "top text"}, {"c", 0, "child text"}, {"a", 1, ""}, {"a", 2, ""}, {"c", -1, ""}, {"x", 0, ""}} {
+		if got := l.BlockContent(tc.id, tc.block); got != tc.want {
+			t.Errorf("BlockContent(%q, %d) = %q, want %q", tc.id, tc.block, got, tc.want)
+		}
+	}
+}
