@@ -746,3 +746,47 @@ func TestRefusedRewindDoesNotAbort(t *testing.T) {
 		t.Fatal("Running() is true after the run")
 	}
 }
+
+// Options.Title (--name) names the session in the list, in place of its
+// first message; a resumed session keeps its title.
+func TestSessionTitle(t *testing.T) {
+	t.Parallel()
+	st := store.NewJSONL(t.TempDir())
+	dir := t.TempDir()
+	p := &modeltest.Script{Responses: [][]modeltest.Step{
+		modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, "One."), modeltest.Stop("end_turn")),
+		modeltest.Response(modeltest.Start("m2"), modeltest.Text(0, "Two."), modeltest.Stop("end_turn")),
+		modeltest.Response(modeltest.Start("m3"), modeltest.Text(0, "Three."), modeltest.Stop("end_turn")),
+	}}
+	title := func() string {
+		t.Helper()
+		list, err := agent.ListSessions(context.Background(), st, dir)
+		if err != nil || len(list) != 1 {
+			t.Fatalf("ListSessions = %+v, %v", list, err)
+		}
+		return list[0].Title
+	}
+	s := newSession(t, p, func(o *agent.Options) { o.Store, o.WorkDir, o.Title = st, dir, "Release notes" })
+	if _, err := s.Run(bg(t), "first message"); err != nil {
+		t.Fatal(err)
+	}
+	id := s.ID()
+	s.Close()
+	if got := title(); got != "Release notes" {
+		t.Fatalf("title %q", got)
+	}
+	for _, tc := range []struct{ title, want string }{{"", "Release notes"}, {"Renamed", "Release notes"}} {
+		r, err := agent.Open(agent.Options{Provider: p, Store: st, WorkDir: dir, Title: tc.title}, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = r.Run(bg(t), "more")
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := title(); got != tc.want {
+			t.Errorf("resumed with title %q: %q, want %q", tc.title, got, tc.want)
+		}
+	}
+}

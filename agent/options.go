@@ -68,8 +68,9 @@ type Options struct {
 	// AdaptiveThinking, without a ThinkingBudget, lets the model decide
 	// how much it thinks (model.Request.AdaptiveThinking).
 	AdaptiveThinking bool
-	// Title names the session in session lists (Claude Code's --name);
-	// "" titles it with the start of its first message.
+	// Title names a new session in session lists (Claude Code's --name);
+	// "" titles it with the start of its first message. A resumed session
+	// keeps the title it has.
 	Title string
 	// Effort is the effort level of the requests (model.Efforts; "": the
 	// provider's default).

@@ -125,9 +125,7 @@ func (s *Session) replay(recs []json.RawMessage) ([]protocol.Message, error) {
 				s.model = r.Meta.Model
 			}
 		case recTitle:
-			// A name given to the resumed session (Options.Title) is
-			// recorded with its next message.
-			s.titled = s.opts.Title == ""
+			s.titled = true
 		case recEvent:
 			ev, err := protocol.Decode(r.Method, r.Event)
 			if err == nil {
@@ -478,7 +476,9 @@ func ListSessions(ctx context.Context, st store.Store, workDir string) ([]Sessio
 					si.WorkDir, si.Model = r.Meta.WorkDir, r.Meta.Model
 				}
 			case recTitle:
-				si.Title = r.Title // the last one: a session renamed on resume
+				if si.Title == "" {
+					si.Title = r.Title
+				}
 			}
 		}
 		out = append(out, si)

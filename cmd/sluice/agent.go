@@ -123,6 +123,9 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 	}
 	setup.Options.SessionID = cf.SessionID
 	setup.Options.Title = cf.Name
+	if cf.Name != "" && (cf.Resume != "" || cf.Continue) {
+		fmt.Fprintln(stdio.Err, "sluice: --name names new sessions; the resumed session keeps its name")
+	}
 	if len(af.Betas) > 0 && setup.Selection.Name != provider.Anthropic {
 		fmt.Fprintf(stdio.Err, "sluice: --betas: sent to Anthropic's API only, not to %s\n", setup.Selection.Name)
 	}
@@ -258,6 +261,9 @@ func applyInit(ctx context.Context, setup *cli.Setup, init printmode.Init, stder
 	opts := &setup.Options
 	if init.SystemPrompt != nil {
 		opts.BaseSystemPrompt = strings.TrimSpace(sdkIdentity + "\n\n" + *init.SystemPrompt)
+	}
+	if init.Title != "" {
+		opts.Title = init.Title
 	}
 	if init.AppendSystemPrompt != "" {
 		opts.SystemPrompt = strings.TrimSpace(opts.SystemPrompt + "\n\n" + init.AppendSystemPrompt)

@@ -25,6 +25,8 @@ type Init struct {
 	SystemPrompt *string
 	// AppendSystemPrompt is added to the system prompt.
 	AppendSystemPrompt string
+	// Title names the session (the SDK's title option, as --name).
+	Title string
 	// MCPServers is the host's mcpServers object (Claude Code's
 	// --mcp-config shape, {"mcpServers": ...}), for Open to start.
 	MCPServers json.RawMessage
@@ -284,6 +286,7 @@ func (h *host) initialize(id string, raw json.RawMessage) {
 		Agents                map[string]json.RawMessage `json:"agents"`
 		MCPServers            json.RawMessage            `json:"mcpServers"`
 		JSONSchema            json.RawMessage            `json:"jsonSchema"`
+		Title                 string                     `json:"title"`
 	}
 	if err := json.Unmarshal(raw, &req); err != nil {
 		h.w.respond(id, nil, fmt.Errorf("malformed initialize request: %w", err))
@@ -306,7 +309,7 @@ func (h *host) initialize(id string, raw json.RawMessage) {
 	h.sdkMCP = req.SDKMCPServers
 	h.mu.Unlock()
 
-	init := Init{AppendSystemPrompt: req.AppendSystemPrompt, jsonSchema: req.JSONSchema}
+	init := Init{AppendSystemPrompt: req.AppendSystemPrompt, Title: req.Title, jsonSchema: req.JSONSchema}
 	if len(req.SystemPrompt) > 0 {
 		s := strings.Join(req.SystemPrompt, "\n\n")
 		init.SystemPrompt = &s

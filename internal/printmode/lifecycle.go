@@ -1,10 +1,12 @@
 package printmode
 
 import (
+	"context"
 	"sync"
 
 	"github.com/google/uuid"
 
+	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/hooks"
 )
 
@@ -61,6 +63,104 @@ type hookResponseLine struct {
 	Outcome   string `json:"outcome"`
 	UUID      string `json:"uuid"`
 	SessionID string `json:"session_id"`
+}
+
+// hookLines puts a run's hook lines where Claude Code has them: after
+// every line of what the session published before the hook started or
+// ended. The hook's goroutine (the session's, blocked on the hook) waits
+// until its line is written, so nothing the session publishes later can
+// come before it.
+type hookLines struct {
+	w       *writer
+	mu      sync.Mutex
+	queue   []hookWait
+	wake    context.CancelFunc // wakes the run's loop from its wait
+	stopped bool
+	on      bool // hook lines are written in this run
+}
+
+type hookWait struct {
+	l       hooks.Lifecycle
+	written chan struct{}
+}
+
+func newHookLines(w *writer, on bool) *hookLines { return &hookLines{w: w, on: on} }
+
+// observe is the relay's sink while the run goes on.
+func (h *hookLines) observe(l hooks.Lifecycle) {
+	hw := hookWait{l: l, written: make(chan struct{})}
+	h.mu.Lock()
+	if h.stopped {
+		h.mu.Unlock()
+		return
+	}
+	h.queue = append(h.queue, hw)
+	wake := h.wake
+	h.mu.Unlock()
+	if wake != nil {
+		wake()
+	}
+	<-hw.written
+}
+
+// waitContext is the context of the loop's next wait: done, or cancelled
+// as soon as a hook line is queued. Call release after the wait.
+func (h *hookLines) waitContext(done context.Context) (ctx context.Context, release func()) {
+	if !h.on {
+		return done, func() {}
+	}
+	ctx, cancel := context.WithCancel(done)
+	h.mu.Lock()
+	h.wake = cancel
+	queued := len(h.queue) > 0
+	h.mu.Unlock()
+	if queued {
+		cancel()
+	}
+	return ctx, func() {
+		h.mu.Lock()
+		h.wake = nil
+		h.mu.Unlock()
+		cancel()
+	}
+}
+
+// write handles what the subscription holds, then writes the queued hook
+// lines and lets their hooks go on. It reports whether an item ended the
+// run.
+func (h *hookLines) write(sub *agent.Subscription, handle func(agent.Item) bool) (ended bool) {
+	for sub.Pending() > 0 && !ended {
+		it, err := sub.NextItem(context.Background())
+		if err != nil {
+			break
+		}
+		ended = handle(it)
+	}
+	h.flush()
+	return ended
+}
+
+func (h *hookLines) flush() {
+	h.mu.Lock()
+	q := h.queue
+	h.queue = nil
+	h.mu.Unlock()
+	for _, hw := range q {
+		h.w.hookLine(hw.l)
+		close(hw.written)
+	}
+	if len(q) > 0 {
+		h.w.flush()
+	}
+}
+
+// end writes what is queued and lets later hooks go on unwritten: the run
+// is over.
+func (h *hookLines) end() {
+	h.mu.Lock()
+	h.stopped = true
+	h.mu.Unlock()
+	h.flush()
 }
 
 func (w *writer) hookLine(l hooks.Lifecycle) {

@@ -192,10 +192,6 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 		}
 		return s, nil
 	}
-	if cfg.IncludeHookEvents && cfg.OutputFormat == FormatStreamJSON {
-		cfg.HookEvents.attach(w.hookLine)
-		defer cfg.HookEvents.attach(nil)
-	}
 	defer func() {
 		if sub != nil {
 			sub.Close()
@@ -421,8 +417,24 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	if it := r.st.takeCarry(); it != nil {
 		over = ends(*it)
 	}
+	hl := newHookLines(w, cfg.IncludeHookEvents && stream && cfg.HookEvents != nil)
+	if hl.on {
+		cfg.HookEvents.attach(hl.observe)
+		defer cfg.HookEvents.attach(nil)
+	}
+	defer hl.end()
 	for !over {
-		it, err := sub.NextItem(done)
+		wait, woken := hl.waitContext(done)
+		it, err := sub.NextItem(wait)
+		woken()
+		if err != nil && done.Err() == nil {
+			// A hook started or ended: what the session published before
+			// comes first, then the hook's line.
+			if hl.write(sub, ends) {
+				break
+			}
+			continue
+		}
 		if err != nil {
 			// What the run published before its handle was done is queued.
 			for sub.Pending() > 0 {
