@@ -7,9 +7,11 @@ import http from 'node:http';
 //   {text: 'Hello'}                       a text answer (end_turn)
 //   {tool: 'Bash', input: {command: 'ls'}} a tool call (tool_use)
 //   {hang: 'partial'}                     text, then the stream stays open
+//   {status: 529}                         an HTTP error (retry-after-ms: 5)
 //   (request) => answer                   decided from the request body
 export async function startFakeModel(answers) {
   const requests = [];
+  const headers = []; // each request's headers, beside requests
   const open = new Set();
   let n = 0;
   const server = http.createServer((req, res) => {
@@ -25,11 +27,17 @@ export async function startFakeModel(answers) {
       }
       const parsed = JSON.parse(body);
       requests.push(parsed);
+      headers.push(req.headers);
       let a = answers[n++];
       if (typeof a === 'function') a = a(parsed);
       if (!a) {
         res.writeHead(418, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: `fake model: no answer scripted for request ${n}` } }));
+        return;
+      }
+      if (a.status) {
+        res.writeHead(a.status, { 'content-type': 'application/json', 'retry-after-ms': '5' });
+        res.end(JSON.stringify({ type: 'error', error: { type: a.status === 529 ? 'overloaded_error' : 'api_error', message: 'fake model: busy' } }));
         return;
       }
       const id = `msg_fake_${String(n).padStart(4, '0')}`;
@@ -64,6 +72,7 @@ export async function startFakeModel(answers) {
   return {
     url: `http://127.0.0.1:${server.address().port}`,
     requests,
+    headers,
     close: () => new Promise((resolve) => {
       for (const r of open) r.destroy();
       server.close(resolve);
