@@ -18,6 +18,7 @@ const helpText = `Commands:
 /model [name] — show or change the model
 /compact — fold the conversation into a summary
 /allow, /always, /deny [n] — answer the agent's approval request
+/btw question — a side question, answered without entering the conversation (also while the agent works)
 /help — this list
 Anything else goes to the agent.`
 
@@ -33,6 +34,7 @@ func commandName(text string) (name, arg string) {
 var commands = map[string]bool{
 	"/help": true, "/start": true, "/stop": true, "/new": true, "/status": true,
 	"/model": true, "/compact": true, "/allow": true, "/always": true, "/deny": true,
+	"/btw": true,
 }
 
 // isCommand reports whether text is one of the relay's chat commands; any
@@ -131,7 +133,41 @@ func (r *Relay) command(ctx context.Context, c *chat, text string) {
 		c.poke()
 	case "/allow", "/always", "/deny":
 		r.answer(ctx, c, name, arg)
+	case "/btw":
+		r.btw(ctx, c, arg)
 	}
+}
+
+// btw answers a side question beside the run in progress, if any: the
+// answer is a reply of its own, and the conversation does not keep it.
+func (r *Relay) btw(ctx context.Context, c *chat, question string) {
+	if question == "" {
+		r.say(ctx, c.id, KindCommand, "Usage: /btw question")
+		return
+	}
+	conv, err := r.conversation(ctx, c)
+	if err != nil {
+		r.say(ctx, c.id, KindCommand, "⚠️ "+err.Error())
+		return
+	}
+	// The answer may take a while: it is asked beside the handler (whose
+	// ctx may be the channel's request's), for as long as the relay runs.
+	r.mu.Lock()
+	ctx = r.ctx
+	r.wg.Add(1)
+	r.mu.Unlock()
+	go func() {
+		defer r.wg.Done()
+		answer, err := conv.Ask(ctx, question)
+		switch {
+		case errors.Is(err, backend.ErrUnsupported):
+			r.say(ctx, c.id, KindCommand, "This backend cannot answer side questions; send it as a message.")
+		case err != nil:
+			r.say(ctx, c.id, KindCommand, "⚠️ "+err.Error())
+		default:
+			r.say(ctx, c.id, KindCommand, answer)
+		}
+	}()
 }
 
 // answer answers the oldest approval request, or the n-th with an

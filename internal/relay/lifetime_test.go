@@ -252,6 +252,7 @@ func (gatedConv) Compact(context.Context) error                    { return nil 
 func (gatedConv) Model() string                                    { return "" }
 func (gatedConv) SetModel(string) error                            { return nil }
 func (gatedConv) AnswerPermission(string, protocol.Decision) error { return backend.ErrUnsupported }
+func (gatedConv) Ask(context.Context, string) (string, error)      { return "", backend.ErrUnsupported }
 func (gatedConv) Session() string                                  { return "s" }
 func (gatedConv) Close() error                                     { return nil }
 

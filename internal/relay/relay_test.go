@@ -675,3 +675,60 @@ func TestApprovalInTheChat(t *testing.T) {
 		t.Errorf("after the run: %q, %q", sent[5].Text, sent[6].Text)
 	}
 }
+
+// TestBtwInTheChat: /btw asked while the agent waits for an approval is
+// answered at once, beside the run, and the conversation does not keep
+// it; with claude -p as the backend it says it cannot.
+func TestBtwInTheChat(t *testing.T) {
+	t.Parallel()
+	f := telegramfake.New()
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	st := openStore(t, filepath.Join(t.TempDir(), "relay.db"))
+	t.Cleanup(func() { st.Close() })
+	tg := telegram.New(telegram.Config{BaseURL: srv.URL, Token: telegramfake.Token, KV: st, PollTimeout: time.Second})
+	script := modeltest.NewScript(
+		modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, "Let me look."),
+			modeltest.ToolUse(1, "toolu_1", "Bash", map[string]string{"command": "echo approved"}), modeltest.Stop("tool_use")),
+		modeltest.Answer("m2", "It is 42."),
+		modeltest.Answer("m3", "It printed approved."),
+	)
+	workDir, sessions := t.TempDir(), t.TempDir()
+	be := sluiceagent.New(sluiceagent.Config{KV: st, Options: func(string) agent.Options {
+		return agent.Options{Provider: script, WorkDir: workDir, PermissionMode: protocol.ModeDefault,
+			Stream: modeltest.StreamOptions(), Store: sessionstore.NewJSONL(sessions)}
+	}})
+	t.Cleanup(func() { be.Close() })
+	startRelay(t, st, tg, be, nil, fast)
+	f.UserSays(4, "what does echo say?")
+	if _, err := f.WaitSent(waitCtx(t), 2); err != nil {
+		t.Fatal(err)
+	}
+	f.UserSays(4, "/btw what is the answer?")
+	sent, err := f.WaitSent(waitCtx(t), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent[2].Text != "It is 42." {
+		t.Fatalf("the side answer: %q", sent[2].Text)
+	}
+	f.UserSays(4, "/allow")
+	sent, err = f.WaitSent(waitCtx(t), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent[3].Text != "Allowed." || sent[4].Text != "It printed approved." {
+		t.Errorf("after the approval: %q, %q", sent[3].Text, sent[4].Text)
+	}
+	for _, m := range script.Request(2).Messages {
+		for _, c := range m.Content {
+			if strings.Contains(c.Text, "what is the answer") || strings.Contains(c.Text, "It is 42.") {
+				t.Errorf("the side question entered the conversation: %+v", m)
+			}
+		}
+	}
+	f.UserSays(4, "/btw")
+	if sent, err = f.WaitSent(waitCtx(t), 6); err != nil || sent[5].Text != "Usage: /btw question" {
+		t.Errorf("/btw alone: %v %q", err, sent[len(sent)-1].Text)
+	}
+}

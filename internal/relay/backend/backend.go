@@ -46,6 +46,10 @@ type Conversation interface {
 	// AnswerPermission answers a protocol.PermissionRequest with a
 	// protocol.Decision* value.
 	AnswerPermission(requestID string, decision protocol.Decision) error
+	// Ask answers a side question (/btw) from the conversation's context
+	// without entering it, also while a run goes on; ErrUnsupported when
+	// the backend cannot.
+	Ask(ctx context.Context, question string) (string, error)
 	// Session identifies the session for /status.
 	Session() string
 	// Close ends the conversation.

@@ -189,6 +189,11 @@ func (c *conversation) AnswerPermission(string, protocol.Decision) error {
 	return backend.ErrUnsupported
 }
 
+// Ask is not offered: a claude -p process has no side questions.
+func (c *conversation) Ask(context.Context, string) (string, error) {
+	return "", backend.ErrUnsupported
+}
+
 func (c *conversation) Session() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()

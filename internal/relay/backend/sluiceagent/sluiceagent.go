@@ -158,6 +158,10 @@ func (c *conversation) AnswerPermission(requestID string, decision protocol.Deci
 	return c.session().AnswerPermission(requestID, decision)
 }
 
+func (c *conversation) Ask(ctx context.Context, question string) (string, error) {
+	return c.session().Ask(ctx, question, nil)
+}
+
 func (c *conversation) Session() string { return c.session().ID() }
 func (c *conversation) Close() error    { return c.session().Close() }
 
