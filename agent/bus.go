@@ -344,7 +344,10 @@ func (s *Session) SnapshotAndSubscribe(opts SubscribeOptions) (protocol.Snapshot
 // with ErrTooFarBehind when some of them are gone (or seq is in the
 // future): pull a snapshot with SnapshotAndSubscribe instead.
 func (s *Session) SubscribeFrom(seq int64, opts SubscribeOptions) (*Subscription, error) {
-	b := s.bus
+	return s.bus.subscribeFrom(seq, opts)
+}
+
+func (b *bus) subscribeFrom(seq int64, opts SubscribeOptions) (*Subscription, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	cur := b.list.Seq()

@@ -96,6 +96,9 @@ type InitializeResult struct {
 	Tools            []string                `json:"tools"`
 	// Busy is the run state at Seq: Snapshot.Running with a snapshot.
 	Busy bool `json:"busy"`
+	// Owner is the node that runs the session (its --node-id) when the
+	// server is a node of a cluster; absent otherwise.
+	Owner string `json:"owner,omitempty"`
 
 	// Snapshot is the session's state: replace the host's list with it.
 	// It is absent when the server resumed from the host's LastSeq.
@@ -247,6 +250,9 @@ type SessionInfo struct {
 	Size     int64 `json:"size"`
 	// Live is true when the session is running in this server.
 	Live bool `json:"live"`
+	// Owner is the cluster node that runs the session, when the server is
+	// a node of a cluster and a node holds the session's lease.
+	Owner string `json:"owner,omitempty"`
 }
 
 // RestoreSessionParams are restoreSession's params.

@@ -6,7 +6,6 @@ import (
 	"io"
 	"sync"
 
-	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/protocol"
 	"github.com/sluicehq/sluice/wire"
 )
@@ -213,14 +212,14 @@ func (c *connection) attach(req *Request, e *entry, lastSeq *int64, epoch string
 	}
 
 	res := c.s.describe(e)
-	var sub *agent.Subscription
+	var sub Subscription
 	if lastSeq != nil && (epoch == "" || epoch == e.epoch) {
-		if s, err := e.sess.SubscribeFrom(*lastSeq, agent.SubscribeOptions{}); err == nil {
+		if s, err := e.sess.SubscribeFrom(*lastSeq); err == nil {
 			sub, res.Seq, res.Resumed = s, *lastSeq, true
 		}
 	}
 	if sub == nil {
-		snap, s := e.sess.SnapshotAndSubscribe(agent.SubscribeOptions{})
+		snap, s := e.sess.SnapshotAndSubscribe()
 		sub, res.Snapshot, res.Seq = s, &snap, snap.Seq
 		// Busy and the pending requests are the snapshot's own, so they
 		// describe the same moment as its messages (older hosts read them
@@ -264,7 +263,7 @@ func (c *connection) detach(id string) bool {
 // goroutine (pump) that writes its events.
 type attachment struct {
 	c      *connection
-	sess   *agent.Session
+	sess   Session
 	epoch  string
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -274,7 +273,7 @@ type attachment struct {
 	// writer, so that responses ordered against its events (snapshots,
 	// barriers) cannot interleave with them.
 	mu      sync.Mutex
-	sub     *agent.Subscription
+	sub     Subscription
 	sent    int64     // seq of the last event (or snapshot) handed to the writer
 	waiting []barrier // answers to send once sent >= their seq
 	ended   bool      // the pump has returned
@@ -421,7 +420,7 @@ func (a *attachment) resyncLocked(answer func(snap protocol.Snapshot) []byte) {
 		a.c.send(answer(a.sess.Messages()))
 		return
 	}
-	snap, sub := a.sess.SnapshotAndSubscribe(agent.SubscribeOptions{})
+	snap, sub := a.sess.SnapshotAndSubscribe()
 	old := a.sub
 	a.sub = sub
 	old.Close() // wakes the pump if it waits on it

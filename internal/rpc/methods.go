@@ -52,6 +52,7 @@ func (s *Server) describe(e *entry) wire.InitializeResult {
 		Model:            e.sess.Model(),
 		PermissionMode:   e.sess.PermissionMode(),
 		Tools:            e.sess.Tools(),
+		Owner:            e.sess.Owner(),
 	}
 }
 
@@ -103,10 +104,12 @@ func (c *connection) initialize(req *Request) {
 		if rerr == nil {
 			// Attaching to a running session: the host's choices apply.
 			if p.Model != "" {
-				e.sess.SetModel(p.Model)
+				if err := e.sess.SetModel(c.ctx, p.Model); err != nil {
+					rerr = opError(err)
+				}
 			}
-			if p.PermissionMode != "" {
-				if err := e.sess.SetPermissionMode(protocol.PermissionMode(p.PermissionMode)); err != nil {
+			if p.PermissionMode != "" && rerr == nil {
+				if err := e.sess.SetPermissionMode(c.ctx, protocol.PermissionMode(p.PermissionMode)); err != nil {
 					rerr = wire.Errorf(wire.CodeInvalidParams, "invalid params: %v", err)
 				}
 			}
@@ -168,17 +171,21 @@ func (c *connection) listSessions(req *Request) {
 		}
 		for _, in := range infos {
 			seen[in.ID] = true
-			res.Sessions = append(res.Sessions, wire.SessionInfo{
+			info := wire.SessionInfo{
 				ID: in.ID, Title: in.Title, WorkingDirectory: in.WorkDir, Model: in.Model,
 				Modified: in.Modified.UnixMilli(), Size: in.Size, Live: c.s.live(in.ID),
-			})
+			}
+			if c.s.opts.Host != nil {
+				info.Owner = c.s.opts.Host.Owner(c.ctx, in.ID)
+			}
+			res.Sessions = append(res.Sessions, info)
 		}
 	}
 	// Running sessions that are not stored (no store) are listed too.
 	for _, sess := range c.s.liveSessions() {
 		if !seen[sess.ID()] && sess.WorkDir() == dir {
 			res.Sessions = append(res.Sessions, wire.SessionInfo{
-				ID: sess.ID(), WorkingDirectory: sess.WorkDir(), Model: sess.Model(), Live: true,
+				ID: sess.ID(), WorkingDirectory: sess.WorkDir(), Model: sess.Model(), Live: true, Owner: sess.Owner(),
 			})
 		}
 	}
@@ -206,6 +213,10 @@ func (c *connection) target(req *Request, p any, sessionID func() string) (*atta
 
 // opError turns an agent error into a response error.
 func opError(err error) *wire.Error {
+	var werr *wire.Error
+	if errors.As(err, &werr) {
+		return werr
+	}
 	if errors.Is(err, agent.ErrClosed) {
 		return wire.Errorf(wire.CodeSessionClosed, "the session is closed")
 	}
@@ -222,15 +233,12 @@ func (c *connection) sendMessage(req *Request) {
 		c.reply(req, nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: text is required"))
 		return
 	}
-	if p.Force {
-		a.sess.Abort("superseded by a new message")
-	}
-	h, err := a.sess.Submit(c.s.ctx, p.Text)
+	id, err := a.sess.Submit(c.s.ctx, p.Text, p.Force)
 	if err != nil {
 		c.reply(req, nil, opError(err))
 		return
 	}
-	c.reply(req, wire.SendMessageResult{MessageID: h.ID()}, nil)
+	c.reply(req, wire.SendMessageResult{MessageID: id}, nil)
 }
 
 func (c *connection) abort(req *Request) {
@@ -239,7 +247,10 @@ func (c *connection) abort(req *Request) {
 	if !ok {
 		return
 	}
-	a.sess.Abort(p.Reason)
+	if err := a.sess.Abort(c.s.ctx, p.Reason); err != nil {
+		c.reply(req, nil, opError(err))
+		return
+	}
 	c.reply(req, wire.Empty{}, nil)
 }
 
@@ -270,8 +281,9 @@ func (c *connection) rewind(req *Request) {
 		c.reply(req, wire.RewindResult{RequestID: p.RequestID, OK: false, Error: reason}, nil)
 		return
 	}
-	if err := a.sess.Rewind(c.s.ctx, p.MessageID); err != nil {
-		if errors.Is(err, agent.ErrClosed) {
+	seq, err := a.sess.Rewind(c.s.ctx, p.MessageID)
+	if err != nil {
+		if isClosed(err) {
 			c.reply(req, nil, opError(err))
 			return
 		}
@@ -279,12 +291,12 @@ func (c *connection) rewind(req *Request) {
 		return
 	}
 	if p.RequestID == "" {
-		a.resyncAfter(a.sess.Seq(), func(snap protocol.Snapshot) []byte {
+		a.resyncAfter(seq, func(snap protocol.Snapshot) []byte {
 			return c.encodeReply(req, wire.RewindResult{OK: true, Snapshot: &snap}, nil)
 		})
 		return
 	}
-	a.respondAfter(a.sess.Seq(), c.encodeReply(req, wire.RewindResult{RequestID: p.RequestID, OK: true}, nil))
+	a.respondAfter(seq, c.encodeReply(req, wire.RewindResult{RequestID: p.RequestID, OK: true}, nil))
 }
 
 // rewindable says why the list cannot be rewound to id, or "".
@@ -306,11 +318,12 @@ func (c *connection) clear(req *Request) {
 	if !ok {
 		return
 	}
-	if err := a.sess.Clear(c.s.ctx); err != nil {
+	seq, err := a.sess.Clear(c.s.ctx)
+	if err != nil {
 		c.reply(req, nil, opError(err))
 		return
 	}
-	a.resyncAfter(a.sess.Seq(), func(snap protocol.Snapshot) []byte { return c.encodeReply(req, snap, nil) })
+	a.resyncAfter(seq, func(snap protocol.Snapshot) []byte { return c.encodeReply(req, snap, nil) })
 }
 
 func (c *connection) compact(req *Request) {
@@ -327,11 +340,12 @@ func (c *connection) compact(req *Request) {
 		return
 	}
 	c.s.goOp(func() {
-		if _, err := h.Wait(c.s.ctx); err != nil {
+		res, err := h.Wait(c.s.ctx)
+		if err != nil {
 			c.reply(req, nil, opError(err))
 			return
 		}
-		a.respondAfter(a.sess.Seq(), c.encodeReply(req, wire.Empty{}, nil))
+		a.respondAfter(res.Seq, c.encodeReply(req, wire.Empty{}, nil))
 	})
 }
 
@@ -356,7 +370,7 @@ func (c *connection) bang(req *Request) {
 			c.reply(req, nil, opError(err))
 			return
 		}
-		a.respondAfter(a.sess.Seq(), c.encodeReply(req, wire.BangResult{MessageID: res.MessageID}, nil))
+		a.respondAfter(res.Seq, c.encodeReply(req, wire.BangResult{MessageID: res.MessageID}, nil))
 	})
 }
 
@@ -389,7 +403,10 @@ func (c *connection) setModel(req *Request) {
 	if !ok {
 		return
 	}
-	a.sess.SetModel(p.Model)
+	if err := a.sess.SetModel(c.s.ctx, p.Model); err != nil {
+		c.reply(req, nil, opError(err))
+		return
+	}
 	c.reply(req, wire.Empty{}, nil)
 }
 
@@ -403,7 +420,7 @@ func (c *connection) setPermissionMode(req *Request) {
 		c.reply(req, nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: permissionMode is required"))
 		return
 	}
-	if err := a.sess.SetPermissionMode(p.PermissionMode); err != nil {
+	if err := a.sess.SetPermissionMode(c.s.ctx, p.PermissionMode); err != nil {
 		c.reply(req, nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: %v", err))
 		return
 	}
@@ -427,7 +444,7 @@ func (c *connection) permissionResponse(req *Request) {
 		c.reply(req, nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: requestId is required"))
 		return
 	}
-	if err := a.sess.AnswerPermission(p.RequestID, p.Decision); err != nil {
+	if err := a.sess.AnswerPermission(c.s.ctx, p.RequestID, p.Decision); err != nil {
 		c.reply(req, nil, opError(err))
 		return
 	}

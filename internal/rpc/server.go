@@ -51,6 +51,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is reported in serverInfo.
 	Version string
+	// Host, when set, runs the sessions: the server is a node of a
+	// cluster. Nil: sessions run in this process.
+	Host Host
 }
 
 // Server serves the host protocol to any number of connections and holds
@@ -76,7 +79,7 @@ type Server struct {
 // entry is a running session, or one being restored (ready not closed yet).
 type entry struct {
 	ready chan struct{}
-	sess  *agent.Session
+	sess  Session
 	epoch string
 	err   error
 }
@@ -175,11 +178,35 @@ func (s *Server) newSession(ctx context.Context, cfg SessionConfig) (*entry, *wi
 	if rerr != nil {
 		return nil, rerr
 	}
-	sess, err := agent.New(opts)
+	var sess Session
+	if s.opts.Host != nil {
+		sess, err := s.opts.Host.New(ctx, opts)
+		if err != nil {
+			return nil, restoreError("", err)
+		}
+		e := &entry{ready: make(chan struct{}), sess: sess, epoch: s.epoch(sess.ID())}
+		return s.register(e)
+	}
+	as, err := agent.New(opts)
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeRequestFailed, "cannot start a session: %v", err)
 	}
-	e := &entry{ready: make(chan struct{}), sess: sess, epoch: uuid.NewString()}
+	sess = Local(as)
+	return s.register(&entry{ready: make(chan struct{}), sess: sess, epoch: s.epoch(sess.ID())})
+}
+
+// epoch names a run of session id. In a cluster a session's seq goes on
+// across nodes and restarts, so its epoch is the same wherever it runs.
+func (s *Server) epoch(id string) string {
+	if s.opts.Host != nil {
+		return "cluster:" + id
+	}
+	return uuid.NewString()
+}
+
+// register makes a new session's entry findable.
+func (s *Server) register(e *entry) (*entry, *wire.Error) {
+	sess := e.sess
 	close(e.ready)
 	s.mu.Lock()
 	if s.closed {
@@ -217,7 +244,7 @@ func (s *Server) session(ctx context.Context, id string, cfg SessionConfig) (*en
 
 	cfg.RestoreID = id
 	e.sess, e.err = s.restore(ctx, id, cfg)
-	e.epoch = uuid.NewString()
+	e.epoch = s.epoch(id)
 	s.mu.Lock()
 	closed := s.closed
 	if e.err != nil {
@@ -238,7 +265,17 @@ func (s *Server) session(ctx context.Context, id string, cfg SessionConfig) (*en
 	return e, nil
 }
 
-func (s *Server) restore(ctx context.Context, id string, cfg SessionConfig) (*agent.Session, error) {
+func (s *Server) restore(ctx context.Context, id string, cfg SessionConfig) (Session, error) {
+	if s.opts.Host != nil {
+		return s.opts.Host.Open(ctx, id, func(dir string) (agent.Options, error) {
+			cfg.WorkingDirectory = dir
+			opts, rerr := s.agentOptions(ctx, cfg)
+			if rerr != nil {
+				return agent.Options{}, rerr
+			}
+			return opts, nil
+		})
+	}
 	opts, rerr := s.agentOptions(ctx, cfg)
 	if rerr != nil {
 		return nil, rerr
@@ -246,7 +283,11 @@ func (s *Server) restore(ctx context.Context, id string, cfg SessionConfig) (*ag
 	if opts.Store == nil {
 		return nil, fmt.Errorf("%w: %s (the server has no session store)", store.ErrNotFound, id)
 	}
-	return agent.Open(opts, id)
+	as, err := agent.Open(opts, id)
+	if err != nil {
+		return nil, err
+	}
+	return Local(as), nil
 }
 
 func restoreError(id string, err error) *wire.Error {
@@ -269,10 +310,10 @@ func (s *Server) live(id string) bool {
 }
 
 // liveSessions returns the running sessions.
-func (s *Server) liveSessions() []*agent.Session {
+func (s *Server) liveSessions() []Session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []*agent.Session
+	var out []Session
 	for _, e := range s.sessions {
 		if e.sess != nil {
 			out = append(out, e.sess)

@@ -1,0 +1,196 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/store"
+)
+
+// Continue restores a stored session, as Open does, for a node that takes
+// it over from another: its model context comes from the store's records,
+// but its view state is snap — the state the cluster's event log reached,
+// which every client already holds — and its events continue after
+// snap.Seq. What the previous node left unfinished, because it died, is
+// ended with events published before any other: blocks still streaming
+// end, tools end with success false, the cut answer gets an error block,
+// permission requests are denied, queued work and background tasks are
+// dropped, and a running session becomes idle.
+func Continue(opts Options, id string, snap protocol.Snapshot) (*Session, error) {
+	if opts.Store == nil {
+		return nil, errors.New("agent: Continue needs Options.Store")
+	}
+	s, err := newSession(opts, id)
+	if err != nil {
+		return nil, err
+	}
+	key := store.Key{WorkDir: s.toolEnv.WorkDir, ID: id}
+	recs, warnings, err := opts.Store.Load(context.Background(), key)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range warnings {
+		s.opts.Logger.Warn(w)
+	}
+	// The display list the records rebuild is dropped: snap is what was
+	// published. The context, the title and the rewind marks are kept.
+	if _, err := s.replay(recs); err != nil {
+		return nil, fmt.Errorf("agent: restore session %s: %w", id, err)
+	}
+	s.bus = newBus(id, snap)
+	l, err := opts.Store.Open(context.Background(), key)
+	if err != nil {
+		return nil, err
+	}
+	s.log = newJournal(l)
+	for _, ev := range Interrupted(snap) {
+		s.publish(ev)
+	}
+	s.startSource = "resume"
+	s.start()
+	return s, nil
+}
+
+// Interrupted returns the events that end what snap left unfinished when
+// the process running the session died: see Continue. They carry no seq.
+func Interrupted(snap protocol.Snapshot) []protocol.Event {
+	var evs []protocol.Event
+	if n := len(snap.Messages); n > 0 {
+		m := snap.Messages[n-1]
+		cut := false
+		for i, b := range m.Blocks {
+			switch b.Type {
+			case protocol.BlockText, protocol.BlockReasoning:
+				if b.Stage != protocol.StageStreaming {
+					continue
+				}
+				cut = true
+				if b.Type == protocol.BlockText {
+					evs = append(evs, protocol.AssistantContentUpdated{MessageID: m.ID, BlockIndex: i, Stage: protocol.StageEnd})
+				} else {
+					evs = append(evs, protocol.AssistantReasoningUpdated{MessageID: m.ID, BlockIndex: i, Stage: protocol.StageEnd})
+				}
+			case protocol.BlockTool:
+				if b.Stage == protocol.StageEnd {
+					continue
+				}
+				cut = true
+				no, result := false, b.Result
+				evs = append(evs, protocol.ToolBlockUpdated{
+					MessageID: m.ID, BlockIndex: i, ToolID: b.ToolID, Name: b.Name, Stage: protocol.StageEnd,
+					Parameters: b.Parameters, CompactParams: b.CompactParams, ShortResult: b.ShortResult,
+					Result: &result, Success: &no, Error: interruptedTool,
+				})
+			}
+		}
+		if m.Role == protocol.RoleAssistant && (cut || snap.Running) {
+			evs = append(evs, protocol.ErrorBlockAdded{MessageID: m.ID, BlockIndex: len(m.Blocks), Error: crashNote})
+		}
+	}
+	for _, p := range snap.PendingPermissions {
+		evs = append(evs, protocol.PermissionResolved{RequestID: p.RequestID, Decision: protocol.DecisionDeny})
+	}
+	if len(snap.Queued) > 0 {
+		evs = append(evs, protocol.QueueChanged{})
+	}
+	for _, t := range snap.Tasks {
+		evs = append(evs, protocol.TaskUpdated{Task: t, State: protocol.TaskEnded, Status: "interrupted: sluice stopped"})
+	}
+	if snap.Running {
+		evs = append(evs, protocol.RunStateChanged{State: protocol.RunIdle})
+	}
+	return evs
+}
+
+// Mirror holds the view state of a session that runs elsewhere (on another
+// node of a cluster), fed with its events as they were published there:
+// faces subscribe to it and pull snapshots from it as they do from a
+// Session, with the same guarantees (adjacent deltas merge in a slow
+// subscriber's queue, SubscribeFrom replays what is buffered). It is safe
+// for concurrent use.
+type Mirror struct {
+	bus *bus
+}
+
+// NewMirror returns a mirror of session id holding snap.
+func NewMirror(id string, snap protocol.Snapshot) *Mirror {
+	return &Mirror{bus: newBus(id, snap)}
+}
+
+// ID is the session's id.
+func (m *Mirror) ID() string { return m.bus.sessionID }
+
+// Apply applies an event the session published (already numbered; a
+// merged one covers several seqs) and queues it to every subscriber. It
+// returns the error of protocol.List.Apply: ErrStale for an event already
+// held (dropped), ErrGap or ErrInconsistent when the mirror cannot take
+// it (Reset it from a snapshot).
+func (m *Mirror) Apply(ev protocol.Event) error {
+	b := m.bus
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.list.Apply(ev); err != nil {
+		return err
+	}
+	b.remember(ev)
+	for s := range b.subs {
+		s.push(Item{Event: ev})
+	}
+	return nil
+}
+
+// Reset replaces the mirror's state with snap, a later state of the
+// session than the mirror holds (taken after a gap). Subscriptions are
+// closed, since their events would not continue: subscribers take a new
+// snapshot.
+func (m *Mirror) Reset(snap protocol.Snapshot) {
+	b := m.bus
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.list.Reset(snap)
+	clear(b.replay)
+	b.replay, b.replayBytes = nil, 0
+	for s := range b.subs {
+		s.closeLocked()
+		delete(b.subs, s)
+	}
+}
+
+// Close closes every subscription; queued events stay readable.
+func (m *Mirror) Close() { m.bus.closeAll() }
+
+// Messages returns a deep copy of the view state and its seq.
+func (m *Mirror) Messages() protocol.Snapshot {
+	m.bus.mu.Lock()
+	defer m.bus.mu.Unlock()
+	return m.bus.list.Snapshot()
+}
+
+// Seq returns the seq of the last event applied.
+func (m *Mirror) Seq() int64 {
+	m.bus.mu.Lock()
+	defer m.bus.mu.Unlock()
+	return m.bus.list.Seq()
+}
+
+// Running reports whether the session is running, as its last
+// runStateChanged said.
+func (m *Mirror) Running() bool {
+	m.bus.mu.Lock()
+	defer m.bus.mu.Unlock()
+	return m.bus.list.Running()
+}
+
+// SnapshotAndSubscribe is Session.SnapshotAndSubscribe.
+func (m *Mirror) SnapshotAndSubscribe(opts SubscribeOptions) (protocol.Snapshot, *Subscription) {
+	m.bus.mu.Lock()
+	defer m.bus.mu.Unlock()
+	return m.bus.list.Snapshot(), m.bus.subscribeLocked(opts)
+}
+
+// SubscribeFrom is Session.SubscribeFrom.
+func (m *Mirror) SubscribeFrom(seq int64, opts SubscribeOptions) (*Subscription, error) {
+	return m.bus.subscribeFrom(seq, opts)
+}

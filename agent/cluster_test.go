@@ -1,0 +1,185 @@
+package agent_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/model"
+	"github.com/sluicehq/sluice/model/modeltest"
+	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/store"
+)
+
+// numbered gives evs the seqs after seq.
+func numbered(id string, seq int64, evs []protocol.Event) []protocol.Event {
+	out := make([]protocol.Event, len(evs))
+	for i, ev := range evs {
+		out[i] = protocol.WithHeader(ev, protocol.Header{SessionID: id, Seq: seq + int64(i) + 1})
+	}
+	return out
+}
+
+func cutSnapshot() protocol.Snapshot {
+	return protocol.Snapshot{
+		Seq: 9, Running: true,
+		Messages: []protocol.Message{
+			{ID: "u1", Role: protocol.RoleUser, Blocks: []protocol.Block{{Type: protocol.BlockText, Content: "q"}}},
+			{ID: "a1", Role: protocol.RoleAssistant, Blocks: []protocol.Block{
+				{Type: protocol.BlockReasoning, Content: "hm", Stage: protocol.StageEnd},
+				{Type: protocol.BlockText, Content: "half an ans", Stage: protocol.StageStreaming},
+				{Type: protocol.BlockTool, ToolID: "t1", Name: "Bash", Stage: protocol.StageRunning, Parameters: `{"command":"ls"}`, Result: "a\n"},
+			}},
+		},
+		PendingPermissions: []protocol.PermissionRequest{{RequestID: "p1", ToolID: "t1", Name: "Bash"}},
+	}
+}
+
+func TestInterruptedEndsWhatWasCut(t *testing.T) {
+	t.Parallel()
+	done := cutSnapshot()
+	done.Running, done.PendingPermissions = false, nil
+	done.Messages[1].Blocks = done.Messages[1].Blocks[:1]
+	for _, tc := range []struct {
+		name   string
+		snap   protocol.Snapshot
+		events int
+	}{
+		{"cut mid-run", cutSnapshot(), 5}, // text end, tool end, error block, permission denied, idle
+		{"finished", done, 0},
+		{"empty", protocol.Snapshot{}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			evs := numbered("s", tc.snap.Seq, agent.Interrupted(tc.snap))
+			if len(evs) != tc.events {
+				t.Fatalf("%d events, want %d: %+v", len(evs), tc.events, evs)
+			}
+			l := protocol.NewList(tc.snap)
+			for _, ev := range evs {
+				if err := l.Apply(ev); err != nil {
+					t.Fatalf("%s: %v", ev.Method(), err)
+				}
+			}
+			got := l.Snapshot()
+			if got.Running || len(got.PendingPermissions) != 0 {
+				t.Fatalf("still running or waiting: %+v", got)
+			}
+			for _, m := range got.Messages {
+				for _, b := range m.Blocks {
+					if b.Stage == protocol.StageStreaming || b.Stage == protocol.StageRunning {
+						t.Fatalf("block left open: %+v", b)
+					}
+					if b.Type == protocol.BlockTool && (b.Success == nil || *b.Success || b.Result != "a\n") {
+						t.Fatalf("tool not ended as failed with its output: %+v", b)
+					}
+				}
+			}
+			if tc.events > 0 {
+				last := got.Messages[1].Blocks[len(got.Messages[1].Blocks)-1]
+				if last.Type != protocol.BlockError {
+					t.Fatalf("the cut answer has no error block: %+v", got.Messages[1].Blocks)
+				}
+			}
+		})
+	}
+}
+
+func TestMirrorDeliversWhatItApplies(t *testing.T) {
+	t.Parallel()
+	m := agent.NewMirror("s", cutSnapshot())
+	snap, sub := m.SnapshotAndSubscribe(agent.SubscribeOptions{})
+	defer sub.Close()
+	if snap.Seq != 9 || !m.Running() {
+		t.Fatalf("mirror starts at %d running=%v", snap.Seq, m.Running())
+	}
+	chunk := func(seq int64, s string) protocol.Event {
+		return protocol.AssistantContentUpdated{Header: protocol.Header{SessionID: "s", Seq: seq}, MessageID: "a1", BlockIndex: 1, Chunk: s, Stage: protocol.StageStreaming}
+	}
+	for i, s := range []string{"wer", " and", " more"} {
+		if err := m.Apply(chunk(int64(10+i), s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Apply(chunk(11, "again")); !errors.Is(err, protocol.ErrStale) {
+		t.Fatalf("stale event: %v", err)
+	}
+	if err := m.Apply(chunk(20, "x")); !errors.Is(err, protocol.ErrGap) {
+		t.Fatalf("gap: %v", err)
+	}
+	// The three deltas queued for the subscriber merged into one.
+	ev, err := sub.Next(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := ev.(protocol.AssistantContentUpdated); c.Chunk != "wer and more" || c.From() != 10 || c.Seq != 12 {
+		t.Fatalf("delivered %+v", c)
+	}
+	from, err := m.SubscribeFrom(10, agent.SubscribeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev, _ := from.Next(t.Context()); ev.Head().From() != 11 {
+		t.Fatalf("SubscribeFrom(10) starts at %d", ev.Head().From())
+	}
+	if got := m.Messages().Messages[1].Blocks[1].Content; got != "half an answer and more" {
+		t.Fatalf("mirror holds %q", got)
+	}
+	m.Reset(protocol.Snapshot{Seq: 30})
+	if _, err := from.Next(t.Context()); !errors.Is(err, agent.ErrClosed) {
+		t.Fatalf("after Reset: %v", err)
+	}
+	if m.Seq() != 30 || m.Running() {
+		t.Fatalf("after Reset at %d running=%v", m.Seq(), m.Running())
+	}
+}
+
+// TestContinueGoesOnFromTheLogState: a node taking a session over continues
+// its seq, ends the cut run with events and keeps the stored context.
+func TestContinueGoesOnFromTheLogState(t *testing.T) {
+	t.Parallel()
+	st, dir := store.NewJSONL(t.TempDir()), t.TempDir()
+	p := modeltest.NewScript(modeltest.Answer("m1", "first answer"))
+	s := newSession(t, p, func(o *agent.Options) { o.Store, o.WorkDir, o.SessionID = st, dir, "s" })
+	if _, err := s.Run(bg(t), "q"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	snap := cutSnapshot()
+	p2 := modeltest.NewScript(modeltest.Answer("m2", "second"))
+	r, err := agent.Continue(agent.Options{Provider: p2, Store: st, WorkDir: dir, Stream: modeltest.StreamOptions()}, "s", snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	sub, err := r.SubscribeFrom(snap.Seq, agent.SubscribeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if r.Seq() != snap.Seq+5 || r.Running() {
+		t.Fatalf("continued at seq %d running=%v", r.Seq(), r.Running())
+	}
+	if _, err := r.Run(bg(t), "go on"); err != nil {
+		t.Fatal(err)
+	}
+	want := snap.Seq + 1
+	for want <= r.Seq() {
+		ev, err := sub.Next(bg(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Head().From() != want {
+			t.Fatalf("event covering %d..%d, want from %d", ev.Head().From(), ev.Head().Seq, want)
+		}
+		want = ev.Head().Seq + 1
+	}
+	// The model's context is the stored one: the first exchange, then the
+	// new message.
+	got := p2.Request(0).Messages
+	if len(got) < 3 || got[0].Content[0].Text != "q" || got[1].Role != model.RoleAssistant || got[len(got)-1].Content[0].Text != "go on" {
+		t.Fatalf("the model was sent %+v", got)
+	}
+}

@@ -1,0 +1,363 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/rpc"
+	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/store"
+)
+
+// Lease is a node's hold on a session (see store/pgstore).
+type Lease struct {
+	Session, Node string
+	Epoch         int64
+	Expires       time.Time
+}
+
+// Errors of Leases, which an implementation returns wrapped or as is.
+var (
+	// ErrLeaseHeld: another node holds an unexpired lease on the session.
+	ErrLeaseHeld = errors.New("cluster: the session's lease is held by another node")
+	// ErrLeaseLost: the lease was taken over; stop running the session.
+	ErrLeaseLost = errors.New("cluster: the session's lease was lost")
+)
+
+// Leases is the durable side of ownership: one lease per session with an
+// epoch, expiring by the database's clock, and the session's checkpoint
+// (its view state at a seq), written only by the lease's holder.
+type Leases interface {
+	AcquireLease(ctx context.Context, session, node string, ttl time.Duration) (Lease, error)
+	RenewLease(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
+	ReleaseLease(ctx context.Context, l Lease) error
+	Owner(ctx context.Context, session string) (Lease, error)
+	SaveCheckpoint(ctx context.Context, l Lease, snapshot json.RawMessage, seq int64) error
+	LoadCheckpoint(ctx context.Context, session string) (json.RawMessage, int64, error)
+}
+
+// DefaultLeaseTTL is how long a dead node keeps its sessions.
+const DefaultLeaseTTL = 10 * time.Second
+
+// Config configures a Node.
+type Config struct {
+	// NodeID names this node in leases, initialize and listSessions.
+	NodeID string
+	// NATS is the connection to the NATS server (with JetStream).
+	NATS *nats.Conn
+	// Leases holds the leases and checkpoints.
+	Leases Leases
+	// LeaseTTL is the leases' time to live (default DefaultLeaseTTL). A
+	// node renews its leases every third of it.
+	LeaseTTL time.Duration
+	// CheckpointEvery is the number of events between two checkpoints of
+	// a session (default 512); a run's end checkpoints too.
+	CheckpointEvery int
+	// Options returns the agent options of a session this node takes over
+	// by itself (a dead node's running session), in its working directory.
+	// Nil: the node takes over only the sessions a client opens.
+	Options func(ctx context.Context, workDir string) (agent.Options, error)
+	// Logger receives diagnostics (default: discarded).
+	Logger *slog.Logger
+}
+
+// Node is one sluice process of a cluster: it runs the sessions it holds
+// leases on and mirrors the others from the event log, for the clients
+// attached to it. It is an rpc.Host. The rule for working directories: a
+// node runs a session (takes its lease) only if the session's working
+// directory is a directory on this node — a shared volume, or the same
+// path on every node; a node that cannot see it still serves the
+// session's clients, the commands going to a node that can.
+type Node struct {
+	cfg  Config
+	log  *slog.Logger
+	elog *Log
+	meta jetstream.KeyValue
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	handles map[string]*handle
+	closed  bool
+}
+
+// metaBucket holds each session's description, for the nodes that do not
+// run it, and whether it is running, for the nodes that look for sessions
+// whose owner died mid-run.
+const metaBucket = "sluice-sessions"
+
+// sessionMeta is a session's entry in metaBucket.
+type sessionMeta struct {
+	WorkDir        string                  `json:"workDir"`
+	Model          string                  `json:"model,omitempty"`
+	PermissionMode protocol.PermissionMode `json:"permissionMode"`
+	Tools          []string                `json:"tools"`
+	Node           string                  `json:"node"`
+	Running        bool                    `json:"running"`
+}
+
+// Start joins the cluster: it creates the stream and the bucket if need be
+// and starts watching for sessions that a dead node was running.
+func Start(ctx context.Context, cfg Config) (*Node, error) {
+	if cfg.NodeID == "" || cfg.NATS == nil || cfg.Leases == nil {
+		return nil, errors.New("cluster: NodeID, NATS and Leases are required")
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
+	}
+	if cfg.CheckpointEvery <= 0 {
+		cfg.CheckpointEvery = 512
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	js, err := jetstream.New(cfg.NATS)
+	if err != nil {
+		return nil, err
+	}
+	elog, err := OpenLog(ctx, js)
+	if err != nil {
+		return nil, err
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: metaBucket, Storage: jetstream.FileStorage})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: create the %s bucket: %w", metaBucket, err)
+	}
+	nctx, cancel := context.WithCancel(context.Background())
+	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), elog: elog, meta: kv,
+		ctx: nctx, cancel: cancel, handles: map[string]*handle{}}
+	n.wg.Add(1)
+	go n.sweep()
+	return n, nil
+}
+
+// ID is the node's id.
+func (n *Node) ID() string { return n.cfg.NodeID }
+
+// Close stops the sessions this node runs (their runs end as aborted; the
+// leases are released so that another node takes them at once) and the
+// mirrors.
+func (n *Node) Close() error {
+	n.mu.Lock()
+	n.closed = true
+	hs := make([]*handle, 0, len(n.handles))
+	for _, h := range n.handles {
+		hs = append(hs, h)
+	}
+	n.mu.Unlock()
+	var errs []error
+	for _, h := range hs {
+		errs = append(errs, h.Close())
+	}
+	n.cancel()
+	n.wg.Wait()
+	return errors.Join(errs...)
+}
+
+// visible is the working-directory rule: this node can run a session in
+// dir only if dir is a directory here.
+func visible(dir string) bool {
+	st, err := os.Stat(dir)
+	return err == nil && st.IsDir()
+}
+
+// New starts a session on this node: it takes the new session's lease and
+// runs its agent here.
+func (n *Node) New(ctx context.Context, opts agent.Options) (rpc.Session, error) {
+	if opts.SessionID == "" {
+		opts.SessionID = uuid.NewString()
+	}
+	id := opts.SessionID
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	if !visible(opts.WorkDir) {
+		return nil, fmt.Errorf("cluster: working directory %s is not a directory on node %s", opts.WorkDir, n.cfg.NodeID)
+	}
+	lease, err := n.cfg.Leases.AcquireLease(ctx, id, n.cfg.NodeID, n.cfg.LeaseTTL)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: lease on new session %s: %w", id, err)
+	}
+	h := n.newHandle(id, protocol.Snapshot{})
+	sess, err := agent.New(opts)
+	if err == nil {
+		err = h.own(ctx, lease, sess)
+	}
+	if err != nil {
+		if sess != nil {
+			sess.Close()
+		}
+		n.cfg.Leases.ReleaseLease(context.WithoutCancel(ctx), lease)
+		return nil, err
+	}
+	if err := n.register(h); err != nil {
+		h.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+// Open returns a handle on session id: run here if this node holds its
+// lease or can take it (free or expired, and its working directory is
+// visible here), mirrored from the log otherwise.
+func (n *Node) Open(ctx context.Context, id string, options func(workDir string) (agent.Options, error)) (rpc.Session, error) {
+	if err := checkID(id); err != nil {
+		return nil, fmt.Errorf("%w: %w", store.ErrNotFound, err)
+	}
+	n.mu.Lock()
+	h, ok := n.handles[id]
+	n.mu.Unlock()
+	if ok {
+		return h, nil
+	}
+	snap, err := n.checkpoint(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	h = n.newHandle(id, snap)
+	if options != nil {
+		h.options = func(_ context.Context, dir string) (agent.Options, error) { return options(dir) }
+	}
+	if err := h.catchUp(ctx); err != nil {
+		return nil, err
+	}
+	m, err := n.loadMeta(ctx, id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, fmt.Errorf("%w: session %s is not known to the cluster", store.ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	h.setMeta(m)
+	if err := h.takeOrFollow(ctx); err != nil {
+		h.Close()
+		return nil, err
+	}
+	if err := n.register(h); err != nil {
+		h.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+// Owner names the node holding session id's lease, "" when none does.
+func (n *Node) Owner(ctx context.Context, id string) string {
+	l, err := n.cfg.Leases.Owner(ctx, id)
+	if err != nil {
+		n.log.Warn("cannot read a session's owner", "session", id, "err", err)
+		return ""
+	}
+	return l.Node
+}
+
+func (n *Node) register(h *handle) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return errors.New("cluster: the node is shutting down")
+	}
+	if _, ok := n.handles[h.id]; ok {
+		return fmt.Errorf("cluster: session %s opened twice", h.id)
+	}
+	n.handles[h.id] = h
+	return nil
+}
+
+// checkpoint loads a session's latest checkpoint (the empty state at seq 0
+// when there is none).
+func (n *Node) checkpoint(ctx context.Context, id string) (protocol.Snapshot, error) {
+	raw, seq, err := n.cfg.Leases.LoadCheckpoint(ctx, id)
+	if err != nil {
+		return protocol.Snapshot{}, err
+	}
+	if seq == 0 && len(raw) == 0 {
+		return protocol.Snapshot{}, nil
+	}
+	var snap protocol.Snapshot
+	if err := json.Unmarshal(raw, &snap); err != nil {
+		return protocol.Snapshot{}, fmt.Errorf("cluster: checkpoint of %s: %w", id, err)
+	}
+	snap.Seq = seq
+	return snap, nil
+}
+
+func (n *Node) loadMeta(ctx context.Context, id string) (sessionMeta, error) {
+	e, err := n.meta.Get(ctx, id)
+	if err != nil {
+		return sessionMeta{}, err
+	}
+	var m sessionMeta
+	if err := json.Unmarshal(e.Value(), &m); err != nil {
+		return sessionMeta{}, fmt.Errorf("cluster: description of %s: %w", id, err)
+	}
+	return m, nil
+}
+
+func (n *Node) putMeta(ctx context.Context, id string, m sessionMeta) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	_, err = n.meta.Put(ctx, id, b)
+	return err
+}
+
+// sweep looks, every half lease TTL, for sessions that were running on a
+// node whose lease expired (it died mid-run), and takes over those whose
+// working directory it can see: their interrupted run is ended and
+// published without waiting for a client's command.
+func (n *Node) sweep() {
+	defer n.wg.Done()
+	t := time.NewTicker(n.cfg.LeaseTTL / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+		}
+		keys, err := n.meta.ListKeys(n.ctx)
+		if err != nil {
+			continue
+		}
+		for id := range keys.Keys() {
+			n.adopt(id)
+		}
+	}
+}
+
+// adopt takes over session id if it was running on a node that holds no
+// lease on it any more.
+func (n *Node) adopt(id string) {
+	m, err := n.loadMeta(n.ctx, id)
+	if err != nil || !m.Running || m.Node == n.cfg.NodeID || !visible(m.WorkDir) {
+		return
+	}
+	n.mu.Lock()
+	h := n.handles[id]
+	n.mu.Unlock()
+	if h != nil {
+		h.tryTake(n.ctx)
+		return
+	}
+	if owner := n.Owner(n.ctx, id); owner != "" {
+		return
+	}
+	n.log.Info("adopting a session whose node stopped mid-run", "session", id, "was", m.Node)
+	if _, err := n.Open(n.ctx, id, nil); err != nil {
+		n.log.Warn("cannot adopt a session", "session", id, "err", err)
+	}
+}

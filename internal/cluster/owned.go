@@ -1,0 +1,392 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+
+	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/rpc"
+	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/wire"
+)
+
+// Command methods forwarded to a session's owner.
+const (
+	cmdSubmit            = "submit"
+	cmdAbort             = "abort"
+	cmdRewind            = "rewind"
+	cmdClear             = "clear"
+	cmdCompact           = "compact"
+	cmdBang              = "bang"
+	cmdWait              = "wait"
+	cmdSetModel          = "setModel"
+	cmdSetPermissionMode = "setPermissionMode"
+	cmdAnswer            = "answerPermission"
+)
+
+// command is a forwarded command: one request of NATS request/reply.
+type command struct {
+	// ID is the request id: a retried command is answered from the
+	// owner's memory of its first answer.
+	ID        string            `json:"id"`
+	Method    string            `json:"method"`
+	Text      string            `json:"text,omitempty"`
+	Force     bool              `json:"force,omitempty"`
+	Job       string            `json:"job,omitempty"`
+	RequestID string            `json:"requestId,omitempty"`
+	Decision  protocol.Decision `json:"decision,omitempty"`
+}
+
+type commandReply struct {
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *wire.Error     `json:"error,omitempty"`
+}
+
+// repliesKept bounds the owner's memory of answered request ids.
+const repliesKept = 1024
+
+// owned is a session this node runs: its agent, its lease, its log writer
+// and the goroutines that publish, renew and answer commands.
+type owned struct {
+	h    *handle
+	sess *agent.Session
+	w    *Writer
+	sub  *agent.Subscription
+	cmds *nats.Subscription
+
+	ctx       context.Context // ends publishing and renewing
+	cancel    context.CancelFunc
+	published chan struct{} // closed when publish returns
+	renewed   chan struct{} // closed when renew returns
+	stopOnce  sync.Once
+
+	mu      sync.Mutex
+	lease   Lease
+	replies map[string][]byte // request id → answer
+	order   []string
+	jobs    map[string]rpc.Job
+}
+
+func (o *owned) currentLease() Lease {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.lease
+}
+
+// publish appends the agent's events to the log, in order, and applies
+// each to the mirror once stored. It checkpoints every CheckpointEvery
+// events and when a run ends, and trims the log up to the checkpoint.
+func (o *owned) publish() {
+	defer close(o.published)
+	h := o.h
+	since := 0
+	for {
+		ev, err := o.sub.Next(o.ctx)
+		if err != nil {
+			// The agent closed (its last events are published) or the
+			// node stopped running the session.
+			if o.ctx.Err() == nil && since > 0 {
+				o.checkpoint()
+			}
+			return
+		}
+		if err := o.append(ev); err != nil {
+			go h.lost(o, err)
+			return
+		}
+		if err := h.apply(ev); err != nil {
+			h.n.log.Error("the mirror refused an event its agent published", "session", h.id, "err", err)
+		}
+		since++
+		if rs, ok := ev.(protocol.RunStateChanged); ok {
+			m := h.getMeta()
+			m.Running = rs.State == protocol.RunRunning
+			h.setMeta(m)
+			if err := h.n.putMeta(o.ctx, h.id, m); err != nil {
+				h.n.log.Warn("cannot record a session's run state", "session", h.id, "err", err)
+			}
+		}
+		if since >= h.n.cfg.CheckpointEvery || (isIdle(ev) && o.sub.Pending() == 0) {
+			if err := o.checkpoint(); errors.Is(err, ErrLeaseLost) {
+				go h.lost(o, err)
+				return
+			}
+			since = 0
+		}
+	}
+}
+
+func isIdle(ev protocol.Event) bool {
+	rs, ok := ev.(protocol.RunStateChanged)
+	return ok && rs.State == protocol.RunIdle
+}
+
+// append stores ev in the log, retrying what may be a passing failure of
+// the connection until the lease would have expired.
+func (o *owned) append(ev protocol.Event) error {
+	deadline := time.Now().Add(o.h.n.cfg.LeaseTTL)
+	for {
+		ctx, cancel := context.WithTimeout(o.ctx, 5*time.Second)
+		err := o.w.Append(ctx, ev)
+		cancel()
+		if err == nil || errors.Is(err, ErrFenced) || o.ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		o.h.n.log.Warn("publishing an event failed; retrying", "session", o.h.id, "seq", ev.Head().Seq, "err", err)
+	}
+}
+
+// checkpoint saves the mirror's state (which is the log's up to the
+// writer's position) and trims the log before it.
+func (o *owned) checkpoint() error {
+	h := o.h
+	snap := h.mirror.Messages()
+	raw, err := json.Marshal(snap)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(o.ctx), 10*time.Second)
+	defer cancel()
+	if err := h.n.cfg.Leases.SaveCheckpoint(ctx, o.currentLease(), raw, snap.Seq); err != nil {
+		if !errors.Is(err, ErrLeaseLost) {
+			h.n.log.Warn("cannot checkpoint a session", "session", h.id, "err", err)
+		}
+		return err
+	}
+	if pos := o.w.Position(); pos.Seq == snap.Seq {
+		if err := h.n.elog.Trim(ctx, h.id, pos.Stream); err != nil {
+			h.n.log.Warn("cannot trim a session's log", "session", h.id, "err", err)
+		}
+	}
+	return nil
+}
+
+// renew keeps the lease, every third of its TTL. A lost lease (another
+// node took it) stops the session here; so does a database that cannot be
+// reached for a whole TTL, since another node may have taken it then.
+func (o *owned) renew() {
+	defer close(o.renewed)
+	ttl := o.h.n.cfg.LeaseTTL
+	t := time.NewTicker(ttl / 3)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-o.ctx.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(o.ctx, ttl/3)
+		l, err := o.h.n.cfg.Leases.RenewLease(ctx, o.currentLease(), ttl)
+		cancel()
+		switch {
+		case err == nil:
+			o.mu.Lock()
+			o.lease = l
+			o.mu.Unlock()
+			last = time.Now()
+		case o.ctx.Err() != nil:
+			return
+		case errors.Is(err, ErrLeaseLost) || time.Since(last) >= ttl:
+			go o.h.lost(o, err)
+			return
+		default:
+			o.h.n.log.Warn("cannot renew a lease", "session", o.h.id, "err", err)
+		}
+	}
+}
+
+// serve answers a forwarded command. NATS calls it for one message at a
+// time, in arrival order, so commands keep their order; waiting for a job
+// is answered from a goroutine of its own.
+func (o *owned) serve(msg *nats.Msg) {
+	var c command
+	if err := json.Unmarshal(msg.Data, &c); err != nil {
+		o.respond(msg, "", reply(nil, wire.Errorf(wire.CodeInvalidParams, "invalid command: %v", err)))
+		return
+	}
+	if c.Method == cmdWait {
+		go o.respond(msg, "", o.wait(c))
+		return
+	}
+	o.mu.Lock()
+	answer, ok := o.replies[c.ID]
+	o.mu.Unlock()
+	if !ok {
+		answer = o.exec(c)
+	}
+	o.respond(msg, c.ID, answer)
+}
+
+func (o *owned) respond(msg *nats.Msg, id string, answer []byte) {
+	if id != "" {
+		o.mu.Lock()
+		if _, ok := o.replies[id]; !ok {
+			o.replies[id] = answer
+			o.order = append(o.order, id)
+			if len(o.order) > repliesKept {
+				delete(o.replies, o.order[0])
+				o.order = o.order[1:]
+			}
+		}
+		o.mu.Unlock()
+	}
+	if err := msg.Respond(answer); err != nil {
+		o.h.n.log.Warn("cannot answer a forwarded command", "session", o.h.id, "err", err)
+	}
+}
+
+func reply(result any, err error) []byte {
+	var r commandReply
+	if err != nil {
+		var werr *wire.Error
+		switch {
+		case errors.As(err, &werr):
+		case errors.Is(err, agent.ErrClosed):
+			werr = wire.Errorf(wire.CodeSessionClosed, "the session is closed")
+		default:
+			werr = wire.Errorf(wire.CodeRequestFailed, "%v", err)
+		}
+		r.Error = werr
+	} else if result != nil {
+		r.Result, _ = json.Marshal(result)
+	}
+	b, _ := json.Marshal(r)
+	return b
+}
+
+// exec runs c on the local agent and returns its encoded answer.
+func (o *owned) exec(c command) []byte {
+	s := o.sess
+	ctx := o.ctx
+	switch c.Method {
+	case cmdSubmit:
+		if c.Force {
+			s.Abort("superseded by a new message")
+		}
+		hd, err := s.Submit(ctx, c.Text)
+		if err != nil {
+			return reply(nil, err)
+		}
+		return reply(map[string]string{"messageId": hd.ID()}, nil)
+	case cmdAbort:
+		s.Abort(c.Text)
+		return reply(nil, nil)
+	case cmdRewind:
+		err := s.Rewind(ctx, c.Text)
+		return reply(rpc.JobResult{Seq: s.Seq()}, err)
+	case cmdClear:
+		err := s.Clear(ctx)
+		return reply(rpc.JobResult{Seq: s.Seq()}, err)
+	case cmdCompact, cmdBang:
+		var job rpc.Job
+		var err error
+		if c.Method == cmdCompact {
+			job, err = rpc.Local(s).SubmitCompact(ctx)
+		} else {
+			job, err = rpc.Local(s).SubmitBang(ctx, c.Text)
+		}
+		if err != nil {
+			return reply(nil, err)
+		}
+		id := uuid.NewString()
+		o.mu.Lock()
+		o.jobs[id] = job
+		o.mu.Unlock()
+		return reply(map[string]string{"job": id}, nil)
+	case cmdWait:
+		return o.wait(c)
+	case cmdSetModel:
+		s.SetModel(c.Text)
+		o.recordMeta()
+		return reply(nil, nil)
+	case cmdSetPermissionMode:
+		if err := s.SetPermissionMode(protocol.PermissionMode(c.Text)); err != nil {
+			return reply(nil, wire.Errorf(wire.CodeInvalidParams, "invalid params: %v", err))
+		}
+		o.recordMeta()
+		return reply(nil, nil)
+	case cmdAnswer:
+		return reply(nil, s.AnswerPermission(c.RequestID, c.Decision))
+	}
+	return reply(nil, wire.Errorf(wire.CodeMethodNotFound, "unknown command %q", c.Method))
+}
+
+// wait answers when job c.Job ends, or "pending" after half a lease TTL so
+// that the asker, hearing nothing, can tell a dead owner.
+func (o *owned) wait(c command) []byte {
+	o.mu.Lock()
+	job := o.jobs[c.Job]
+	o.mu.Unlock()
+	if job == nil {
+		return reply(nil, wire.Errorf(wire.CodeRequestFailed, "the node that ran this work stopped before it ended"))
+	}
+	ctx, cancel := context.WithTimeout(o.ctx, o.h.n.cfg.LeaseTTL/2)
+	defer cancel()
+	res, err := job.Wait(ctx)
+	if err != nil && ctx.Err() != nil && o.ctx.Err() == nil {
+		return reply(map[string]bool{"pending": true}, nil)
+	}
+	if err != nil {
+		return reply(nil, err)
+	}
+	o.mu.Lock()
+	delete(o.jobs, c.Job)
+	o.mu.Unlock()
+	return reply(res, nil)
+}
+
+// recordMeta stores the session's description after a change.
+func (o *owned) recordMeta() {
+	m := o.h.getMeta()
+	m.Model, m.PermissionMode = o.sess.Model(), o.sess.PermissionMode()
+	o.h.setMeta(m)
+	if err := o.h.n.putMeta(o.ctx, o.h.id, m); err != nil {
+		o.h.n.log.Warn("cannot record a session's description", "session", o.h.id, "err", err)
+	}
+}
+
+// stop ends the session here at once (its lease is someone else's): no
+// more is published.
+func (o *owned) stop() {
+	o.stopOnce.Do(func() {
+		o.cmds.Unsubscribe()
+		o.cancel()
+		o.sess.Close()
+		<-o.published
+		<-o.renewed
+		o.sub.Close()
+	})
+}
+
+// close ends the session here in order: the agent's run is aborted and
+// its last events published, a checkpoint taken, the lease released so
+// that another node can take the session at once.
+func (o *owned) close() error {
+	var err error
+	o.stopOnce.Do(func() {
+		o.cmds.Unsubscribe()
+		err = o.sess.Close()
+		<-o.published // drains the agent's last events, then checkpoints
+		o.cancel()
+		<-o.renewed
+		o.sub.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		m := o.h.getMeta()
+		m.Running, m.Node = false, ""
+		if perr := o.h.n.putMeta(ctx, o.h.id, m); perr != nil {
+			o.h.n.log.Warn("cannot record a session's run state", "session", o.h.id, "err", perr)
+		}
+		if rerr := o.h.n.cfg.Leases.ReleaseLease(ctx, o.currentLease()); rerr != nil && !errors.Is(rerr, ErrLeaseLost) {
+			err = errors.Join(err, rerr)
+		}
+	})
+	return err
+}
