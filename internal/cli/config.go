@@ -41,6 +41,12 @@ type Config struct {
 	// by default every *TOKEN, *KEY, *SECRET*, *PASSWORD* ... variable is
 	// removed from their environment (package childenv).
 	AllowEnv []string `json:"allowEnv,omitempty"`
+
+	// Cluster mode of serve and relay (see ClusterFlags).
+	NATS     string   `json:"nats,omitempty"`
+	Postgres string   `json:"postgres,omitempty"`
+	NodeID   string   `json:"nodeId,omitempty"`
+	LeaseTTL Duration `json:"leaseTTL,omitempty"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("90s").
