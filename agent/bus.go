@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"sort"
 	"sync"
 
 	"github.com/sluicehq/sluice/model"
@@ -356,10 +357,13 @@ func (b *bus) subscribeFrom(seq int64, opts SubscribeOptions) (*Subscription, er
 	}
 	var missed []protocol.Event
 	if seq < cur {
-		if len(b.replay) == 0 || b.replay[0].Head().Seq > seq+1 {
+		// The first event after seq. A Mirror's buffer may hold merged
+		// events (covering several seqs): one must start right after seq.
+		i := sort.Search(len(b.replay), func(i int) bool { return b.replay[i].Head().Seq > seq })
+		if i == len(b.replay) || b.replay[i].Head().From() != seq+1 {
 			return nil, ErrTooFarBehind
 		}
-		missed = b.replay[seq+1-b.replay[0].Head().Seq:]
+		missed = b.replay[i:]
 	}
 	sub := b.subscribeLocked(opts)
 	for _, ev := range missed {

@@ -122,12 +122,39 @@ func TestMirrorDeliversWhatItApplies(t *testing.T) {
 	if ev, _ := from.Next(t.Context()); ev.Head().From() != 11 {
 		t.Fatalf("SubscribeFrom(10) starts at %d", ev.Head().From())
 	}
-	if got := m.Messages().Messages[1].Blocks[1].Content; got != "half an answer and more" {
+	// A merged event from the log (13..14) is replayed to a subscriber at
+	// 12, and one holding 13 (inside it) cannot resume.
+	merged, _ := protocol.Merge(chunk(13, "!"), chunk(14, "!"))
+	if err := m.Apply(merged); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Apply(chunk(15, ".")); err != nil {
+		t.Fatal(err)
+	}
+	at12, err := m.SubscribeFrom(12, agent.SubscribeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev, _ := at12.Next(t.Context()); ev.Head().From() != 13 || ev.Head().Seq != 15 {
+		t.Fatalf("SubscribeFrom(12) starts with %d..%d", ev.Head().From(), ev.Head().Seq)
+	}
+	at12.Close()
+	if _, err := m.SubscribeFrom(13, agent.SubscribeOptions{}); !errors.Is(err, agent.ErrTooFarBehind) {
+		t.Fatalf("SubscribeFrom(13) inside a merged event: %v", err)
+	}
+	if got := m.Messages().Messages[1].Blocks[1].Content; got != "half an answer and more!!." {
 		t.Fatalf("mirror holds %q", got)
 	}
 	m.Reset(protocol.Snapshot{Seq: 30})
-	if _, err := from.Next(t.Context()); !errors.Is(err, agent.ErrClosed) {
-		t.Fatalf("after Reset: %v", err)
+	// What was queued before the reset is still delivered, then the end.
+	for {
+		_, err := from.Next(t.Context())
+		if errors.Is(err, agent.ErrClosed) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("after Reset: %v", err)
+		}
 	}
 	if m.Seq() != 30 || m.Running() {
 		t.Fatalf("after Reset at %d running=%v", m.Seq(), m.Running())

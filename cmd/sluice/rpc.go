@@ -36,7 +36,7 @@ func rpcMain(ctx context.Context, args []string, stdio Stdio) int {
 		return 2
 	}
 	log := newLogger(stdio.Err, *verbose)
-	srv, setup, err := hostServer(ctx, &af, *maxMessage, log)
+	srv, setup, err := hostServer(ctx, &af, *maxMessage, log, nil)
 	if err != nil {
 		fmt.Fprintln(stdio.Err, "sluice rpc:", err)
 		return 2
@@ -58,10 +58,19 @@ func rpcMain(ctx context.Context, args []string, stdio Stdio) int {
 // hostServer is the host protocol's server for the agent flags: sluice rpc
 // and sluice serve share it. A host's initialize may still set the working
 // directory, permission mode and model of its session.
-func hostServer(ctx context.Context, af *cli.AgentFlags, maxMessage int, log *slog.Logger) (*rpc.Server, *cli.Setup, error) {
+//
+// With join (cluster mode) the sessions are stored where join says and run
+// by the node it starts.
+func hostServer(ctx context.Context, af *cli.AgentFlags, maxMessage int, log *slog.Logger, join func(*cli.Setup) (rpc.Host, error)) (*rpc.Server, *cli.Setup, error) {
 	setup, err := af.Setup(os.Getenv, log)
 	if err != nil {
 		return nil, nil, err
+	}
+	var host rpc.Host
+	if join != nil {
+		if host, err = join(setup); err != nil {
+			return nil, nil, err
+		}
 	}
 	if n := setup.Selection.Notice; n != "" {
 		log.Info(n)
@@ -78,6 +87,7 @@ func hostServer(ctx context.Context, af *cli.AgentFlags, maxMessage int, log *sl
 		MaxMessageBytes: maxMessage,
 		Logger:          log,
 		Version:         cli.Version,
+		Host:            host,
 	}), setup, nil
 }
 

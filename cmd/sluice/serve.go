@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 
 	"github.com/sluicehq/sluice/internal/cli"
+	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/internal/web"
 )
 
@@ -23,6 +25,8 @@ func serveMain(ctx context.Context, args []string, stdio Stdio) int {
 	fs.SetOutput(stdio.Err)
 	var af cli.AgentFlags
 	af.Register(fs)
+	var cf cli.ClusterFlags
+	cf.Register(fs)
 	port := fs.Int("port", 0, "port on 127.0.0.1 (0: any free port)")
 	maxMessage := fs.Int("max-message-bytes", web.DefaultMaxMessageBytes, "largest WebSocket message read; larger ones are answered with an error and skipped")
 	verbose := fs.Bool("verbose", false, "log debug messages to stderr")
@@ -37,11 +41,29 @@ func serveMain(ctx context.Context, args []string, stdio Stdio) int {
 		return 2
 	}
 	log := newLogger(stdio.Err, *verbose)
-	rs, setup, err := hostServer(ctx, &af, *maxMessage, log)
+	clustered, err := cf.Resolve(os.Getenv)
+	if err != nil {
+		return fail(err)
+	}
+	var node *clusterNode
+	var join func(*cli.Setup) (rpc.Host, error)
+	if clustered {
+		join = func(setup *cli.Setup) (rpc.Host, error) {
+			node, err = joinCluster(ctx, &cf, setup, log)
+			if err != nil {
+				return nil, err
+			}
+			return node.Node, nil
+		}
+	}
+	rs, setup, err := hostServer(ctx, &af, *maxMessage, log, join)
 	if err != nil {
 		return fail(err)
 	}
 	defer setup.Close()
+	if node != nil {
+		defer node.Close()
+	}
 	srv, err := web.New(web.Options{Token: web.NewToken(), RPC: rs, MaxMessageBytes: *maxMessage, Logger: log})
 	if err != nil {
 		rs.Close()

@@ -34,8 +34,8 @@ type handle struct {
 
 	mu     sync.Mutex
 	meta   sessionMeta
-	owned  *owned        // set while this node runs the session
-	follow *follower     // set while this node mirrors the log
+	owned  *owned    // set while this node runs the session
+	follow *follower // set while this node mirrors the log
 	closed bool
 }
 
@@ -255,6 +255,7 @@ func (h *handle) startFollow() {
 	go func() {
 		defer close(f.done)
 		for ctx.Err() == nil {
+			h.n.log.Debug("following a session's log", "session", h.id, "after", h.mirror.Seq())
 			err := h.n.elog.Follow(ctx, h.id, h.mirror.Seq(), h.apply)
 			if ctx.Err() != nil {
 				return

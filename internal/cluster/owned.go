@@ -89,6 +89,7 @@ func (o *owned) publish() {
 	for {
 		ev, err := o.sub.Next(o.ctx)
 		if err != nil {
+			h.n.log.Debug("publisher ends", "session", h.id, "seq", o.w.Position().Seq, "err", err)
 			// The agent closed (its last events are published) or the
 			// node stopped running the session.
 			if o.ctx.Err() == nil && since > 0 {

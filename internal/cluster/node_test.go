@@ -1,0 +1,186 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/natstest"
+	"github.com/sluicehq/sluice/internal/pgtest"
+	"github.com/sluicehq/sluice/internal/rpc"
+	"github.com/sluicehq/sluice/model"
+	"github.com/sluicehq/sluice/model/modeltest"
+	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/store/pgstore"
+)
+
+// testNode is one node of an in-process cluster: its own NATS connection
+// and database pool, like a process of its own.
+type testNode struct {
+	*Node
+	nc *nats.Conn
+	pg *pgstore.Store
+	p  *modeltest.Script
+}
+
+func startNode(t *testing.T, id, url, dsn string, p *modeltest.Script) *testNode {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.Name(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg, err := pgstore.Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn := &testNode{nc: nc, pg: pg, p: p}
+	n, err := Start(t.Context(), Config{
+		NodeID: id, NATS: nc, Leases: PG(pg), LeaseTTL: 3 * time.Second,
+		Options: func(_ context.Context, dir string) (agent.Options, error) { return tn.options(dir), nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.Node = n
+	t.Cleanup(func() {
+		if err := n.Close(); err != nil {
+			t.Errorf("close node %s: %v", id, err)
+		}
+		nc.Close()
+		pg.Close()
+	})
+	return tn
+}
+
+func (tn *testNode) options(dir string) agent.Options {
+	return agent.Options{Provider: tn.p, Store: tn.pg, WorkDir: dir, Stream: modeltest.StreamOptions()}
+}
+
+func (tn *testNode) open(t *testing.T, id string) rpc.Session {
+	t.Helper()
+	h, err := tn.Open(t.Context(), id, func(dir string) (agent.Options, error) { return tn.options(dir), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// follow reduces what sub delivers onto snap until the session is idle at
+// or after seq min, checking that seq never skips or repeats.
+func follow(t *testing.T, snap protocol.Snapshot, sub rpc.Subscription, min int64) protocol.Snapshot {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	l := protocol.NewList(snap)
+	for l.Seq() < min || l.Running() {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatalf("at seq %d: %v", l.Seq(), err)
+		}
+		if err := l.Apply(ev); err != nil {
+			t.Fatalf("event covering %d..%d at seq %d: %v", ev.Head().From(), ev.Head().Seq, l.Seq(), err)
+		}
+	}
+	return l.Snapshot()
+}
+
+func TestCommandsFromAnyNodeReachTheOwner(t *testing.T) {
+	t.Parallel()
+	url, dsn, dir := natstest.URL(t), pgtest.DSN(t), t.TempDir()
+	a := startNode(t, "a", url, dsn, modeltest.NewScript(
+		modeltest.Answer("m1", "Hello ", "from ", "a"),
+		modeltest.Answer("m2", "once"),
+	))
+	b := startNode(t, "b", url, dsn, modeltest.NewScript(modeltest.Answer("m3", "b goes on")))
+
+	ha, err := a.New(t.Context(), a.options(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ha.ID()
+	hb := b.open(t, id)
+	if got := hb.Owner(); got != "a" {
+		t.Fatalf("owner seen from b = %q, want a", got)
+	}
+	if hb.WorkDir() != dir {
+		t.Fatalf("b describes the session in %q, want %q", hb.WorkDir(), dir)
+	}
+	snap, sub := hb.SnapshotAndSubscribe()
+	defer sub.Close()
+	if _, err := hb.Submit(t.Context(), "hi", false); err != nil {
+		t.Fatal(err)
+	}
+	got := follow(t, snap, sub, 1)
+	if text := got.Messages[1].Text(); text != "Hello from a" {
+		t.Fatalf("b's client reduced %q", text)
+	}
+	// The owner's state, b's mirror and b's client agree.
+	for _, s := range []rpc.Session{ha, hb} {
+		if err := waitSeq(t, s, got.Seq); err != nil {
+			t.Fatal(err)
+		}
+		if m := s.Messages(); !reflect.DeepEqual(m.Messages, got.Messages) || m.Seq != got.Seq {
+			t.Fatalf("getMessages %+v, client %+v", m, got)
+		}
+	}
+
+	// A command sent twice with one request id runs once.
+	c, _ := json.Marshal(command{ID: "req-1", Method: cmdSubmit, Text: "once"})
+	var first, second *nats.Msg
+	if first, err = b.nc.Request(commandSubject(id), c, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if second, err = b.nc.Request(commandSubject(id), c, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if string(first.Data) != string(second.Data) {
+		t.Fatalf("answers differ: %s / %s", first.Data, second.Data)
+	}
+	got = follow(t, got, sub, got.Seq+1)
+	if n := len(got.Messages); n != 4 {
+		t.Fatalf("%d messages after the repeated command, want 4", n)
+	}
+
+	// a stops (releasing its lease): the next command from b makes b the
+	// owner, and seq goes on.
+	if err := ha.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := got.Seq
+	if _, err := hb.Submit(t.Context(), "and now?", false); err != nil {
+		t.Fatal(err)
+	}
+	got = follow(t, got, sub, before+1)
+	if hb.Owner() != "b" {
+		t.Fatalf("owner after a stopped = %q", hb.Owner())
+	}
+	if text := got.Messages[len(got.Messages)-1].Text(); text != "b goes on" {
+		t.Fatalf("last answer %q", text)
+	}
+	if b.p.Count() != 1 {
+		t.Fatalf("b's model got %d requests", b.p.Count())
+	}
+	// b's model was sent the whole conversation, from the store.
+	if msgs := b.p.Request(0).Messages; len(msgs) != 5 || msgs[0].Role != model.RoleUser {
+		t.Fatalf("b's model was sent %+v", msgs)
+	}
+}
+
+// waitSeq waits until s holds seq (a mirror applies the log as it comes).
+func waitSeq(t *testing.T, s rpc.Session, seq int64) error {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for s.Seq() < seq {
+		if time.Now().After(deadline) {
+			return errors.New("mirror never reached the seq")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil
+}
