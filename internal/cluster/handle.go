@@ -429,6 +429,14 @@ func (h *handle) AnswerPermission(ctx context.Context, requestID string, decisio
 	return h.call(ctx, command{Method: cmdAnswer, RequestID: requestID, Decision: decision}, nil)
 }
 
+func (h *handle) Ask(ctx context.Context, question string) (string, error) {
+	var res struct {
+		Answer string `json:"answer"`
+	}
+	err := h.call(ctx, command{Method: cmdAsk, Text: question}, &res)
+	return res.Answer, err
+}
+
 // remoteJob waits for work queued on whichever node ran it.
 type remoteJob struct {
 	h  *handle
@@ -487,6 +495,10 @@ func (h *handle) call(ctx context.Context, c command, out any) error {
 				case <-time.After(200 * time.Millisecond):
 				}
 				continue
+			case c.Method == cmdAsk:
+				// Not worth asking the model twice: the owner may be
+				// answering still.
+				return wire.Errorf(wire.CodeRequestFailed, "no answer from the node running session %s: %v", h.id, err)
 			default:
 				continue // timed out: the same request id again
 			}
@@ -509,8 +521,11 @@ func (h *handle) call(ctx context.Context, c command, out any) error {
 // "pending" by the owner after half a lease TTL, so that the death of the
 // owner during the work is noticed.
 func requestTimeout(c command, ttl time.Duration) time.Duration {
-	if c.Method == cmdWait {
+	switch c.Method {
+	case cmdWait:
 		return ttl
+	case cmdAsk:
+		return 5 * time.Minute
 	}
 	return 30 * time.Second
 }

@@ -28,6 +28,7 @@ const (
 	cmdSetModel          = "setModel"
 	cmdSetPermissionMode = "setPermissionMode"
 	cmdAnswer            = "answerPermission"
+	cmdAsk               = "ask"
 )
 
 // command is a forwarded command: one request of NATS request/reply.
@@ -212,8 +213,9 @@ func (o *owned) serve(msg *nats.Msg) {
 		o.respond(msg, "", reply(nil, wire.Errorf(wire.CodeInvalidParams, "invalid command: %v", err)))
 		return
 	}
-	if c.Method == cmdWait {
-		go o.respond(msg, "", o.wait(c))
+	if c.Method == cmdWait || c.Method == cmdAsk {
+		// Long: answered from a goroutine, later commands go on.
+		go o.respond(msg, "", o.exec(c))
 		return
 	}
 	o.mu.Lock()
@@ -315,6 +317,9 @@ func (o *owned) exec(c command) []byte {
 		return reply(nil, nil)
 	case cmdAnswer:
 		return reply(nil, s.AnswerPermission(c.RequestID, c.Decision))
+	case cmdAsk:
+		answer, err := s.Ask(ctx, c.Text, nil)
+		return reply(map[string]string{"answer": answer}, err)
 	}
 	return reply(nil, wire.Errorf(wire.CodeMethodNotFound, "unknown command %q", c.Method))
 }

@@ -388,7 +388,7 @@ func (c *connection) ask(req *Request) {
 		return
 	}
 	c.s.goOp(func() {
-		answer, err := a.sess.Ask(c.s.ctx, p.Question, nil)
+		answer, err := a.sess.Ask(c.s.ctx, p.Question)
 		if err != nil {
 			c.reply(req, nil, opError(err))
 			return

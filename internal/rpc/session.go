@@ -47,6 +47,9 @@ type Session interface {
 	SetModel(ctx context.Context, name string) error
 	SetPermissionMode(ctx context.Context, mode protocol.PermissionMode) error
 	AnswerPermission(ctx context.Context, requestID string, decision protocol.Decision) error
+	// Ask answers a side question from the session's context (see
+	// agent.Session.Ask); nothing of it is published.
+	Ask(ctx context.Context, question string) (string, error)
 	// Close stops the session's work in this process.
 	Close() error
 }
@@ -159,6 +162,10 @@ func (l localSession) SetPermissionMode(_ context.Context, mode protocol.Permiss
 
 func (l localSession) AnswerPermission(_ context.Context, requestID string, decision protocol.Decision) error {
 	return l.Session.AnswerPermission(requestID, decision)
+}
+
+func (l localSession) Ask(ctx context.Context, question string) (string, error) {
+	return l.Session.Ask(ctx, question, nil)
 }
 
 type localJob struct {
