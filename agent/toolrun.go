@@ -167,9 +167,10 @@ func (s *Session) permit(ctx context.Context, msgID string, c toolCall, t tool.T
 	case protocol.DecisionDeny:
 		return false, denyReason(pre.Reason, c.name), nil
 	}
+	key := permission.AlwaysKey(t, c.input)
 	s.mu.Lock()
 	mode := s.mode
-	always := s.always[c.name]
+	always := s.always[key]
 	s.mu.Unlock()
 	d := permission.Decide(mode, t, c.input, &s.toolEnv)
 	switch {
@@ -226,7 +227,7 @@ func (s *Session) permit(ctx context.Context, msgID string, c toolCall, t tool.T
 	switch decision {
 	case protocol.DecisionAllowAlways:
 		s.mu.Lock()
-		s.always[c.name] = true
+		s.always[key] = true
 		s.mu.Unlock()
 		return true, "", verdict.Input
 	case protocol.DecisionAllow:

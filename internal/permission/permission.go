@@ -51,6 +51,29 @@ type PathTarget interface {
 	TargetPath(params json.RawMessage) string
 }
 
+// Scoped is implemented by tools whose approval is for part of what they
+// can do (WebFetch: one host): a user's "always allow" of a call approves
+// its scope only, for the session, and a call outside every approved scope
+// asks again.
+type Scoped interface {
+	// ApprovalScope returns the call's scope ("domain:example.com") and
+	// what asking says of it; "" when the call has none (it then asks
+	// as the tool's kind says and fails in Run).
+	ApprovalScope(params json.RawMessage) (scope, reason string)
+}
+
+// AlwaysKey is what a user's "always allow" of a call of t with params
+// approves for the session: the tool, or for a Scoped tool the tool in
+// that scope ("WebFetch(domain:example.com)").
+func AlwaysKey(t tool.Tool, params json.RawMessage) string {
+	if sc, ok := t.(Scoped); ok {
+		if scope, _ := sc.ApprovalScope(params); scope != "" {
+			return t.Name() + "(" + scope + ")"
+		}
+	}
+	return t.Name()
+}
+
 // Decide decides a call of t with params in mode, for a session whose
 // environment is env. An unknown mode decides as protocol.ModeDefault. Remembering a
 // user's "always allow" is the caller's: it turns Ask into Allow, never Deny.
@@ -92,6 +115,11 @@ func Decide(mode protocol.PermissionMode, t tool.Tool, params json.RawMessage, e
 			return Decision{Ask, fmt.Sprintf("%s would change %s, outside the working directory", name, p)}
 		}
 		return Decision{Allow, "edits in the working directory are accepted"}
+	}
+	if sc, ok := t.(Scoped); ok {
+		if scope, reason := sc.ApprovalScope(params); scope != "" {
+			return Decision{Ask, reason}
+		}
 	}
 	return Decision{Ask, name + " runs commands"}
 }

@@ -128,3 +128,31 @@ func TestActionString(t *testing.T) {
 		}
 	}
 }
+
+// WebFetch is approved per host: its always-key names the host, its
+// request says which host, and a URL without one is keyed by the tool.
+func TestScopedApproval(t *testing.T) {
+	t.Parallel()
+	wf := &tools.WebFetch{}
+	for _, tt := range []struct {
+		params, key, reason string
+		mode                protocol.PermissionMode
+		action              Action
+	}{
+		{`{"url":"https://Example.com:8443/a","prompt":"p"}`, "WebFetch(domain:example.com)", "WebFetch fetches from example.com,", protocol.ModeDefault, Ask},
+		{`{"url":"https://docs.example.com/b","prompt":"p"}`, "WebFetch(domain:docs.example.com)", "docs.example.com", protocol.ModeAcceptEdits, Ask},
+		{`{"url":"not a url","prompt":"p"}`, "WebFetch", "WebFetch runs commands", protocol.ModeDefault, Ask},
+		{`{"url":"https://example.com","prompt":"p"}`, "WebFetch(domain:example.com)", "bypassed", protocol.ModeBypassPermissions, Allow},
+	} {
+		if got := AlwaysKey(wf, json.RawMessage(tt.params)); got != tt.key {
+			t.Errorf("%s: key %q, want %q", tt.params, got, tt.key)
+		}
+		d := Decide(tt.mode, wf, json.RawMessage(tt.params), nil)
+		if d.Action != tt.action || !strings.Contains(d.Reason, tt.reason) {
+			t.Errorf("%s in %s: %v %q, want %v with %q", tt.params, tt.mode, d.Action, d.Reason, tt.action, tt.reason)
+		}
+	}
+	if got := AlwaysKey(tools.NewBash(), json.RawMessage(`{"command":"ls"}`)); got != "Bash" {
+		t.Errorf("Bash's key %q", got)
+	}
+}

@@ -67,7 +67,7 @@ func (*WebFetch) Description() string {
 - url must be a fully formed http or https URL; prompt says what you want from the page.
 - The content is cut to 100,000 characters; binary content is refused.
 - A redirect to another host is not followed: the result names the new URL, fetch it with a new call.
-- Read-only: it changes nothing, but it needs approval because it reaches the network.`
+- Read-only: it changes nothing, but it needs approval for each new host because it reaches the network.`
 }
 
 // Schema implements tool.Tool.
@@ -88,6 +88,22 @@ func (*WebFetch) Compact(params json.RawMessage) string {
 	var in webFetchInput
 	_ = json.Unmarshal(params, &in) // Compact never fails: show what parses.
 	return in.URL
+}
+
+// ApprovalScope implements permission.Scoped: a call is approved for its
+// URL's host, so that "always" approves that host for the session and a new
+// host asks again.
+func (*WebFetch) ApprovalScope(params json.RawMessage) (string, string) {
+	var in webFetchInput
+	if json.Unmarshal(params, &in) != nil {
+		return "", ""
+	}
+	u, err := url.Parse(strings.TrimSpace(in.URL))
+	if err != nil || u.Hostname() == "" {
+		return "", ""
+	}
+	host := strings.ToLower(u.Hostname())
+	return "domain:" + host, "WebFetch fetches from " + host + ", a host not yet approved in this session (always: this host only)"
 }
 
 // errOffHost stops the client at a redirect to another host.
