@@ -33,6 +33,9 @@ type Options struct {
 	Models []string
 	// Version is sluice's version, reported in initialize.
 	Version string
+	// ListPageSize is how many sessions a session/list page holds (0:
+	// DefaultListPageSize).
+	ListPageSize int
 	// MaxLineBytes bounds an incoming message (0: DefaultMaxLineBytes).
 	MaxLineBytes int
 	// Logger receives diagnostics (default: discarded). Never stdout.
@@ -384,7 +387,8 @@ func (s *Server) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) 
 }
 
 // ListSessions implements sdk.Agent: the stored sessions of cwd (the
-// default working directory when none is given), newest first, in one page.
+// default working directory when none is given), newest first, in pages of
+// Options.ListPageSize; nextCursor names the page after.
 func (s *Server) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (sdk.ListSessionsResponse, error) {
 	if s.opts.Agent.Store == nil {
 		return sdk.ListSessionsResponse{Sessions: []sdk.SessionInfo{}}, nil
@@ -396,14 +400,27 @@ func (s *Server) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (s
 			return sdk.ListSessionsResponse{}, err
 		}
 	}
-	if p.Cursor != nil && *p.Cursor != "" {
-		return sdk.ListSessionsResponse{}, invalidParams("unknown cursor %q: the list has one page", *p.Cursor)
+	var after *listCursor
+	if p.Cursor != nil {
+		c, ok := parseCursor(*p.Cursor)
+		if !ok {
+			return sdk.ListSessionsResponse{}, invalidParams("invalid cursor %q: pass a nextCursor of an earlier answer", *p.Cursor)
+		}
+		after = &c
 	}
 	infos, err := agent.ListSessions(ctx, s.opts.Agent.Store, cwd)
 	if err != nil {
 		return sdk.ListSessionsResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
 	}
+	size := s.opts.ListPageSize
+	if size <= 0 {
+		size = DefaultListPageSize
+	}
+	infos, next := page(infos, after, size)
 	out := sdk.ListSessionsResponse{Sessions: make([]sdk.SessionInfo, 0, len(infos))}
+	if next != nil {
+		out.NextCursor = sdk.Ptr(next.encode())
+	}
 	for _, in := range infos {
 		si := sdk.SessionInfo{SessionId: sdk.SessionId(in.ID), Cwd: in.WorkDir, UpdatedAt: sdk.Ptr(in.Modified.UTC().Format(time.RFC3339))}
 		if in.Title != "" {

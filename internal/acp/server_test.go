@@ -214,6 +214,8 @@ type harnessOpts struct {
 	dir    string // the store and work dir (default: a new temp dir)
 	client *testClient
 	hooks  func(cwd string) (agent.Hooks, error) // Options.Hooks
+	// pageSize is Options.ListPageSize.
+	pageSize int
 }
 
 func newHarness(t testing.TB, provider model.Provider, o harnessOpts) *harness {
@@ -242,9 +244,10 @@ func newHarness(t testing.TB, provider model.Provider, o harnessOpts) *harness {
 				Provider: provider, WorkDir: work, PermissionMode: o.mode,
 				Store: store.NewJSONL(filepath.Join(dir, "store")), Stream: modeltest.StreamOptions(),
 			},
-			Models:  []string{"test-model", "other-model"},
-			Version: "test",
-			Hooks:   o.hooks,
+			Models:       []string{"test-model", "other-model"},
+			Version:      "test",
+			Hooks:        o.hooks,
+			ListPageSize: o.pageSize,
 		}, toAgentR, tap)
 		fromAgentW.Close()
 		h.done <- err

@@ -1,9 +1,11 @@
 package acp
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -47,6 +49,14 @@ func TestTypeScriptSDK(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	fake := fakemodel.New(func(r fakemodel.Request) fakemodel.Answer {
+		if len(r.Images) > 0 {
+			// What the model got, for the client to compare with what it sent.
+			var b strings.Builder
+			for _, img := range r.Images {
+				fmt.Fprintf(&b, "%s %s;", img.MediaType, img.Data)
+			}
+			return fakemodel.Answer{Text: []string{"text ", strconv.Quote(r.LastUserText), " images ", b.String()}}
+		}
 		if r.ToolResult != "" || r.LastUserText == "" {
 			return fakemodel.Answer{Text: []string{"tool result: ", r.ToolResult}}
 		}

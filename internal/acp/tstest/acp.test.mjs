@@ -102,6 +102,7 @@ test("initialize declares the capabilities and an auth method", async () => {
     assert.equal(init.protocolVersion, 1);
     assert.equal(init.agentCapabilities.loadSession, true);
     assert.equal(init.agentCapabilities.promptCapabilities.embeddedContext, true);
+    assert.equal(init.agentCapabilities.promptCapabilities.image, true);
     assert.deepEqual(init.agentCapabilities.mcpCapabilities, { http: true, sse: true });
     assert.ok(init.authMethods.length >= 1);
     await ctx.request(methods.agent.authenticate, { methodId: init.authMethods[0].id });
@@ -118,6 +119,30 @@ test("a plain prompt: the chunks concatenate to the exact answer", async () => {
     assert.ok(updates.some((u) => u.update.sessionUpdate === "usage_update" && u.update.size > 0));
     assert.ok(updates.some((u) => u.update.sessionUpdate === "session_info_update" && u.update.title === "plain"));
     assert.ok(updates.some((u) => u.update.sessionUpdate === "available_commands_update"));
+  });
+});
+
+test("an image in a prompt reaches the model beside the text", async () => {
+  // A 1×1 PNG and a GIF header: the model gets each as sent, in order.
+  const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+  const gif = Buffer.from("GIF89a\x01\x00\x01\x00", "latin1").toString("base64");
+  await run({}, async (ctx, { updates }) => {
+    const { sessionId } = await newSession(ctx);
+    const resp = await ctx.request(methods.agent.session.prompt, {
+      sessionId,
+      prompt: [
+        { type: "text", text: "what is this?" },
+        { type: "image", data: png, mimeType: "image/png" },
+        { type: "image", data: gif, mimeType: "image/gif" },
+      ],
+    });
+    assert.equal(resp.stopReason, "end_turn");
+    assert.equal(text(updates, "agent_message_chunk"), `text "what is this?" images image/png ${png};image/gif ${gif};`);
+    // An image type no model takes is invalid params.
+    await assert.rejects(
+      ctx.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: "image", data: png, mimeType: "image/tiff" }] }),
+      (e) => e.code === -32602,
+    );
   });
 });
 

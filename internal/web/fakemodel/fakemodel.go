@@ -54,6 +54,15 @@ type Request struct {
 	Messages int
 	// ToolResult is the content of the last message's tool_result, if any.
 	ToolResult string
+	// Images are the image blocks of the last message, in order.
+	Images []Image
+}
+
+// Image is an image block of a request: a base64 source's media type and
+// data, as the client sent them.
+type Image struct {
+	MediaType string
+	Data      string
 }
 
 // Server is a running fake model server. Its methods are safe for
@@ -97,6 +106,10 @@ type wireContent struct {
 	Type    string          `json:"type"`
 	Text    string          `json:"text"`
 	Content json.RawMessage `json:"content"`
+	Source  *struct {
+		MediaType string `json:"media_type"`
+		Data      string `json:"data"`
+	} `json:"source"`
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
@@ -130,6 +143,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 					b.WriteString(c.Text)
 				case "tool_result":
 					req.ToolResult = contentText(c.Content)
+				case "image":
+					if c.Source != nil {
+						req.Images = append(req.Images, Image{MediaType: c.Source.MediaType, Data: c.Source.Data})
+					}
 				}
 			}
 			req.LastUserText = b.String()
