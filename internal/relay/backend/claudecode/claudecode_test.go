@@ -14,14 +14,16 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/sluicehq/sluice/internal/printmode/printmodetest"
 	"github.com/sluicehq/sluice/internal/relay/backend/claudecode/fakeclaude"
 	"github.com/sluicehq/sluice/internal/relay/store"
+	"github.com/sluicehq/sluice/internal/testbin"
 	"github.com/sluicehq/sluice/protocol"
 )
 
 func TestMain(m *testing.M) {
 	fakeclaude.Main()
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { testbin.Cleanup() }))
 }
 
 type memKV struct {
@@ -197,4 +199,69 @@ func TestFailedProcess(t *testing.T) {
 	if _, err := New(Config{Command: filepath.Join(t.TempDir(), "missing"), KV: &memKV{m: map[string]string{}}}).Open(context.Background(), "c"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The backend with sluice itself as its `claude` (the chat-bridge case of
+// issue 11): a run streams the tool call and the answer, its session is
+// kept, and the next run resumes it with the conversation so far.
+func TestSluiceAsClaude(t *testing.T) {
+	t.Parallel()
+	srv, err := printmodetest.NewServer(printmodetest.Anthropic, mustAnswers(t, "bash:echo hello", "say:The command printed: hello", "say:Again."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	home := t.TempDir()
+	work := t.TempDir()
+	env := []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + home, "SLUICE_HOME=" + filepath.Join(home, "sluice"),
+		"SLUICE_CONFIG=" + filepath.Join(home, "none.json"), "ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL=" + srv.URL,
+	}
+	b := New(Config{Command: testbin.Sluice(t), Env: env, WorkDir: work, KV: &memKV{m: map[string]string{}}, PermissionMode: "bypassPermissions"})
+	conv, err := b.Open(context.Background(), "chat1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := conv.Start(context.Background(), "run echo hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stops []string
+	for _, ev := range drain(t, r) {
+		if te, ok := ev.(protocol.TurnEnded); ok {
+			stops = append(stops, te.StopReason)
+		}
+	}
+	if strings.Join(stops, ",") != "tool_use,end_turn" || r.Result() != "The command printed: hello" {
+		t.Fatalf("stops %v, result %q", stops, r.Result())
+	}
+	session := conv.Session()
+	if session == "" {
+		t.Fatal("no session kept")
+	}
+	r, err = conv.Start(context.Background(), "once more")
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain(t, r)
+	if r.Result() != "Again." || conv.Session() != session {
+		t.Fatalf("second run: result %q, session %q (was %q)", r.Result(), conv.Session(), session)
+	}
+	sum, err := printmodetest.Summary(printmodetest.Anthropic, srv.Requests())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sum, `user: text "run echo hello"`) || !strings.Contains(sum, `user: text "once more"`) ||
+		strings.Index(sum, "The command printed: hello") > strings.LastIndex(sum, "once more") {
+		t.Errorf("the second run did not carry the conversation on:\n%s", sum)
+	}
+}
+
+func mustAnswers(t *testing.T, specs ...string) []printmodetest.Answer {
+	t.Helper()
+	as, err := printmodetest.ParseAnswers(specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return as
 }
