@@ -214,6 +214,10 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 	setup.Options.Approve = func(context.Context, protocol.PermissionRequest) protocol.Decision { return protocol.DecisionDeny }
 	var sess *agent.Session
 	cfg.Open = func(init printmode.Init) (*agent.Session, error) {
+		// The settings' hooks first: applyInit joins the host's to them.
+		if err := applyInitRules(setup, init, rules, &cf, stdio.Err); err != nil {
+			return nil, err
+		}
 		applyInit(ctx, setup, init, stdio.Err)
 		s, err := setup.OpenSession(cf.Continue, cf.Resume)
 		sess = s
@@ -257,6 +261,43 @@ func envOn(v string) bool {
 const sdkIdentity = "You are sluice, an agent that a program drives through the Claude Agent SDK's protocol."
 
 // applyInit shapes the session's options as the host's initialize asks.
+// applyInitRules takes the settings and disallowed tools the SDK delivers
+// in initialize (--initialize-fields) as --settings and --disallowedTools
+// take them. It runs before the session opens, so the rules and hooks it
+// adds are in place for the first call.
+func applyInitRules(setup *cli.Setup, init printmode.Init, rules *cli.Rules, cf *cli.ClaudeFlags, stderr io.Writer) error {
+	if err := rules.Add(nil, init.DisallowedTools); err != nil {
+		return fmt.Errorf("initialize's disallowedTools: %w", err)
+	}
+	if init.Settings == nil {
+		return nil
+	}
+	st, err := cli.SettingsValue(init.Settings)
+	if err != nil {
+		return fmt.Errorf("initialize's %w", err)
+	}
+	if err := rules.Add(st.Allow, st.Deny); err != nil {
+		return fmt.Errorf("initialize's settings: %w", err)
+	}
+	for ev, ms := range st.Hooks {
+		setup.Hooks.Config[ev] = append(setup.Hooks.Config[ev], ms...)
+	}
+	setup.Options.Hooks = setup.Hooks.Agent()
+	setup.Options.AllowedDirs = append(setup.Options.AllowedDirs, st.AddDirs...)
+	if st.Model != "" && !cf.Given("model") {
+		setup.Options.Model = st.Model
+	}
+	if st.DefaultMode != "" && !cf.Given("permission-mode") && !cf.Given("dangerously-skip-permissions") {
+		if m, err := protocol.ParsePermissionMode(st.DefaultMode); err == nil {
+			setup.Options.PermissionMode = m
+		}
+	}
+	if len(st.Ignored) > 0 {
+		fmt.Fprintf(stderr, "sluice: initialize's settings: %s accepted for Claude Code compatibility and ignored (sluice takes hooks, permissions and model)\n", strings.Join(st.Ignored, ", "))
+	}
+	return nil
+}
+
 func applyInit(ctx context.Context, setup *cli.Setup, init printmode.Init, stderr io.Writer) {
 	opts := &setup.Options
 	if init.SystemPrompt != nil {

@@ -87,7 +87,6 @@ var acceptedOnly = map[string]string{
 	"exclude-dynamic-system-prompt-sections": "sluice's system prompt has no dynamic sections to drop",
 	"forward-subagent-text":                  "subagents are not supported yet",
 	"prompt-suggestions":                     "prompt suggestions are not made",
-	"initialize-fields":                      "settings and disallowed tools come from the command line",
 	"managed-settings":                       "sluice reads no managed settings",
 	"managed-settings-in-initialize":         "sluice reads no managed settings",
 	"session-mirror":                         "sessions are not mirrored",
@@ -152,10 +151,11 @@ func (c *ClaudeFlags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Settings, "settings", "", "a Claude Code settings file, or its JSON: hooks, permissions (allow, deny, defaultMode, additionalDirectories), model")
 	fs.StringVar(&c.Name, "name", "", "the session's name in session lists")
 	fs.StringVar(&c.Name, "n", "", "the session's name (same as --name)")
+	fs.Var(new(stringList), "initialize-fields", "the fields the host's initialize delivers (settings, disallowedTools); sluice reads them from initialize when given")
 	fs.Var(&c.MCPDebug, "mcp-debug", "MCP diagnostics at debug level on stderr (same as --debug)")
 	for _, n := range []string{
 		"plugin-dir", "plugin-dir-no-mcp", "thinking-display", "task-budget", "permission-prompts",
-		"initialize-fields", "managed-settings", "project-config-root", "resume-drops-turn", "channels",
+		"managed-settings", "project-config-root", "resume-drops-turn", "channels",
 		"autocompact",
 	} {
 		fs.Var(new(stringList), n, "accepted for Claude Code compatibility")

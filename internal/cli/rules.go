@@ -60,21 +60,29 @@ type Rules struct {
 // ParseRules parses --allowedTools and --disallowedTools values.
 func ParseRules(allow, deny []string, workDir string) (*Rules, error) {
 	r := &Rules{WorkDir: workDir, ReadOnlyBash: true}
+	if err := r.Add(allow, deny); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Add parses more allow and deny rules (in the values' syntax) into r.
+func (r *Rules) Add(allow, deny []string) error {
 	for _, s := range ToolList(allow) {
 		rule, err := ParseRule(s)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		r.Allow = append(r.Allow, rule)
 	}
 	for _, s := range ToolList(deny) {
 		rule, err := ParseRule(s)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		r.Deny = append(r.Deny, rule)
 	}
-	return r, nil
+	return nil
 }
 
 // Decide is the rules' verdict on a call: deny rules first, then allow

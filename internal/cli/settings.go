@@ -42,6 +42,20 @@ func LoadSettings(spec string) (Settings, error) {
 	return s, nil
 }
 
+// SettingsValue reads settings given as a JSON value, as the Agent SDK's
+// initialize gives them: an object, or a string that LoadSettings takes.
+func SettingsValue(raw json.RawMessage) (Settings, error) {
+	var spec string
+	if json.Unmarshal(raw, &spec) == nil {
+		return LoadSettings(spec)
+	}
+	s, err := ParseSettings(raw)
+	if err != nil {
+		return Settings{}, fmt.Errorf("settings: %w", err)
+	}
+	return s, nil
+}
+
 // ParseSettings reads a Claude Code settings document.
 func ParseSettings(data []byte) (Settings, error) {
 	var doc map[string]json.RawMessage

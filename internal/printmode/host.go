@@ -27,6 +27,12 @@ type Init struct {
 	AppendSystemPrompt string
 	// Title names the session (the SDK's title option, as --name).
 	Title string
+	// Settings and DisallowedTools are the SDK's settings and
+	// disallowedTools when it delivers them in initialize
+	// (--initialize-fields): settings as --settings takes them (an object,
+	// or a string naming a file), tool rules as --disallowedTools.
+	Settings        json.RawMessage
+	DisallowedTools []string
 	// MCPServers is the host's mcpServers object (Claude Code's
 	// --mcp-config shape, {"mcpServers": ...}), for Open to start.
 	MCPServers json.RawMessage
@@ -287,6 +293,8 @@ func (h *host) initialize(id string, raw json.RawMessage) {
 		MCPServers            json.RawMessage            `json:"mcpServers"`
 		JSONSchema            json.RawMessage            `json:"jsonSchema"`
 		Title                 string                     `json:"title"`
+		Settings              json.RawMessage            `json:"settings"`
+		DisallowedTools       []string                   `json:"disallowedTools"`
 	}
 	if err := json.Unmarshal(raw, &req); err != nil {
 		h.w.respond(id, nil, fmt.Errorf("malformed initialize request: %w", err))
@@ -309,7 +317,10 @@ func (h *host) initialize(id string, raw json.RawMessage) {
 	h.sdkMCP = req.SDKMCPServers
 	h.mu.Unlock()
 
-	init := Init{AppendSystemPrompt: req.AppendSystemPrompt, Title: req.Title, jsonSchema: req.JSONSchema}
+	init := Init{AppendSystemPrompt: req.AppendSystemPrompt, Title: req.Title, DisallowedTools: req.DisallowedTools, jsonSchema: req.JSONSchema}
+	if len(req.Settings) > 0 && string(req.Settings) != "null" {
+		init.Settings = req.Settings
+	}
 	if len(req.SystemPrompt) > 0 {
 		s := strings.Join(req.SystemPrompt, "\n\n")
 		init.SystemPrompt = &s
@@ -334,7 +345,16 @@ func (h *host) initialize(id string, raw json.RawMessage) {
 		h.w.respond(id, nil, err)
 		return
 	}
-	h.w.respond(id, h.initializeResponse(sess, len(init.MCPServers) > 0), nil)
+	resp := h.initializeResponse(sess, len(init.MCPServers) > 0)
+	// The SDK ends the session unless what it delivered here is
+	// confirmed; Open applied it (or failed above).
+	if init.Settings != nil {
+		resp["settings_applied"] = true
+	}
+	if len(init.DisallowedTools) > 0 {
+		resp["disallowed_tools_applied"] = true
+	}
+	h.w.respond(id, resp, nil)
 }
 
 // initializeResponse is initialize's answer with the fields the Agent

@@ -1,5 +1,6 @@
 // The Agent SDK's options that become Claude Code flags sluice honours:
-// fallbackModel, effort, thinking, betas, settings, includeHookEvents,
+// fallbackModel, effort, thinking, betas, settings (on the command line or
+// in initialize), disallowedTools in initialize, includeHookEvents,
 // resumeSessionAt.
 import test from 'node:test';
 import assert from 'node:assert/strict';
@@ -23,7 +24,7 @@ test('fallbackModel after overloaded answers; effort, thinking and betas reach t
   assert.match(model.headers[3]['anthropic-beta'], /context-1m-2025-08-07/);
 });
 
-test('settings hooks and permissions apply; includeHookEvents shows the hooks run', async (t) => {
+for (const delivery of ['argv', 'initialize']) test(`settings (${delivery}) hooks and permissions apply; includeHookEvents shows the hooks run`, async (t) => {
   const { options } = await start(t, [
     { tool: 'Bash', input: { command: 'echo hi' } },
     { tool: 'Read', input: { file_path: '/etc/hostname' } },
@@ -31,6 +32,7 @@ test('settings hooks and permissions apply; includeHookEvents shows the hooks ru
   ]);
   const msgs = await collect('go', {
     ...options, includeHookEvents: true, permissionMode: 'bypassPermissions', allowDangerouslySkipPermissions: true,
+    settingsDelivery: delivery,
     settings: {
       hooks: { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command', command: 'echo checked' }] }] },
       // Even bypassPermissions does not run what a deny rule names.
@@ -62,4 +64,16 @@ test('resumeSessionAt resumes the session at an earlier answer', async (t) => {
   const sent = sentText(model.requests[2]);
   assert.match(sent, /one[\s\S]*First\.[\s\S]*three/);
   assert.doesNotMatch(sent, /two|Second/);
+});
+
+test('disallowedTools delivered in initialize refuse the tool', async (t) => {
+  const { options } = await start(t, [{ tool: 'Read', input: { file_path: '/etc/hostname' } }, { text: 'Done.' }]);
+  const msgs = await collect('go', {
+    ...options, permissionMode: 'bypassPermissions', allowDangerouslySkipPermissions: true,
+    disallowedTools: ['Read'], disallowedToolsDelivery: 'initialize',
+  });
+  assert.equal(last(msgs).subtype, 'success');
+  const results = toolResults(msgs);
+  assert.equal(results.length, 1);
+  assert.equal(results[0].is_error, true);
 });
