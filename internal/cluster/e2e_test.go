@@ -42,7 +42,7 @@ func TestKilledNodeLosesNothing(t *testing.T) {
 	defer fm.Close()
 	cfg := clustertest.NodeConfig{
 		Bin: bin, NATS: natstest.URL(t), Postgres: pgtest.DSN(t), ModelURL: fm.URL(),
-		Home: t.TempDir(), LeaseTTL: 2 * time.Second,
+		Home: t.TempDir(), LeaseTTL: 2 * time.Second, Verbose: true,
 	}
 	var nodes []*clustertest.Node
 	for i := range 3 {

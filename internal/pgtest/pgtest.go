@@ -66,18 +66,37 @@ func DSN(t testing.TB) string {
 		}
 		t.Fatal(err)
 	}
+	dsn, err := s.newDatabase()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dsn
+}
+
+// NewDatabase is DSN for a program (a load command): it starts the server
+// on first use and fails when PostgreSQL is not installed. Call Stop when
+// done.
+func NewDatabase() (string, error) {
+	s, err := get()
+	if err != nil {
+		return "", err
+	}
+	return s.newDatabase()
+}
+
+func (s *server) newDatabase() (string, error) {
 	name := fmt.Sprintf("t%d", dbs.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, s.dsn("postgres"))
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	return s.dsn(name)
+	return s.dsn(name), nil
 }
 
 // Stop ends the server, if one was started, and removes its directory.

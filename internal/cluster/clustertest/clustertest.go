@@ -32,6 +32,8 @@ type NodeConfig struct {
 	ModelURL string // an Anthropic-shaped model server (fakemodel)
 	Home     string // SLUICE_HOME, and the nodes' working directory
 	LeaseTTL time.Duration
+	// Verbose makes the nodes log at debug level.
+	Verbose bool
 }
 
 // Node is one `sluice serve` process.
@@ -48,8 +50,14 @@ type Node struct {
 
 // Start starts node id and returns it once it printed its URL.
 func Start(ctx context.Context, cfg NodeConfig, id string) (*Node, error) {
-	args := []string{"serve", "--port", "0", "--verbose", "--nats", cfg.NATS, "--postgres", cfg.Postgres, "--node-id", id}
-	if cfg.LeaseTTL > 0 {
+	args := []string{"serve", "--port", "0"}
+	if cfg.Verbose {
+		args = append(args, "--verbose")
+	}
+	if cfg.NATS != "" { // else a single process with its sessions in files
+		args = append(args, "--nats", cfg.NATS, "--postgres", cfg.Postgres, "--node-id", id)
+	}
+	if cfg.LeaseTTL > 0 && cfg.NATS != "" {
 		args = append(args, "--lease-ttl", cfg.LeaseTTL.String())
 	}
 	cmd := exec.Command(cfg.Bin, args...)
@@ -116,11 +124,16 @@ func (n *Node) Kill() {
 func (n *Node) Stop() (time.Duration, error) {
 	n.cmd.Process.Signal(os.Interrupt)
 	<-n.done
-	var cpu time.Duration
+	return n.CPU(), n.err
+}
+
+// CPU is the CPU time (user and system) of a node that has exited.
+func (n *Node) CPU() time.Duration {
+	<-n.done
 	if ru, ok := n.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
-	return cpu, n.err
+	return 0
 }
 
 // Client is a host of the protocol attached to one session over a

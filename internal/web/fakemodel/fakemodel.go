@@ -34,7 +34,14 @@ type Answer struct {
 	// Pace is a delay before each text chunk after the first, as a model
 	// producing tokens at a rate would (0: as fast as possible).
 	Pace time.Duration
+	// Stamp replaces each text chunk by the time it is sent (Unix ns,
+	// StampBytes bytes with a trailing space), so that a client measures
+	// each delta's delivery latency.
+	Stamp bool
 }
+
+// StampBytes is the size of a stamped chunk.
+const StampBytes = 20
 
 // ToolCall is a tool_use block.
 type ToolCall struct {
@@ -272,6 +279,9 @@ func streamAnswer(ctx context.Context, w http.ResponseWriter, a Answer) {
 					t.Stop()
 					return
 				}
+			}
+			if a.Stamp {
+				c = fmt.Sprintf("%019d ", time.Now().UnixNano())
 			}
 			if !emitText(c) {
 				return
