@@ -188,6 +188,22 @@ func (ss *session) extra(ev protocol.Event) []sdk.SessionUpdate {
 		if e.Usage != nil {
 			ups = append(ups, ss.usageUpdate(*e.Usage))
 		}
+	case protocol.MessagesCleared, protocol.MessagesRewound:
+		// The context shrank: report what is left (nothing after a
+		// clear), and let the next user message title the session anew
+		// when no user message is left.
+		var last protocol.Usage
+		msgs := ss.ag.Messages().Messages
+		for i := len(msgs) - 1; i >= 0; i-- {
+			if msgs[i].Usage != nil {
+				last = *msgs[i].Usage
+				break
+			}
+		}
+		ss.mu.Lock()
+		ss.titled = slices.ContainsFunc(msgs, func(m protocol.Message) bool { return m.Role == protocol.RoleUser })
+		ss.mu.Unlock()
+		ups = append(ups, ss.usageUpdate(last))
 	}
 	return ups
 }

@@ -138,12 +138,35 @@ func (t *translator) updates(ev protocol.Event) []sdk.SessionUpdate {
 		return t.messageUpdates(e.Message, false)
 	case protocol.CompactBlockAdded:
 		return t.messageUpdates(e.Message, false)
+	case protocol.MessagesCleared:
+		return []sdk.SessionUpdate{notice(clearedNotice, map[string]any{"messagesCleared": map[string]any{}})}
+	case protocol.MessagesRewound:
+		return []sdk.SessionUpdate{notice(rewoundNotice, map[string]any{"messagesRewound": map[string]any{"anchorMessageId": e.AnchorMessageID}})}
 	case protocol.AssistantMessageDiscarded:
 		// ACP cannot take back chunks already sent: say why what follows
 		// may repeat them.
 		return []sdk.SessionUpdate{sdk.UpdateAgentThoughtText("The model's response was interrupted (" + e.Reason + "); it is retried, so its start may appear twice.\n")}
 	}
 	return nil
+}
+
+// ACP v1 has no update that takes messages out of a client's view (a
+// truncation is only an RFD for v2), so a clear or a rewind is told in
+// words, with a machine-readable _meta for clients that know sluice; a
+// session/load replays the conversation as it is now.
+const (
+	clearedNotice = "Conversation cleared: the model no longer sees the messages above. " +
+		"(ACP gives no way to remove them from this view; loading the session again shows it as it is now.)"
+	rewoundNotice = "Rewound: your last message and the answer to it are removed from the conversation; the model no longer sees them. " +
+		"(ACP gives no way to remove them from this view; loading the session again shows it as it is now.)"
+)
+
+// notice is an agent message telling the user what happened to the
+// session, with meta under _meta.sluice.
+func notice(text string, meta map[string]any) sdk.SessionUpdate {
+	u := sdk.UpdateAgentMessageText(text)
+	u.AgentMessageChunk.Meta = map[string]any{"sluice": meta}
+	return u
 }
 
 // toolUpdates translates one tool block event. Every running and end event

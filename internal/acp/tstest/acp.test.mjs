@@ -146,6 +146,20 @@ test("an image in a prompt reaches the model beside the text", async () => {
   });
 });
 
+test("/clear is told to the client: an agent message with _meta, and the context is empty", async () => {
+  await run({}, async (ctx, { updates }) => {
+    const { sessionId } = await newSession(ctx);
+    await prompt(ctx, sessionId, "plain");
+    const from = updates.length;
+    assert.equal((await prompt(ctx, sessionId, "/clear")).stopReason, "end_turn");
+    const after = updates.slice(from);
+    const told = after.find((u) => u.update.sessionUpdate === "agent_message_chunk");
+    assert.match(told.update.content.text, /^Conversation cleared/);
+    assert.deepEqual(told.update._meta, { sluice: { messagesCleared: {} } });
+    assert.equal(after.findLast((u) => u.update.sessionUpdate === "usage_update").update.used, 0);
+  });
+});
+
 test("reasoning streams as agent_thought_chunk", async () => {
   await run({}, async (ctx, { updates }) => {
     const { sessionId } = await newSession(ctx);
