@@ -36,7 +36,7 @@ func rpcMain(ctx context.Context, args []string, stdio Stdio) int {
 		return 2
 	}
 	log := newLogger(stdio.Err, *verbose)
-	srv, setup, err := hostServer(ctx, &af, *maxMessage, log, nil)
+	srv, setup, err := hostServer(ctx, &af, *maxMessage, rpcMaxQueued, log, nil)
 	if err != nil {
 		fmt.Fprintln(stdio.Err, "sluice rpc:", err)
 		return 2
@@ -55,13 +55,19 @@ func rpcMain(ctx context.Context, args []string, stdio Stdio) int {
 	return 0
 }
 
+// rpcMaxQueued bounds what sluice rpc queues for a host that stops reading
+// its stdout: its one host is the session's audience, so the model's
+// stream waits for it (as a pipe would) rather than piling up in memory.
+const rpcMaxQueued = 1 << 20
+
 // hostServer is the host protocol's server for the agent flags: sluice rpc
 // and sluice serve share it. A host's initialize may still set the working
-// directory, permission mode and model of its session.
+// directory, permission mode and model of its session. maxQueued is
+// rpc.Options.MaxQueuedBytes.
 //
 // With join (cluster mode) the sessions are stored where join says and run
 // by the node it starts.
-func hostServer(ctx context.Context, af *cli.AgentFlags, maxMessage int, log *slog.Logger, join func(*cli.Setup) (rpc.Host, error)) (*rpc.Server, *cli.Setup, error) {
+func hostServer(ctx context.Context, af *cli.AgentFlags, maxMessage, maxQueued int, log *slog.Logger, join func(*cli.Setup) (rpc.Host, error)) (*rpc.Server, *cli.Setup, error) {
 	setup, err := af.Setup(os.Getenv, log)
 	if err != nil {
 		return nil, nil, err
@@ -85,6 +91,7 @@ func hostServer(ctx context.Context, af *cli.AgentFlags, maxMessage int, log *sl
 		Store:           setup.Store,
 		WorkDir:         setup.Options.WorkDir,
 		MaxMessageBytes: maxMessage,
+		MaxQueuedBytes:  maxQueued,
 		Logger:          log,
 		Version:         cli.Version,
 		Host:            host,

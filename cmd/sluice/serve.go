@@ -56,7 +56,7 @@ func serveMain(ctx context.Context, args []string, stdio Stdio) int {
 			return node.Node, nil
 		}
 	}
-	rs, setup, err := hostServer(ctx, &af, *maxMessage, log, join)
+	rs, setup, err := hostServer(ctx, &af, *maxMessage, 0, log, join)
 	if err != nil {
 		return fail(err)
 	}

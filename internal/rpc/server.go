@@ -47,6 +47,14 @@ type Options struct {
 	// MaxMessageBytes is announced in the capabilities: the limit the
 	// connections enforce on one incoming message.
 	MaxMessageBytes int
+	// MaxQueuedBytes, when positive, bounds the events queued for a
+	// connection that does not read them (agent.SubscribeOptions
+	// MaxPendingBytes): past it, its session's model stream waits for the
+	// host instead of the queue growing. Nothing is dropped. Zero: the
+	// queue is bounded by the content streamed (adjacent deltas merge),
+	// and a slow connection never holds a session back — what a server
+	// with several viewers of one session wants.
+	MaxQueuedBytes int
 	// Logger receives diagnostics (default: discarded). Never stdout.
 	Logger *slog.Logger
 	// Version is reported in serverInfo.
@@ -191,7 +199,7 @@ func (s *Server) newSession(ctx context.Context, cfg SessionConfig) (*entry, *wi
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeRequestFailed, "cannot start a session: %v", err)
 	}
-	sess = Local(as)
+	sess = s.local(as)
 	return s.register(&entry{ready: make(chan struct{}), sess: sess, epoch: s.epoch(sess.ID())})
 }
 
@@ -287,7 +295,7 @@ func (s *Server) restore(ctx context.Context, id string, cfg SessionConfig) (Ses
 	if err != nil {
 		return nil, err
 	}
-	return Local(as), nil
+	return s.local(as), nil
 }
 
 func restoreError(id string, err error) *wire.Error {

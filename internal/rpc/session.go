@@ -90,19 +90,29 @@ type Host interface {
 }
 
 // Local wraps a session running in this process.
-func Local(s *agent.Session) Session { return localSession{s} }
+func Local(s *agent.Session) Session { return localSession{Session: s} }
 
-type localSession struct{ *agent.Session }
+// localSession is a session of this process. Its subscriptions hold the
+// session's model stream back past maxPending queued bytes
+// (Options.MaxQueuedBytes; 0: never).
+type localSession struct {
+	*agent.Session
+	maxPending int
+}
+
+func (s *Server) local(as *agent.Session) Session {
+	return localSession{Session: as, maxPending: s.opts.MaxQueuedBytes}
+}
 
 func (l localSession) Owner() string { return "" }
 
 func (l localSession) SnapshotAndSubscribe() (protocol.Snapshot, Subscription) {
-	snap, sub := l.Session.SnapshotAndSubscribe(agent.SubscribeOptions{})
+	snap, sub := l.Session.SnapshotAndSubscribe(agent.SubscribeOptions{MaxPendingBytes: l.maxPending})
 	return snap, sub
 }
 
 func (l localSession) SubscribeFrom(seq int64) (Subscription, error) {
-	sub, err := l.Session.SubscribeFrom(seq, agent.SubscribeOptions{})
+	sub, err := l.Session.SubscribeFrom(seq, agent.SubscribeOptions{MaxPendingBytes: l.maxPending})
 	if err != nil {
 		return nil, err
 	}
