@@ -121,7 +121,8 @@ func BenchmarkLargeAnswer(b *testing.B) {
 // BenchmarkRPCHostNotReading: `sluice rpc` answers 20 MiB to a host that
 // reads none of its output until the stream is over or has made no
 // progress for a second (sluice holding it back), then reads to the end
-// of the run.
+// of the run. unread-* are the figures at the moment the host starts
+// reading: how far the stream got and the peak RSS until then.
 func BenchmarkRPCHostNotReading(b *testing.B) {
 	const size = 20 << 20
 	for b.Loop() {
@@ -143,6 +144,9 @@ func BenchmarkRPCHostNotReading(b *testing.B) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
+		// What the host not reading has cost: the peak so far, and how far
+		// the stream got.
+		heldRSS, heldAt := vmHWM(b, cmd.Process.Pid), srv.written.Load()
 		ended := false
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(nil, 256<<20)
@@ -167,5 +171,24 @@ func BenchmarkRPCHostNotReading(b *testing.B) {
 		b.ReportMetric(float64(srv.written.Load())/(1<<20), "read-MiB")
 		b.ReportMetric(float64(rss)/(1<<20), "peak-rss-MiB")
 		b.ReportMetric(float64(rss)/float64(srv.written.Load()), "rss/read")
+		b.ReportMetric(float64(heldAt)/(1<<20), "unread-streamed-MiB")
+		b.ReportMetric(float64(heldRSS)/(1<<20), "unread-peak-rss-MiB")
 	}
+}
+
+// vmHWM is a running process's peak RSS (VmHWM of /proc/PID/status).
+func vmHWM(b *testing.B, pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
+			return kb << 10
+		}
+	}
+	b.Fatal("no VmHWM in /proc/PID/status")
+	return 0
 }
