@@ -23,10 +23,14 @@ var ErrTooFarBehind = errors.New("agent: events no longer buffered, pull a snaps
 
 // Item is one thing a subscription delivers: a session event, or, only for
 // subscriptions that asked for them, a model part as it arrived (print mode
-// mirrors the provider's stream with them). Exactly one field is set.
+// mirrors the provider's stream with them). Exactly one of Event and Part
+// is set.
 type Item struct {
 	Event protocol.Event
 	Part  *model.Part
+	// ParentToolID is set on a part of a subagent's stream: the id of the
+	// Agent call that runs it (as its events' protocol.Header.ParentToolID).
+	ParentToolID string
 }
 
 // SubscribeOptions tune a subscription.
@@ -253,10 +257,10 @@ func (b *bus) publishLocked(ev protocol.Event) (protocol.Event, error) {
 	return ev, nil
 }
 
-func (b *bus) publishPartLocked(p model.Part) {
+func (b *bus) publishPartLocked(p model.Part, parentTool string) {
 	for s := range b.subs {
 		if s.opts.ModelParts {
-			s.push(Item{Part: &p})
+			s.push(Item{Part: &p, ParentToolID: parentTool})
 		}
 	}
 }

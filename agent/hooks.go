@@ -56,6 +56,10 @@ const (
 	EventSessionEnd       HookEventName = "SessionEnd"
 	EventPreCompact       HookEventName = "PreCompact"
 	EventNotification     HookEventName = "Notification"
+	// SubagentStop is Stop for a subagent's run ("agent_id", "agent_type"
+	// and "stop_hook_active"): a Block sends the subagent back to work.
+	// A subagent fires no SessionStart, SessionEnd nor UserPromptSubmit.
+	EventSubagentStop HookEventName = "SubagentStop"
 )
 
 // HookEvent is a session event as hooks hear it.
@@ -207,7 +211,7 @@ type Verdict struct {
 }
 
 func (s *Session) hookCall(c toolCall) ToolCall {
-	return ToolCall{ID: c.id, Name: c.name, Input: c.input, SessionID: s.id, TranscriptPath: s.transcript}
+	return ToolCall{ID: c.id, Name: c.name, Input: c.input, SessionID: s.hookID, TranscriptPath: s.transcript}
 }
 
 func (s *Session) preToolUse(ctx context.Context, c toolCall) Verdict {
@@ -237,7 +241,7 @@ func (s *Session) fire(ctx context.Context, name HookEventName, match string, fi
 	if s.opts.Hooks.Event == nil {
 		return HookResult{}
 	}
-	return s.opts.Hooks.Event(ctx, HookEvent{Name: name, SessionID: s.id, TranscriptPath: s.transcript, Match: match, Fields: fields})
+	return s.opts.Hooks.Event(ctx, HookEvent{Name: name, SessionID: s.hookID, TranscriptPath: s.transcript, Match: match, Fields: fields})
 }
 
 // halt asks the run under way to end after its current step.

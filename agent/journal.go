@@ -80,8 +80,15 @@ func newJournal(log store.Log) *journal {
 
 // journaled reports whether an event changes the display in a way that
 // must survive a crash before its round ends. User messages, compactions,
-// rewinds and clears are written as records when they happen.
+// rewinds and clears are written as records when they happen, except a
+// subagent's: it has no session file, so its events are its record.
 func journaled(ev protocol.Event) bool {
+	if ev.Head().ParentToolID != "" {
+		switch ev.(type) {
+		case protocol.UserMessageAdded, protocol.CompactBlockAdded, protocol.MessagesRewound, protocol.MessagesCleared:
+			return true
+		}
+	}
 	switch ev.(type) {
 	case protocol.AssistantMessageAdded, protocol.AssistantContentUpdated, protocol.AssistantReasoningUpdated,
 		protocol.ToolBlockUpdated, protocol.ErrorBlockAdded, protocol.AssistantMessageDiscarded, protocol.TurnEnded:

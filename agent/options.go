@@ -59,6 +59,12 @@ type Options struct {
 	AllowEnv []string
 	// ExtraTools are added to the tools (MCP servers' tools, your own).
 	ExtraTools []tool.Tool
+	// Subagents, when non-nil, give the session the Agent tool (which the
+	// model may also call Task): it runs a child session of one of these
+	// kinds, or of the built-in general-purpose kind (GeneralPurpose; a
+	// definition with its name replaces it). Pass an empty slice for the
+	// general-purpose kind alone.
+	Subagents []Subagent
 	// MaxTurns bounds the model responses for one user message (0: 100).
 	MaxTurns int
 	// MaxTokens is the output limit per response (0: the provider's).

@@ -31,6 +31,14 @@ func (s *Session) runMessage(j *job) (res Result) {
 	var cut strings.Builder
 	answerMsg := ""
 	defer func() {
+		// What the run's subagents did is part of its result.
+		for _, r := range s.takeSubagentRuns() {
+			res.Subagents = append(res.Subagents, r)
+			res.CostUSD += r.CostUSD
+			res.Denials = append(res.Denials, r.Denials...)
+		}
+	}()
+	defer func() {
 		if res.Err != nil {
 			// A failed or aborted run reports how far its answer got,
 			// never an earlier round's text nor the error (that is Err).

@@ -65,6 +65,10 @@ type Result struct {
 	// the run switched to because its model was unavailable; the rest of
 	// the run used it. "" when it did not switch.
 	FallbackModel string
+	// Subagents are the child sessions the run's Agent calls ran, in the
+	// order they ended. CostUSD includes theirs; Usage is the run's own
+	// responses only (as Claude Code's result reports it).
+	Subagents []SubagentRun
 	// Err is why the run failed, or nil.
 	Err error
 	// SteeredInto is, for a message sent while a run was going that joined
@@ -90,7 +94,14 @@ type Session struct {
 	tools   []tool.Tool
 	toolEnv tool.Env
 
-	transcript  string             // the session file's path, for hooks ("" if none)
+	transcript string // the session file's path, for hooks ("" if none)
+	hookID     string // the session id hooks hear: a child's is its root's
+
+	// A child session (a subagent) has the session that started it and
+	// the id of the tool call it runs in: its events are published on the
+	// parent's stream too, naming that call (protocol.Header.ParentToolID).
+	parent      *Session
+	parentTool  string
 	notifying   sync.WaitGroup     // Notification hooks under way; Close waits
 	hooksCtx    context.Context    // of Notification hooks; cancelled by Close
 	hooksCancel context.CancelFunc //
@@ -119,6 +130,11 @@ type Session struct {
 	haltReason  string
 	// queueShown is how many jobs the last queueChanged listed.
 	queueShown int
+	// children are the subagents running now, by tool call id (their
+	// permission requests are answered through this session); subRuns
+	// are those that ended during the current run.
+	children map[string]*Session
+	subRuns  []SubagentRun
 }
 
 // ctxMark remembers where the context stood when a user message was added,
@@ -259,6 +275,11 @@ func newSession(opts Options, id string) (*Session, error) {
 		waiters: map[string]*waiter{},
 
 		startSource: "startup",
+		children:    map[string]*Session{},
+	}
+	s.hookID = id
+	if opts.Subagents != nil {
+		s.tools = append(s.tools, &agentTool{s: s})
 	}
 	s.hooksCtx, s.hooksCancel = context.WithCancel(context.Background())
 	if st, ok := opts.Store.(interface {
@@ -327,7 +348,9 @@ func (s *Session) Tools() []string {
 func (s *Session) now() int64 { return s.opts.Now().UnixMilli() }
 
 func (s *Session) start() {
-	s.watchTasks()
+	if s.parent == nil { // a child shares its parent's tools and their watcher
+		s.watchTasks()
+	}
 	go s.worker()
 }
 
@@ -667,8 +690,19 @@ func (s *Session) AnswerPermission(requestID string, decision protocol.Decision)
 	s.mu.Lock()
 	w, ok := s.waiters[requestID]
 	delete(s.waiters, requestID)
+	children := make([]*Session, 0, len(s.children))
+	for _, c := range s.children {
+		children = append(children, c)
+	}
 	s.mu.Unlock()
 	if !ok {
+		// A subagent's request reaches the faces through this session,
+		// and so does the answer.
+		for _, c := range children {
+			if c.AnswerPermission(requestID, decision) == nil {
+				return nil
+			}
+		}
 		return ErrUnknownRequest
 	}
 	w.answer <- decision // buffered
@@ -707,7 +741,9 @@ func (s *Session) Close() error {
 	s.hooksCancel()
 	s.notifying.Wait()
 	s.fire(context.Background(), EventSessionEnd, "other", map[string]any{"reason": "other"})
-	s.StopTasks()
+	if s.parent == nil { // a child's tools are its parent's, and so is their work
+		s.StopTasks()
+	}
 	s.bus.closeAll()
 	if s.log != nil {
 		return s.log.close()
@@ -728,13 +764,19 @@ func (s *Session) publish(ev protocol.Event) protocol.Event {
 	if s.log != nil && journaled(out) {
 		s.log.addEvent(out)
 	}
+	s.forward(out)
 	return out
 }
 
-func (s *Session) publishPart(p model.Part) {
+func (s *Session) publishPart(p model.Part) { s.publishPartOf(p, "") }
+
+// publishPartOf delivers a model part of this session's stream, or of the
+// child session that runs in call parentTool.
+func (s *Session) publishPartOf(p model.Part, parentTool string) {
 	s.bus.mu.Lock()
 	defer s.bus.mu.Unlock()
-	s.bus.publishPartLocked(p)
+	s.bus.publishPartLocked(p, parentTool)
+	s.forwardPart(p, parentTool)
 }
 
 // persist writes records to the store after everything streamed before

@@ -68,6 +68,9 @@ func (s *Session) runTools(ctx context.Context, msgID string, calls []toolCall, 
 }
 
 func (s *Session) tool(name string) tool.Tool {
+	if name == taskToolName { // the Agent tool's older name, which models still use
+		name = agentToolName
+	}
 	for _, t := range s.tools {
 		if t.Name() == name {
 			return t

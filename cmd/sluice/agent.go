@@ -11,10 +11,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/agentdefs"
 	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/sluicehq/sluice/internal/printmode"
 	"github.com/sluicehq/sluice/internal/provider"
@@ -81,7 +83,8 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 		fmt.Fprintln(stdio.Err, "sluice:", err)
 		return 2
 	}
-	if err := checkAgents(cf.Agents); err != nil {
+	flagAgents, err := agentdefs.ParseJSON(cf.Agents)
+	if err != nil {
 		fmt.Fprintln(stdio.Err, "sluice:", err)
 		return 2
 	}
@@ -129,12 +132,27 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 	if len(af.Betas) > 0 && setup.Selection.Name != provider.Anthropic {
 		fmt.Fprintf(stdio.Err, "sluice: --betas: sent to Anthropic's API only, not to %s\n", setup.Selection.Name)
 	}
+	setup.Options.Subagents = agentdefs.Merge(setup.Options.Subagents, flagAgents)
 	if cf.Tools.Given {
 		ts, unknown := cli.SelectTools(setup.Options.WorkDir, cf.Tools.Value)
+		withAgent := false
 		for _, n := range unknown {
+			if n == "Agent" || n == "Task" {
+				withAgent = true
+				continue
+			}
 			fmt.Fprintf(stdio.Err, "sluice: --tools: no built-in tool %q; left out\n", n)
 		}
 		setup.Options.Tools = ts
+		if !withAgent && strings.TrimSpace(cf.Tools.Value) != "default" {
+			setup.Options.Subagents = nil
+		}
+	}
+	if cf.Agent != "" {
+		if err := runAs(&setup.Options, cf.Agent, baseSystem != ""); err != nil {
+			fmt.Fprintln(stdio.Err, "sluice:", err)
+			return 2
+		}
 	}
 	rules, err := cli.ParseRules(cf.AllowedTools, cf.DisallowedTools, setup.Options.WorkDir)
 	if err != nil {
@@ -315,6 +333,9 @@ func applyInit(ctx context.Context, setup *cli.Setup, init printmode.Init, stder
 		}
 	}
 	opts.ExtraTools = append(opts.ExtraTools, init.Tools...)
+	if len(init.Subagents) > 0 {
+		opts.Subagents = agentdefs.Merge(opts.Subagents, init.Subagents)
+	}
 	// The user's command hooks (settings files) and the host's run side
 	// by side.
 	opts.Hooks = agent.JoinHooks(opts.Hooks, init.Hooks)
@@ -437,22 +458,25 @@ func checkStdin(data []byte, err error) ([]byte, error) {
 	return data, nil
 }
 
-// checkAgents refuses subagent definitions (--agents) until subagents
-// exist: a run that was asked for them must not silently go without.
-func checkAgents(spec string) error {
-	spec = strings.TrimSpace(spec)
-	if spec == "" {
-		return nil
+// runAs makes the session the subagent named name (--agent): its prompt
+// (unless --system-prompt gave one), its tools and its model.
+func runAs(opts *agent.Options, name string, promptGiven bool) error {
+	d, ok := agentdefs.Find(opts.Subagents, name)
+	if !ok {
+		return fmt.Errorf("--agent: no agent %q (define it in .claude/agents/ or with --agents)", name)
 	}
-	var defs map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(spec), &defs); err != nil {
-		data, rerr := os.ReadFile(spec)
-		if rerr != nil || json.Unmarshal(data, &defs) != nil {
-			return fmt.Errorf("--agents: want a JSON object of agent definitions or a file holding one")
+	if d.Prompt != "" && !promptGiven {
+		opts.BaseSystemPrompt = d.Prompt
+	}
+	if d.Tools != nil {
+		ts, _ := cli.SelectTools(opts.WorkDir, strings.Join(d.Tools, ","))
+		opts.Tools = ts
+		if !slices.Contains(d.Tools, "Agent") && !slices.Contains(d.Tools, "Task") {
+			opts.Subagents = nil
 		}
 	}
-	if len(defs) > 0 {
-		return fmt.Errorf("--agents: subagents are not supported yet (asked for %d)", len(defs))
+	if d.Model != "" && d.Model != "inherit" {
+		opts.Model = agent.ResolveModel(d.Model, opts.Model)
 	}
 	return nil
 }

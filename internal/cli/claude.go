@@ -85,7 +85,7 @@ var acceptedOnly = map[string]string{
 	"chrome":                                 "no browser is connected",
 	"no-chrome":                              "no browser is connected",
 	"exclude-dynamic-system-prompt-sections": "sluice's system prompt has no dynamic sections to drop",
-	"forward-subagent-text":                  "subagents are not supported yet",
+	"forward-subagent-text":                  "a subagent's text is always in stream-json (with parent_tool_use_id)",
 	"prompt-suggestions":                     "prompt suggestions are not made",
 	"managed-settings":                       "sluice reads no managed settings",
 	"managed-settings-in-initialize":         "sluice reads no managed settings",
@@ -93,7 +93,6 @@ var acceptedOnly = map[string]string{
 	"project-config-root":                    "sluice reads no Claude Code project configuration",
 	"resume-drops-turn":                      "a resumed session keeps its turns",
 	"channels":                               "channels are not supported",
-	"agent":                                  "subagents are not supported yet",
 	"bare":                                   "sluice has no hooks, plugins or settings to skip",
 	"autocompact":                            "use --auto-compact",
 }
@@ -146,8 +145,8 @@ func (c *ClaudeFlags) Register(fs *flag.FlagSet) {
 	fs.Var(&c.Debug, "d", "diagnostics at debug level on stderr (same as --debug)")
 	fs.Var(&c.Debug, "debug", "diagnostics at debug level on stderr (a category filter value is accepted and not applied)")
 	fs.StringVar(&c.DebugFile, "debug-file", "", "write diagnostics at debug level to this file")
-	fs.StringVar(&c.Agents, "agents", "", "subagent definitions (JSON); subagents are not supported yet, so defining any is an error")
-	fs.StringVar(&c.Agent, "agent", "", "accepted for Claude Code compatibility")
+	fs.StringVar(&c.Agents, "agents", "", `subagent definitions as JSON, or a file holding them: {"name": {"description": ..., "prompt": ..., "tools": [...], "model": ...}}`)
+	fs.StringVar(&c.Agent, "agent", "", "run the session as this subagent: its prompt, tools and model")
 	fs.StringVar(&c.Settings, "settings", "", "a Claude Code settings file, or its JSON: hooks, permissions (allow, deny, defaultMode, additionalDirectories), model")
 	fs.StringVar(&c.Name, "name", "", "the session's name in session lists")
 	fs.StringVar(&c.Name, "n", "", "the session's name (same as --name)")

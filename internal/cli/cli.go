@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/agentdefs"
 	"github.com/sluicehq/sluice/internal/hooks"
 	"github.com/sluicehq/sluice/internal/mcp"
 	"github.com/sluicehq/sluice/internal/memory"
@@ -198,6 +199,17 @@ func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Se
 	if err != nil {
 		return nil, err
 	}
+	// Claude Code's subagent definitions, from the same places.
+	subagents, err := agentdefs.Load(getenv("HOME"), wd, agentdefs.Sources{
+		User:    slices.Contains(sources, hooks.SourceUser),
+		Project: slices.Contains(sources, hooks.SourceProject),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if subagents == nil {
+		subagents = []agent.Subagent{} // the general-purpose kind alone
+	}
 	var mcpConfig *mcp.Config
 	if len(f.MCPConfigs) > 0 {
 		if mcpConfig, err = mcp.LoadConfig(f.MCPConfigs...); err != nil {
@@ -229,6 +241,7 @@ func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Se
 			Store:            st,
 			AllowEnv:         conf.AllowEnv,
 			Hooks:            hookRunner.Agent(),
+			Subagents:        subagents,
 			Logger:           logger,
 		},
 	}, nil

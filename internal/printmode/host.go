@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/agentdefs"
 	"github.com/sluicehq/sluice/internal/hooks"
 	"github.com/sluicehq/sluice/protocol"
 	"github.com/sluicehq/sluice/tool"
@@ -41,6 +42,8 @@ type Init struct {
 	// Hooks put print mode's host in the session's tool calls: the hook
 	// callbacks and can_use_tool the host registered, the tool rules.
 	Hooks agent.Hooks
+	// Subagents are the host's agent definitions (the Agent SDK's agents).
+	Subagents []agent.Subagent
 
 	jsonSchema json.RawMessage // initialize's, over Config.JSONSchema
 }
@@ -300,9 +303,14 @@ func (h *host) initialize(id string, raw json.RawMessage) {
 		h.w.respond(id, nil, fmt.Errorf("malformed initialize request: %w", err))
 		return
 	}
+	var subagents []agent.Subagent
 	if len(req.Agents) > 0 {
-		h.w.respond(id, nil, fmt.Errorf("subagents are not supported yet (asked for %d)", len(req.Agents)))
-		return
+		spec, _ := json.Marshal(req.Agents)
+		var err error
+		if subagents, err = agentdefs.ParseJSON(string(spec)); err != nil {
+			h.w.respond(id, nil, fmt.Errorf("initialize: agents: %w", err))
+			return
+		}
 	}
 	select {
 	case <-h.opened:
@@ -317,7 +325,7 @@ func (h *host) initialize(id string, raw json.RawMessage) {
 	h.sdkMCP = req.SDKMCPServers
 	h.mu.Unlock()
 
-	init := Init{AppendSystemPrompt: req.AppendSystemPrompt, Title: req.Title, DisallowedTools: req.DisallowedTools, jsonSchema: req.JSONSchema}
+	init := Init{AppendSystemPrompt: req.AppendSystemPrompt, Title: req.Title, DisallowedTools: req.DisallowedTools, Subagents: subagents, jsonSchema: req.JSONSchema}
 	if len(req.Settings) > 0 && string(req.Settings) != "null" {
 		init.Settings = req.Settings
 	}

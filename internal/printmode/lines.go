@@ -101,8 +101,8 @@ type userLine struct {
 	UUID            string      `json:"uuid"`
 	Timestamp       string      `json:"timestamp"`
 	// ToolUseResult is the result as the SDK's user sees it: the output,
-	// or "Error: " and the cause.
-	ToolUseResult string `json:"tool_use_result"`
+	// or "Error: " and the cause; for an Agent call, a subagentResult.
+	ToolUseResult any `json:"tool_use_result"`
 	// ToolResultMeta says who decided that the call could run, or not.
 	ToolResultMeta []toolResultMeta `json:"tool_result_meta"`
 }
@@ -122,6 +122,40 @@ type permissionDecision struct {
 	ReasonType string `json:"reason_type,omitempty"`
 }
 
+// subagentResult is an Agent call's tool_use_result, in Claude Code's
+// shape: what the subagent answered and used.
+type subagentResult struct {
+	Status            string      `json:"status"` // "completed" or "failed"
+	Prompt            string      `json:"prompt"`
+	AgentType         string      `json:"agentType"`
+	Content           []textBlock `json:"content"`
+	TotalDurationMs   int64       `json:"totalDurationMs"`
+	TotalTokens       int         `json:"totalTokens"`
+	TotalToolUseCount int         `json:"totalToolUseCount"`
+	Usage             resultUsage `json:"usage"`
+}
+
+type textBlock struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// promptLine is the prompt a subagent starts with, as Claude Code writes
+// it: a user line of the subagent (parent_tool_use_id set).
+type promptLine struct {
+	Type            string        `json:"type"`
+	Message         promptMessage `json:"message"`
+	ParentToolUseID *string       `json:"parent_tool_use_id"`
+	SessionID       string        `json:"session_id"`
+	UUID            string        `json:"uuid"`
+	Timestamp       string        `json:"timestamp"`
+}
+
+type promptMessage struct {
+	Role    string      `json:"role"`
+	Content []textBlock `json:"content"`
+}
+
 type userMessage struct {
 	Role    string       `json:"role"`
 	Content []toolResult `json:"content"`
@@ -132,6 +166,15 @@ type toolResult struct {
 	Type      string `json:"type"`
 	Content   string `json:"content"`
 	IsError   bool   `json:"is_error"`
+}
+
+// subagentStats counts a run's subagents as Claude Code's result does
+// (the counts sluice keeps).
+type subagentStats struct {
+	Spawned   int            `json:"spawned"`
+	Completed int            `json:"completed"`
+	Failed    int            `json:"failed"`
+	ByType    map[string]int `json:"by_type"`
 }
 
 // apiRetryLine comes before a retried attempt.
@@ -182,6 +225,7 @@ type resultLine struct {
 	Usage             resultUsage           `json:"usage"`
 	ModelUsage        map[string]modelUsage `json:"modelUsage"`
 	PermissionDenials []denial              `json:"permission_denials"`
+	SubagentStats     *subagentStats        `json:"subagent_stats,omitempty"`
 	APIErrorStatus    *int                  `json:"api_error_status"`
 	Errors            []string              `json:"errors,omitempty"`
 	// TerminalReason says why the run ended, in Claude Code's words

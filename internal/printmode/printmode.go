@@ -275,9 +275,9 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 func (h *host) initLine(s *agent.Session) initLine {
 	return initLine{
 		Type: "system", Subtype: "init", CWD: s.WorkDir(), SessionID: s.ID(),
-		Tools: s.Tools(), MCPServers: h.mcpServers(), Model: s.Model(),
+		Tools: initTools(s), MCPServers: h.mcpServers(), Model: s.Model(),
 		PermissionMode: h.reportedMode(s), SlashCommands: []string{}, APIKeySource: h.cfg.APIKeySource,
-		SluiceVersion: h.cfg.Version, OutputStyle: "default", Agents: []string{}, Skills: []string{},
+		SluiceVersion: h.cfg.Version, OutputStyle: "default", Agents: s.SubagentNames(), Skills: []string{},
 		Plugins: []any{}, UUID: uuid.NewString(),
 		AdditionalDirs:    append([]string{}, h.cfg.AddDirs...),
 		ClaudeCodeVersion: ClaudeCodeVersion, Capabilities: capabilities, OriginalCWD: s.WorkDir(),
@@ -285,6 +285,18 @@ func (h *host) initLine(s *agent.Session) initLine {
 		TerminalSlashCommands: []string{}, ViewMode: "default", PerTurnEffortActive: h.cfg.Effort != "",
 		Betas: h.cfg.Betas, Effort: h.cfg.Effort,
 	}
+}
+
+// initTools are the session's tools as Claude Code's init line names
+// them: the Agent tool is "Task" there.
+func initTools(s *agent.Session) []string {
+	names := s.Tools()
+	for i, n := range names {
+		if n == "Agent" {
+			names[i] = "Task"
+		}
+	}
+	return names
 }
 
 // replayLine is a user message read from the host, echoed with the
@@ -510,12 +522,38 @@ func newResultLine(sess *agent.Session, res agent.Result, answer string, err err
 		ModelUsage: map[string]modelUsage{}, PermissionDenials: denials(res.Denials),
 		FastModeState: "off", UUID: uuid.NewString(),
 	}
+	// total_cost_usd and modelUsage count the subagents' responses too;
+	// usage is the session's own, as in Claude Code.
+	own := res.CostUSD
+	for _, r := range res.Subagents {
+		own -= r.CostUSD
+	}
 	if res.Turns > 0 {
 		line.ModelUsage[cmp.Or(res.FallbackModel, sess.Model())] = modelUsage{
 			InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
 			CacheReadInputTokens: res.Usage.CacheReadInputTokens, CacheCreationInputTokens: res.Usage.CacheCreationInputTokens,
-			CostUSD: roundCost(res.CostUSD),
+			CostUSD: roundCost(own),
 		}
+	}
+	if len(res.Subagents) > 0 {
+		st := &subagentStats{ByType: map[string]int{}}
+		for _, r := range res.Subagents {
+			st.Spawned++
+			st.ByType[r.Type]++
+			if r.Err != nil {
+				st.Failed++
+			} else {
+				st.Completed++
+			}
+			mu := line.ModelUsage[r.Model]
+			mu.InputTokens += r.Usage.InputTokens
+			mu.OutputTokens += r.Usage.OutputTokens
+			mu.CacheReadInputTokens += r.Usage.CacheReadInputTokens
+			mu.CacheCreationInputTokens += r.Usage.CacheCreationInputTokens
+			mu.CostUSD = roundCost(mu.CostUSD + r.CostUSD)
+			line.ModelUsage[r.Model] = mu
+		}
+		line.SubagentStats = st
 	}
 	if err == nil {
 		line.TerminalReason = "completed"

@@ -1,6 +1,7 @@
 package printmode
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,6 +47,20 @@ type translator struct {
 	// decided, when set, is the permission decision print mode's host
 	// made about a tool call (tool_result_meta).
 	decided func(toolID string) (permissionDecision, bool)
+
+	// parent is the Agent call whose subagent's lines this translator
+	// writes (nil for the session's own).
+	parent *string
+	// subagents translate the streams of the subagents of this run's
+	// Agent calls, by call id.
+	subagents map[string]*translator
+	// For a subagent's translator: when it started, the usage its
+	// responses reported (turnEnded) and its tool calls, for the call's
+	// tool_use_result.
+	started  time.Time
+	spent    protocol.Usage
+	toolUses int
+	prompt   string
 }
 
 // blockStart is what a block's start said: enough to write its start
@@ -57,12 +72,35 @@ type blockStart struct {
 }
 
 func newTranslator(w *writer, cfg Config) *translator {
-	return &translator{w: w, cfg: cfg, now: time.Now, starts: map[int]blockStart{}, tools: map[string]bool{}}
+	return &translator{w: w, cfg: cfg, now: time.Now, starts: map[int]blockStart{}, tools: map[string]bool{}, subagents: map[string]*translator{}}
+}
+
+// subagent returns the translator of the subagent that Agent call id runs.
+func (t *translator) subagent(id string) *translator {
+	sub := t.subagents[id]
+	if sub == nil {
+		sub = newTranslator(t.w, t.cfg)
+		sub.now = t.now
+		sub.cfg.IncludePartial = false // Claude Code streams only the session's own events
+		sub.parent = &id
+		sub.decided = t.decided
+		sub.started = t.now()
+		t.subagents[id] = sub
+	}
+	return sub
 }
 
 func (t *translator) item(it agent.Item) {
 	if it.Part != nil {
+		if it.ParentToolID != "" {
+			t.subagent(it.ParentToolID).part(*it.Part)
+			return
+		}
 		t.part(*it.Part)
+		return
+	}
+	if p := it.Event.Head().ParentToolID; p != "" {
+		t.subagent(p).childEvent(it)
 		return
 	}
 	if e, ok := it.Event.(protocol.AssistantMessageAdded); ok {
@@ -97,9 +135,12 @@ func (t *translator) item(it agent.Item) {
 		if meta.PermissionDecision.Decision == "reject" {
 			meta.NonExecutionKind = "permission-rule"
 		}
-		shown := content
+		var shown any = content
 		if failed {
 			shown = "Error: " + content
+		}
+		if sub := t.subagents[e.ToolID]; sub != nil && (e.Name == "Agent" || e.Name == "Task") {
+			shown = sub.result(e, content, failed)
 		}
 		t.w.line(userLine{
 			Type: "user",
@@ -107,10 +148,59 @@ func (t *translator) item(it agent.Item) {
 				ToolUseID: e.ToolID, Type: "tool_result", Content: content,
 				IsError: failed,
 			}}},
-			SessionID: t.w.session, UUID: toolResultUUID(e.MessageID, e.ToolID), Timestamp: timestamp(t.now()),
+			ParentToolUseID: t.parent,
+			SessionID:       t.w.session, UUID: toolResultUUID(e.MessageID, e.ToolID), Timestamp: timestamp(t.now()),
 			ToolUseResult: shown, ToolResultMeta: []toolResultMeta{meta},
 		})
 	}
+}
+
+// childEvent takes an event of the subagent this translator writes: its
+// prompt becomes a user line, and what its responses used and called
+// counts for the Agent call's result.
+func (t *translator) childEvent(it agent.Item) {
+	switch e := it.Event.(type) {
+	case protocol.UserMessageAdded:
+		if t.prompt == "" {
+			t.prompt = e.Message.Text()
+		}
+		t.w.line(promptLine{
+			Type:            "user",
+			Message:         promptMessage{Role: "user", Content: []textBlock{{Type: "text", Text: e.Message.Text()}}},
+			ParentToolUseID: t.parent, SessionID: t.w.session, UUID: uuid.NewString(), Timestamp: timestamp(t.now()),
+		})
+		return
+	case protocol.TurnEnded:
+		if e.Usage != nil {
+			t.spent = t.spent.Add(*e.Usage)
+		}
+	case protocol.ToolBlockUpdated:
+		if e.Stage == protocol.StageStart {
+			t.toolUses++
+		}
+	}
+	t.item(agent.Item{Event: protocol.WithHeader(it.Event, protocol.Header{})})
+}
+
+// result is an Agent call's tool_use_result, from what its subagent's
+// events said.
+func (t *translator) result(e protocol.ToolBlockUpdated, content string, failed bool) subagentResult {
+	var in struct {
+		SubagentType string `json:"subagent_type"`
+	}
+	_ = json.Unmarshal([]byte(e.Parameters), &in)
+	r := subagentResult{
+		Status: "completed", Prompt: t.prompt, AgentType: cmp.Or(in.SubagentType, agent.GeneralPurpose.Name),
+		Content:           []textBlock{{Type: "text", Text: content}},
+		TotalDurationMs:   t.now().Sub(t.started).Milliseconds(),
+		TotalTokens:       t.spent.InputTokens + t.spent.CacheReadInputTokens + t.spent.CacheCreationInputTokens + t.spent.OutputTokens,
+		TotalToolUseCount: t.toolUses,
+		Usage:             sessionUsageOf(t.spent),
+	}
+	if failed {
+		r.Status = "failed"
+	}
+	return r
 }
 
 // event writes a stream_event line (with --include-partial-messages).
@@ -173,7 +263,8 @@ func (t *translator) part(p model.Part) {
 			// Claude Code writes the finished block before its stop event.
 			t.w.line(assistantLine{
 				Type: "assistant", Message: assistantMessage{Message: t.message([]any{t.finished(p.Index, b)})},
-				SessionID: t.w.session, UUID: assistantUUID(t.sessMsg, t.lines), Timestamp: timestamp(t.now()),
+				ParentToolUseID: t.parent,
+				SessionID:       t.w.session, UUID: assistantUUID(t.sessMsg, t.lines), Timestamp: timestamp(t.now()),
 			})
 			t.lines++
 		}
