@@ -447,3 +447,35 @@ func TestCollapsedToolOutputCountsHiddenLines(t *testing.T) {
 		})
 	}
 }
+
+// TestTasksListed: the background tasks running are listed under the
+// transcript from the view state, also when nothing runs, until they end.
+func TestTasksListed(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 80, 30)
+	h.ev(protocol.TaskUpdated{Task: protocol.Task{TaskID: "bash_1", Description: "npm run dev\n--port 3000", StartedAt: 1}, State: protocol.TaskRunning},
+		protocol.TaskUpdated{Task: protocol.Task{TaskID: "bash_2", Description: "go test ./...", StartedAt: 2}, State: protocol.TaskRunning})
+	v := h.current().view
+	if !strings.Contains(v, "bash_1 running: npm run dev") || !strings.Contains(v, "bash_2 running: go test ./...") || strings.Contains(v, "--port") {
+		t.Fatalf("the running tasks are not listed:\n%s", v)
+	}
+	h.ev(protocol.TaskUpdated{Task: protocol.Task{TaskID: "bash_1"}, State: protocol.TaskEnded, Status: "killed"})
+	if v := h.current().view; strings.Contains(v, "bash_1") || !strings.Contains(v, "bash_2 running") {
+		t.Fatalf("an ended task is still listed:\n%s", v)
+	}
+}
+
+// TestPlanShown: a TodoWrite call shows the plan, its checklist, in the
+// transcript.
+func TestPlanShown(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 80, 30)
+	params := `{"todos":[{"content":"Read the code","status":"completed","activeForm":"Reading"},{"content":"Fix the bug","status":"in_progress","activeForm":"Fixing"}]}`
+	h.ev(runState(protocol.RunRunning), userMsg("u1", "plan it"), asstMsg("a1"), toolStart("a1", 0, "p1", "TodoWrite"),
+		toolEnd("a1", 0, "p1", "TodoWrite", params, "The todo list is updated.", "☒ Read the code\n◼ Fix the bug", true, ""),
+		turnEnd("a1", "tool_use", 1, 1), runState(protocol.RunIdle))
+	f := h.current()
+	if s := f.scroll + f.view; !strings.Contains(s, "☒ Read the code") || !strings.Contains(s, "◼ Fix the bug") {
+		t.Fatalf("the plan is not shown:\n%s\n%s", f.scroll, f.view)
+	}
+}

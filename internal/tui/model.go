@@ -737,6 +737,12 @@ func (m *ui) cache(msgID string, bi int) *blockCache {
 // (mid), the input box or the prompt that replaces it, with the cursor
 // relative to it, and the status line.
 func (m *ui) bottom() (mid, box []string, cursor *tea.Cursor, status []string) {
+	// The background tasks running, from the view state: they outlive
+	// the run that started them.
+	for _, tk := range m.list.Tasks() {
+		first, _, _ := strings.Cut(tk.Description, "\n")
+		mid = append(mid, stDim.Render(truncate("⏺ "+tk.TaskID+" running: "+first, m.width)))
+	}
 	for _, q := range m.list.Queued() {
 		first, _, _ := strings.Cut(queuedText(q), "\n")
 		mid = append(mid, stDim.Render("⏵ queued: "+truncate(first, m.width-12)))

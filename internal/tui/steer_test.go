@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/model/modeltest"
+	"github.com/sluicehq/sluice/protocol"
 )
 
 // TestRunSteers: a message typed while a run is going is shown queued,
@@ -79,5 +80,41 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestRunListsTasks: a command the model runs in the background is listed
+// under the transcript while it runs, from the session's view state.
+func TestRunListsTasks(t *testing.T) {
+	p := modeltest.NewScript(
+		modeltest.Response(modeltest.Start("m1"),
+			modeltest.ToolUse(0, "t1", "Bash", map[string]any{"command": "sleep 600", "run_in_background": true}), modeltest.Stop("tool_use")),
+		modeltest.Answer("m2", "The server is up."),
+	)
+	sess, err := agent.New(agent.Options{Provider: p, WorkDir: t.TempDir(), Stream: modeltest.StreamOptions(), PermissionMode: protocol.ModeBypassPermissions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, keys := io.Pipe()
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), Options{
+			Session: sess, Prompt: "start the server",
+			Input: in, Output: out, Width: 100, Height: 40, Style: "dark",
+			Environ: []string{"TERM=xterm-256color"},
+		})
+	}()
+	waitFor(t, out, "The server is up.")
+	waitFor(t, out, "bash_1 running: sleep 600")
+	if _, err := keys.Write([]byte{4}); err != nil { // ctrl+d
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	keys.Close()
+	if n := len(sess.Tasks()); n != 0 {
+		t.Errorf("%d tasks still running after the UI closed the session", n)
 	}
 }
