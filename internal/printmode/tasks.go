@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/protocol"
 )
 
 // DefaultBackgroundWait is how long a one-prompt run waits, once answered,
@@ -15,39 +16,40 @@ const DefaultBackgroundWait = time.Minute
 
 // settleTasks is the headless contract for background work: a one-prompt
 // run does not report success while commands it started still run. It
-// waits for them up to wait (polling: the commands report no event), then
-// stops the rest and returns a description of each it stopped.
+// waits for them up to wait, following their taskUpdated events in the
+// session's view state, then stops the rest and returns a description of
+// each it stopped.
 func settleTasks(ctx context.Context, sess *agent.Session, wait time.Duration) []string {
-	if len(sess.Tasks()) == 0 {
+	snap, sub := sess.SnapshotAndSubscribe(agent.SubscribeOptions{})
+	defer sub.Close()
+	if len(snap.Tasks) == 0 {
 		return nil
 	}
 	if wait == 0 {
 		wait = DefaultBackgroundWait
 	}
+	list := protocol.NewList(snap)
 	if wait > 0 {
-		deadline := time.NewTimer(wait)
-		defer deadline.Stop()
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-	waiting:
-		for len(sess.Tasks()) > 0 {
-			select {
-			case <-tick.C:
-			case <-deadline.C:
-				break waiting
-			case <-ctx.Done():
-				break waiting
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		defer cancel()
+		for len(list.Tasks()) > 0 {
+			ev, err := sub.Next(wctx)
+			if err != nil {
+				break
 			}
+			// The subscription continues its snapshot exactly: every
+			// event applies.
+			_ = list.Apply(ev)
 		}
 	}
-	tasks := sess.Tasks()
+	tasks := list.Tasks()
 	if len(tasks) == 0 {
 		return nil
 	}
 	sess.StopTasks()
 	stopped := make([]string, len(tasks))
 	for i, t := range tasks {
-		stopped[i] = fmt.Sprintf("%s (%s)", t.ID, firstLine(t.Description))
+		stopped[i] = fmt.Sprintf("%s (%s)", t.TaskID, firstLine(t.Description))
 	}
 	return stopped
 }
