@@ -133,6 +133,16 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 		fmt.Fprintf(stdio.Err, "sluice: --betas: sent to Anthropic's API only, not to %s\n", setup.Selection.Name)
 	}
 	setup.Options.Subagents = agentdefs.Merge(setup.Options.Subagents, flagAgents)
+	if cf.Restricted {
+		if setup.Options.PermissionMode == protocol.ModeBypassPermissions {
+			fmt.Fprintln(stdio.Err, "sluice: bypassPermissions is not supported in restricted mode")
+			return 2
+		}
+		if !cf.Tools.Given {
+			setup.Options.Tools = cli.RestrictedTools(setup.Options.WorkDir)
+		}
+		fmt.Fprintln(stdio.Err, "sluice: --restricted: writes to settings, git and tool configuration files are decided as any other write (by the mode, rules and host)")
+	}
 	if cf.Tools.Given {
 		ts, unknown := cli.SelectTools(setup.Options.WorkDir, cf.Tools.Value)
 		withAgent := false
@@ -185,7 +195,7 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 		PermissionPromptStdio: cf.PermissionPromptTool == "stdio", ReplayUserMessages: cf.ReplayUserMessages,
 		Rules: rules.Decide, JSONSchema: schema, MaxBudgetUSD: cf.MaxBudgetUSD,
 		Models: provider.Models(setup.Selection.Name), ContextWindow: setup.Options.ContextWindow,
-		AwaitInitialize: cf.AwaitInitialize, IncludeHookEvents: cf.IncludeHookEvents,
+		AwaitInitialize: cf.AwaitInitialize, IncludeHookEvents: cf.IncludeHookEvents, Restricted: cf.Restricted,
 		Effort: af.Effort, Betas: af.Betas, SessionState: sessionStateFromEnv(os.Getenv),
 		Stdin: stdio.In, Stdout: stdio.Out, Stderr: stdio.Err,
 	}

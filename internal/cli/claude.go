@@ -65,6 +65,7 @@ type ClaudeFlags struct {
 	Agent                  string
 	Settings               string
 	Name                   string
+	Restricted             bool
 	MCPDebug               optionalBool
 
 	fs *flag.FlagSet
@@ -95,6 +96,26 @@ var acceptedOnly = map[string]string{
 	"channels":                               "channels are not supported",
 	"bare":                                   "sluice has no hooks, plugins or settings to skip",
 	"autocompact":                            "use --auto-compact",
+	// Claude Code's interactive, cloud and desktop flags: no counterpart
+	// in sluice's print mode.
+	"ax-screen-reader":                   "sluice's print mode draws nothing",
+	"bg":                                 "background sessions are not supported; the session runs in this process",
+	"background":                         "background sessions are not supported; the session runs in this process",
+	"brief":                              "the SendUserMessage tool is not offered",
+	"cloud":                              "cloud sessions are not supported",
+	"desktop":                            "there is no desktop app",
+	"environment":                        "cloud sessions are not supported",
+	"file":                               "file downloads at startup are not supported",
+	"from-pr":                            "sessions are not linked to pull requests",
+	"plugin-url":                         "plugins are not supported",
+	"remote-control":                     "remote control is not supported",
+	"remote-control-session-name-prefix": "remote control is not supported",
+	"system-prompt-snapshot":             "the system prompt is rendered for every request",
+	"teleport":                           "teleport sessions are not supported",
+	"tmux":                               "worktrees are not created",
+	"worktree":                           "worktrees are not created; the session runs in the working directory",
+	"w":                                  "worktrees are not created; the session runs in the working directory",
+	"safe-mode":                          "use --setting-sources= and --strict-mcp-config to leave the customizations out",
 }
 
 // Register adds the flags to fs.
@@ -152,7 +173,9 @@ func (c *ClaudeFlags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Name, "n", "", "the session's name (same as --name)")
 	fs.Var(new(stringList), "initialize-fields", "the fields the host's initialize delivers (settings, disallowedTools); sluice reads them from initialize when given")
 	fs.Var(&c.MCPDebug, "mcp-debug", "MCP diagnostics at debug level on stderr (same as --debug)")
+	fs.BoolVar(&c.Restricted, "restricted", false, "no Bash or WebFetch unless --tools names them, no settings files (--settings still applies), no bypassPermissions")
 	for _, n := range []string{
+		"environment", "file", "plugin-url", "remote-control-session-name-prefix", "system-prompt-snapshot",
 		"plugin-dir", "plugin-dir-no-mcp", "thinking-display", "task-budget", "permission-prompts",
 		"managed-settings", "project-config-root", "resume-drops-turn", "channels",
 		"autocompact",
@@ -162,6 +185,8 @@ func (c *ClaudeFlags) Register(fs *flag.FlagSet) {
 	for _, n := range []string{
 		"disable-slash-commands", "ide", "chrome", "no-chrome", "exclude-dynamic-system-prompt-sections",
 		"forward-subagent-text", "managed-settings-in-initialize", "session-mirror", "bare", "prompt-suggestions",
+		"ax-screen-reader", "bg", "background", "brief", "cloud", "desktop", "from-pr", "remote-control", "teleport", "tmux",
+		"worktree", "w", "safe-mode",
 	} {
 		fs.Var(new(optionalBool), n, "accepted for Claude Code compatibility")
 	}
@@ -176,7 +201,7 @@ func (c *ClaudeFlags) Notes() []string {
 	set := setFlags(c.fs)
 	var names []string
 	for n := range set {
-		short := map[string]string{"d": "debug"}
+		short := map[string]string{"d": "debug", "w": "worktree", "bg": "background"}
 		if long, ok := short[n]; ok {
 			n = long
 		}
@@ -309,6 +334,11 @@ func (c *ClaudeFlags) ApplyTo(af *AgentFlags) error {
 	}
 	af.Betas = ToolList(c.Betas)
 	af.FallbackModels = ToolList([]string{c.FallbackModel})
+	if c.Restricted {
+		// Claude Code's --restricted ignores the settings files; --settings
+		// still applies. Memory files are not settings: they stay.
+		af.NoSettingsFiles = true
+	}
 	if c.Settings != "" {
 		st, err := LoadSettings(c.Settings)
 		if err != nil {
@@ -351,6 +381,22 @@ func (c *ClaudeFlags) applySettings(st Settings, af *AgentFlags) {
 		af.Model = st.Model
 	}
 	c.settingsIgnored = st.Ignored
+}
+
+// codeRunningTools are the built-in tools --restricted leaves out unless
+// --tools names them, as Claude Code's --restricted does.
+var codeRunningTools = []string{"Bash", "BashOutput", "KillShell", "WebFetch"}
+
+// RestrictedTools are the built-in tools of a --restricted run without
+// --tools: all but those that run commands or fetch from the web.
+func RestrictedTools(workDir string) []tool.Tool {
+	var out []tool.Tool
+	for _, t := range tools.BuiltinsIn(workDir) {
+		if !slices.Contains(codeRunningTools, t.Name()) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // ReplacementSystemPrompt is the system prompt that replaces sluice's

@@ -68,6 +68,8 @@ type AgentFlags struct {
 	FallbackModels []string
 	// MoreHooks run after the settings files' (--settings).
 	MoreHooks hooks.Config
+	// NoSettingsFiles reads no hooks from the settings files (--restricted).
+	NoSettingsFiles bool
 
 	fs *flag.FlagSet // to tell the flags given from the defaults
 }
@@ -195,7 +197,11 @@ func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Se
 		}
 	}
 	// Claude Code's hooks, from the files Claude Code reads them from.
-	hookRunner, err := hooks.NewRunner(getenv("HOME"), wd, sources, f.MoreHooks, conf.AllowEnv, logger)
+	hookSources := sources
+	if f.NoSettingsFiles {
+		hookSources = nil
+	}
+	hookRunner, err := hooks.NewRunner(getenv("HOME"), wd, hookSources, f.MoreHooks, conf.AllowEnv, logger)
 	if err != nil {
 		return nil, err
 	}

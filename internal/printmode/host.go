@@ -439,6 +439,9 @@ func (h *host) answer(_ context.Context, sess *agent.Session, subtype string, ra
 		if err != nil {
 			return nil, err
 		}
+		if h.cfg.Restricted && m == protocol.ModeBypassPermissions {
+			return nil, errors.New("bypassPermissions is not supported in restricted mode")
+		}
 		if err := sess.SetPermissionMode(m); err != nil {
 			return nil, err
 		}

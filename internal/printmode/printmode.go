@@ -100,6 +100,9 @@ type Config struct {
 	// HookEvents, when set, is where the command hooks' lifecycle comes
 	// from; Run attaches to it.
 	HookEvents *HookRelay
+	// Restricted refuses set_permission_mode to bypassPermissions
+	// (--restricted).
+	Restricted bool
 	// Effort and Betas are the effort level and the Anthropic betas asked
 	// for (system/init's effort and betas).
 	Effort string
