@@ -41,6 +41,8 @@ func fileRecords(t *testing.T, st *store.JSONL, dir, id string) (lines [][]byte,
 		}
 		kind := r.Type
 		switch {
+		case r.Type == "context" && bytes.Contains(line, []byte(`"textsOf":`)):
+			kind += ":located"
 		case r.Type == "commit":
 			kind += ":" + r.ID
 		case r.Type == "message" && r.Message != nil:
@@ -60,7 +62,9 @@ func fileRecords(t *testing.T, st *store.JSONL, dir, id string) (lines [][]byte,
 func TestRoundEndCommitsStreamedMessages(t *testing.T) {
 	t.Parallel()
 	const secret = "The answer is forty-two, and it streams."
-	answer := func() []modeltest.Step { return modeltest.Answer("m2", strings.Fields(secret+" "+secret)...) }
+	words := strings.Fields(secret + " " + secret)
+	answerText := strings.Join(words, "")
+	answer := func() []modeltest.Step { return modeltest.Answer("m2", words...) }
 	ask := func(t *testing.T, s *agent.Session) {
 		if _, err := s.Run(bg(t), "question"); err != nil {
 			t.Fatal(err)
@@ -70,21 +74,32 @@ func TestRoundEndCommitsStreamedMessages(t *testing.T) {
 		name    string
 		answers [][]modeltest.Step
 		run     func(t *testing.T, s *agent.Session)
-		// users is the number of user messages, each recorded whole.
-		users int
+		// users is the number of user messages, each recorded whole;
+		// located, the context records whose texts are left to the
+		// display's.
+		users, located int
 	}{
-		{name: "answer", answers: [][]modeltest.Step{answer()}, run: ask, users: 1},
+		{name: "answer", answers: [][]modeltest.Step{answer()}, run: ask, users: 1, located: 1},
+		{name: "answer cut by a failure", answers: [][]modeltest.Step{modeltest.Response(modeltest.Start("m2"),
+			[]modeltest.Step{{Part: model.Part{Type: model.PartBlockStart, Block: model.BlockText}}},
+			[]modeltest.Step{{Part: model.Part{Type: model.PartBlockDelta, Delta: model.DeltaText, Text: answerText}}},
+			modeltest.Fail(fmt.Errorf("too long: %w", model.ErrResponseTooLarge)))},
+			run: func(t *testing.T, s *agent.Session) {
+				if _, err := s.Run(bg(t), "question"); !errors.Is(err, model.ErrResponseTooLarge) {
+					t.Fatalf("run: %v", err)
+				}
+			}, users: 1, located: 1},
 		{name: "tool round", answers: [][]modeltest.Step{
 			modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, "Calling. "),
 				modeltest.ToolUse(1, "t1", "Bash", map[string]any{"command": "echo '" + secret + "'"}), modeltest.Stop("tool_use")),
 			answer(),
-		}, run: ask, users: 1},
+		}, run: ask, users: 1, located: 3},
 		{name: "bang", answers: [][]modeltest.Step{answer()}, run: func(t *testing.T, s *agent.Session) {
 			if _, err := s.Bang(bg(t), "echo '"+secret+"'"); err != nil {
 				t.Fatal(err)
 			}
 			ask(t, s)
-		}, users: 2},
+		}, users: 2, located: 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -97,7 +112,15 @@ func TestRoundEndCommitsStreamedMessages(t *testing.T) {
 			tc.run(t, s)
 			live := s.Messages()
 
-			_, kinds := fileRecords(t, st, dir, s.ID())
+			lines, kinds := fileRecords(t, st, dir, s.ID())
+			for k, line := range lines {
+				if kinds[k] != "event" && bytes.Contains(line, []byte(answerText)) {
+					t.Errorf("the answer is written again in a %s record", kinds[k])
+				}
+			}
+			if n := countPrefix(kinds, "context:located"); n != tc.located {
+				t.Errorf("records %v: %d context records with located texts, want %d", kinds, n, tc.located)
+			}
 			for _, m := range live.Messages {
 				if m.Role == protocol.RoleAssistant && (!contains(kinds, "commit:"+m.ID) || contains(kinds, "message:"+m.ID)) {
 					t.Errorf("assistant message %s: records %v, want a commit and no message record", m.ID, kinds)
@@ -192,8 +215,8 @@ func TestCommitAfterLostWrite(t *testing.T) {
 	live := s.Messages().Messages
 	id := live[1].ID
 	_, kinds := fileRecords(t, st.JSONL, dir, s.ID())
-	if !contains(kinds, "message:"+id) || contains(kinds, "commit:"+id) {
-		t.Fatalf("records %v: the answer must be written whole", kinds)
+	if !contains(kinds, "message:"+id) || contains(kinds, "commit:"+id) || contains(kinds, "context:located") {
+		t.Fatalf("records %v: the answer and its context must be written whole", kinds)
 	}
 	r, err := agent.Open(agent.Options{Provider: p, Store: st, WorkDir: dir}, s.ID())
 	if err != nil {

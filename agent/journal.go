@@ -170,6 +170,9 @@ func (j *journal) encode(e journalEntry) (json.RawMessage, error) {
 		return eventLine(e.ev), nil
 	}
 	r := *e.rec
+	if r.refOf != "" && j.inLog[r.refOf] && !j.lost {
+		r = r.withRefs()
+	}
 	if r.Type == recMessage && r.Message != nil {
 		id := r.Message.ID
 		if e.commit && j.inLog[id] && !j.lost {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice/model"
@@ -49,6 +50,120 @@ type record struct {
 	Anchor   string            `json:"anchor,omitempty"`
 	Method   string            `json:"method,omitempty"`
 	Event    json.RawMessage   `json:"event,omitempty"`
+	// TextsOf and Texts: the texts of Context that Texts lists are left
+	// empty in the record, being the content of blocks of display message
+	// TextsOf as the records before rebuild it (see textRef).
+	TextsOf string    `json:"textsOf,omitempty"`
+	Texts   []textRef `json:"texts,omitempty"`
+
+	// refOf and refs are the texts of Context that display message refOf
+	// holds: the journal writes the record with TextsOf and Texts when the
+	// log can rebuild that message.
+	refOf string
+	refs  []textRef
+}
+
+// textRef locates a text of a context record (message Context, content
+// Content) in a display message: the content of block Block, or its
+// result for a tool result.
+type textRef struct {
+	Context int `json:"c"`
+	Content int `json:"i"`
+	Block   int `json:"b"`
+}
+
+// contextRecord is the record of msgs appended to the context, to have
+// their texts that display message id holds located there (locateTexts,
+// when the message is recorded with it), so that a long answer or tool
+// output is not written again beside its streamed events.
+func (s *Session) contextRecord(id string, msgs []model.Message) record {
+	return record{Type: recContext, Time: s.now(), Context: msgs, refOf: id}
+}
+
+// locateTexts sets rec.refs to where m's blocks hold exactly the texts of
+// rec.Context (none: rec.refOf is cleared). m is the state of the message
+// that the log holds just before rec.
+func locateTexts(rec *record, m protocol.Message) {
+	rec.refs = nil
+	for k, cm := range rec.Context {
+		for j, c := range cm.Content {
+			if c.Text == "" {
+				continue
+			}
+			for b, blk := range m.Blocks {
+				var same bool
+				switch c.Type {
+				case model.ContentText:
+					same = blk.Type == protocol.BlockText && blk.Content == c.Text
+				case model.ContentReasoning:
+					same = blk.Type == protocol.BlockReasoning && blk.Content == c.Text
+				case model.ContentToolResult:
+					same = blk.Type == protocol.BlockTool && blk.ToolID == c.ID && blk.Result == c.Text
+				}
+				if same {
+					rec.refs = append(rec.refs, textRef{Context: k, Content: j, Block: b})
+					break
+				}
+			}
+		}
+	}
+	if len(rec.refs) == 0 {
+		rec.refOf = ""
+	}
+}
+
+// withRefs is rec as written when the log can rebuild message rec.refOf:
+// the located texts left out, said where they are.
+func (rec record) withRefs() record {
+	out := rec
+	out.Context = slices.Clone(rec.Context)
+	cloned := map[int]bool{}
+	for _, r := range rec.refs {
+		if !cloned[r.Context] {
+			out.Context[r.Context].Content = slices.Clone(out.Context[r.Context].Content)
+			cloned[r.Context] = true
+		}
+		out.Context[r.Context].Content[r.Content].Text = ""
+	}
+	out.TextsOf, out.Texts = rec.refOf, rec.refs
+	return out
+}
+
+// resolveTexts fills in the texts of a context record that it located in
+// a display message. It fails when the message does not hold them.
+func (d *replayList) resolveTexts(r *record) error {
+	if r.TextsOf == "" {
+		return nil
+	}
+	var m *protocol.Message
+	if d.live != nil {
+		if i := d.live.Index(r.TextsOf); i >= 0 {
+			mm := d.live.At(i)
+			m = &mm
+		}
+	} else {
+		for i := len(d.msgs) - 1; i >= 0 && m == nil; i-- {
+			if d.msgs[i].ID == r.TextsOf {
+				m = &d.msgs[i]
+			}
+		}
+	}
+	if m == nil {
+		return fmt.Errorf("no message %q", r.TextsOf)
+	}
+	for _, ref := range r.Texts {
+		if ref.Context < 0 || ref.Context >= len(r.Context) || ref.Content < 0 || ref.Content >= len(r.Context[ref.Context].Content) ||
+			ref.Block < 0 || ref.Block >= len(m.Blocks) {
+			return fmt.Errorf("text %+v out of range", ref)
+		}
+		c := &r.Context[ref.Context].Content[ref.Content]
+		blk := m.Blocks[ref.Block]
+		c.Text = blk.Content
+		if c.Type == model.ContentToolResult {
+			c.Text = blk.Result
+		}
+	}
+	return nil
 }
 
 // encodeRecord is r as one line of JSON (no HTML escaping: session files
@@ -171,6 +286,10 @@ func (s *Session) replay(recs []json.RawMessage) ([]protocol.Message, error) {
 				s.marks[r.ID] = *r.Mark
 			}
 		case recContext:
+			if err := d.resolveTexts(&r); err != nil {
+				s.opts.Logger.Warn("skipped a context record whose texts the session file does not hold", "index", i, "err", err)
+				continue
+			}
 			s.ctxMsgs = append(s.ctxMsgs, r.Context...)
 		case recCompact:
 			if r.Message == nil || len(r.Message.Blocks) == 0 {

@@ -253,7 +253,7 @@ func (s *Session) recordResponse(out responseOutcome) {
 		s.mu.Lock()
 		s.ctxMsgs = append(s.ctxMsgs, m)
 		s.mu.Unlock()
-		more = append(more, record{Type: recContext, Time: s.now(), Context: []model.Message{m}})
+		more = append(more, s.contextRecord(out.att.msgID, []model.Message{m}))
 	}
 	s.persistMessage(out.att.msgID, nil, more...)
 }
@@ -266,7 +266,7 @@ func (s *Session) recordToolResults(msgID string, results []model.Content) {
 		s.mu.Lock()
 		s.ctxMsgs = append(s.ctxMsgs, m)
 		s.mu.Unlock()
-		more = append(more, record{Type: recContext, Time: s.now(), Context: []model.Message{m}})
+		more = append(more, s.contextRecord(msgID, []model.Message{m}))
 	}
 	s.persistMessage(msgID, nil, more...)
 }
@@ -312,7 +312,7 @@ func (s *Session) interrupted(att *attempt, aborted bool) {
 	s.mu.Unlock()
 	var more []record
 	if len(ctxRecs) > 0 {
-		more = append(more, record{Type: recContext, Time: s.now(), Context: ctxRecs})
+		more = append(more, s.contextRecord(att.msgID, ctxRecs))
 	}
 	s.persistMessage(att.msgID, nil, more...)
 }

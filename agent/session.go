@@ -793,15 +793,28 @@ func (s *Session) persist(recs ...record) {
 // persistMessage is persist with a record of message id's current state
 // first. The copy is taken and queued under bus.mu, so that the record
 // stands exactly after the events it reflects; the journal writes it as a
-// commit (no second copy of the text) when the log holds those events.
+// commit (no second copy of the text) when the log holds those events,
+// and the context records of more made by contextRecord(id, ...) with
+// their texts located in that message.
 func (s *Session) persistMessage(id string, mark *ctxMark, more ...record) {
 	if s.log == nil {
 		return
 	}
 	s.bus.mu.Lock()
-	if i := s.bus.list.Index(id); id != "" && i >= 0 {
-		m := s.bus.list.At(i)
+	i := s.bus.list.Index(id)
+	var m protocol.Message
+	if id != "" && i >= 0 {
+		m = s.bus.list.At(i)
 		s.log.addMessage(record{Type: recMessage, Time: s.now(), Message: &m, Mark: mark})
+	}
+	for k := range more {
+		if r := &more[k]; r.refOf != "" {
+			if r.refOf != id || i < 0 {
+				r.refOf = ""
+				continue
+			}
+			locateTexts(r, m)
+		}
 	}
 	s.log.addRecords(more)
 	s.bus.mu.Unlock()
