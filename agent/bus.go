@@ -284,7 +284,7 @@ func eventSize(ev protocol.Event) int {
 	case protocol.AssistantReasoningUpdated:
 		return overhead + len(e.Chunk)
 	case protocol.ToolBlockUpdated:
-		n := overhead + len(e.ParametersChunk) + len(e.Parameters) + len(e.ResultChunk) + len(e.ShortResult) + len(e.CompactParams)
+		n := overhead + len(e.ParametersChunk) + len(e.Parameters) + len(e.ResultChunk) + len(e.ShortResult) + len(e.CompactParams) + len(e.OldText)
 		if e.Result != nil {
 			n += len(*e.Result)
 		}

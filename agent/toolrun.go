@@ -100,8 +100,9 @@ func (s *Session) execTool(ctx context.Context, msgID string, c toolCall) (model
 	}
 	ev.Parameters = string(c.input)
 	ev.CompactParams = t.Compact(c.input)
+	ev.OldText = s.replaced(ctx, t, c.input)
 
-	allowed, reason, input := s.permit(ctx, msgID, c, t, ev.CompactParams)
+	allowed, reason, input := s.permit(ctx, msgID, c, t, ev.CompactParams, ev.OldText)
 	switch {
 	case abortCause(ctx) != nil:
 		return fail(ErrAborted.Error(), interruptedPrompt), nil
@@ -113,12 +114,14 @@ func (s *Session) execTool(ctx context.Context, msgID string, c toolCall) (model
 		c.input = input
 		ev.Parameters = string(input)
 		ev.CompactParams = t.Compact(input)
+		ev.OldText = s.replaced(ctx, t, input)
 	}
 
 	running := ev
 	running.Stage = protocol.StageRunning
 	s.publish(running)
 	out := &toolOutput{s: s, ev: running}
+	out.ev.OldText = "" // a whole value that running carried already
 	r, err := t.Run(tool.WithCallID(ctx, c.id), &s.toolEnv, c.input, out)
 	out.flush()
 
@@ -159,10 +162,29 @@ func (s *Session) execTool(ctx context.Context, msgID string, c toolCall) (model
 	return model.Content{Type: model.ContentToolResult, ID: c.id, Text: forModel, IsError: !success}, nil
 }
 
+// maxOldText bounds the old text a call that replaces a file carries in
+// its events (three times: permission request, running, end): a larger
+// file is shown by its new content only.
+const maxOldText = 128 << 10
+
+// replaced is the text a call of t with input would replace, when t is a
+// tool.Replacer and the text is within maxOldText ("" otherwise).
+func (s *Session) replaced(ctx context.Context, t tool.Tool, input json.RawMessage) string {
+	r, ok := t.(tool.Replacer)
+	if !ok {
+		return ""
+	}
+	text, ok := r.Replaced(ctx, &s.toolEnv, input, maxOldText)
+	if !ok {
+		return ""
+	}
+	return strings.ToValidUTF8(text, "\uFFFD")
+}
+
 // permit decides whether a call may run: the PreToolUse hook, then the
 // mode, asking whoever is attached when the mode says so. It returns false
 // and a reason for the model when not, and the input a hook replaced.
-func (s *Session) permit(ctx context.Context, msgID string, c toolCall, t tool.Tool, compact string) (bool, string, json.RawMessage) {
+func (s *Session) permit(ctx context.Context, msgID string, c toolCall, t tool.Tool, compact, oldText string) (bool, string, json.RawMessage) {
 	pre := s.preToolUse(ctx, c)
 	switch pre.Decision {
 	case protocol.DecisionAllow:
@@ -185,7 +207,7 @@ func (s *Session) permit(ctx context.Context, msgID string, c toolCall, t tool.T
 	}
 	req := protocol.PermissionRequest{
 		RequestID: s.opts.NewID(), MessageID: msgID, BlockIndex: c.display, ToolID: c.id,
-		Name: c.name, Parameters: string(c.input), CompactParams: compact, Reason: d.Reason,
+		Name: c.name, Parameters: string(c.input), CompactParams: compact, Reason: d.Reason, OldText: oldText,
 	}
 	w := &waiter{answer: make(chan protocol.Decision, 1)}
 	s.mu.Lock()

@@ -120,6 +120,12 @@ type ToolBlockUpdated struct {
 	Result  *string `json:"result,omitempty"`
 	Success *bool   `json:"success,omitempty"`
 	Error   string  `json:"error,omitempty"`
+	// OldText, on running and end, is the text a call that replaces a
+	// whole file (Write) replaces: the file as it was before the call, so
+	// that a face can show the call as a diff. It is a whole value, absent
+	// for a new file, a file that is not text or one over the agent's
+	// bound (then a face knows only the new content).
+	OldText string `json:"oldText,omitempty"`
 }
 
 // ErrorBlockAdded appends an error block at BlockIndex.
@@ -214,6 +220,8 @@ type PermissionRequest struct {
 	CompactParams string `json:"compactParams,omitempty"`
 	// Reason says why approval is needed (for example "edits a file").
 	Reason string `json:"reason,omitempty"`
+	// OldText is what the call would replace, as ToolBlockUpdated.OldText.
+	OldText string `json:"oldText,omitempty"`
 }
 
 // Decision answers a PermissionRequest.

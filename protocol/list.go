@@ -466,6 +466,9 @@ func (l *List) applyTool(blk *Block, buf *[]byte, e ToolBlockUpdated) {
 	if e.ShortResult != "" {
 		blk.ShortResult = e.ShortResult
 	}
+	if e.OldText != "" {
+		blk.OldText = e.OldText
+	}
 	if e.Result != nil {
 		blk.Result = *e.Result
 	}

@@ -90,6 +90,7 @@ func (m *Merger) merge(prev, next Event) (Event, bool) {
 			later(&p.Parameters, n.Parameters)
 			later(&p.CompactParams, n.CompactParams)
 			later(&p.ShortResult, n.ShortResult)
+			later(&p.OldText, n.OldText)
 			return p, true
 		}
 	}

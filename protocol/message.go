@@ -158,6 +158,8 @@ type Block struct {
 	ShortResult   string `json:"shortResult,omitempty"`
 	Success       *bool  `json:"success,omitempty"`
 	Error         string `json:"error,omitempty"`
+	// OldText is the text the call replaced (ToolBlockUpdated.OldText).
+	OldText string `json:"oldText,omitempty"`
 	// Messages are the messages of the child session (a subagent) the
 	// tool's call runs: the events whose parentToolId is the block's ToolID
 	// build them as the top-level events build the list.
@@ -181,6 +183,7 @@ type wireBlock struct {
 	ShortResult   string    `json:"shortResult,omitempty"`
 	Success       *bool     `json:"success,omitempty"`
 	Error         string    `json:"error,omitempty"`
+	OldText       string    `json:"oldText,omitempty"`
 	Messages      []Message `json:"messages,omitempty"`
 }
 
@@ -193,6 +196,7 @@ func (b Block) MarshalJSON() ([]byte, error) {
 	}
 	if b.Type == BlockTool {
 		w.Parameters = &b.Parameters
+		w.OldText = b.OldText
 		w.Messages = b.Messages
 		if b.Result != "" || b.Stage == StageEnd {
 			w.Result = &b.Result

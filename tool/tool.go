@@ -99,3 +99,13 @@ func CallID(ctx context.Context) string {
 	id, _ := ctx.Value(callIDKey{}).(string)
 	return id
 }
+
+// Replacer is a tool whose call replaces a file's whole content (Write).
+// The agent asks it, before the call runs, for the text the call would
+// replace, so that every face can show the call as a diff.
+type Replacer interface {
+	// Replaced returns the text of the file the call would replace: ok is
+	// false when there is none (a new file, bad params), or when it is not
+	// text or longer than max bytes.
+	Replaced(ctx context.Context, env *Env, params json.RawMessage, max int) (text string, ok bool)
+}

@@ -41,7 +41,7 @@ func (ss *session) ask(req protocol.PermissionRequest) {
 		ss.answer(req.RequestID, protocol.DecisionDeny)
 		return
 	}
-	v := viewOf(ss.tr.workDir, req.Name, req.Parameters, req.CompactParams)
+	v := viewOf(ss.tr.workDir, req.Name, req.Parameters, req.CompactParams, req.OldText)
 	call := sdk.ToolCallUpdate{
 		ToolCallId: sdk.ToolCallId(req.ToolID),
 		Title:      sdk.Ptr(v.title),

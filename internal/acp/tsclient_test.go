@@ -41,7 +41,7 @@ func TestTypeScriptSDK(t *testing.T) {
 	bin := testbin.Sluice(t)
 
 	work := t.TempDir()
-	for name, text := range map[string]string{"edit.txt": "alpha beta\n", "buffer.txt": "on disk\n"} {
+	for name, text := range map[string]string{"edit.txt": "alpha beta\n", "buffer.txt": "on disk\n", "write.txt": "before write\n"} {
 		if err := os.WriteFile(filepath.Join(work, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -70,6 +70,10 @@ func TestTypeScriptSDK(t *testing.T) {
 		case "edit":
 			return fakemodel.Answer{Tool: &fakemodel.ToolCall{ID: "toolu_edit", Name: "Edit", Input: map[string]any{
 				"file_path": filepath.Join(work, "edit.txt"), "old_string": "beta", "new_string": "gamma",
+			}}}
+		case "write":
+			return fakemodel.Answer{Tool: &fakemodel.ToolCall{ID: "toolu_write", Name: "Write", Input: map[string]any{
+				"file_path": filepath.Join(work, "write.txt"), "content": "after write\n",
 			}}}
 		case "read":
 			return fakemodel.Answer{Tool: &fakemodel.ToolCall{ID: "toolu_read", Name: "Read", Input: map[string]any{"file_path": filepath.Join(work, "buffer.txt")}}}

@@ -53,8 +53,9 @@ type toolView struct {
 }
 
 // viewOf reads a tool's authoritative parameters. workDir makes relative
-// paths absolute, as ACP locations are.
-func viewOf(workDir, name, params, compact string) toolView {
+// paths absolute, as ACP locations are. oldText is the text a Write
+// replaces (the event's), "" for a new file or one too large to carry.
+func viewOf(workDir, name, params, compact, oldText string) toolView {
 	v := toolView{title: name}
 	if compact != "" {
 		v.title = name + " " + compact
@@ -87,6 +88,9 @@ func viewOf(workDir, name, params, compact string) toolView {
 		}
 		v.locations = []sdk.ToolCallLocation{loc}
 		switch {
+		case name == "Write" && in.Content != nil && oldText != "":
+			d := sdk.ToolDiffContent(loc.Path, *in.Content, oldText)
+			v.diff = &d
 		case name == "Write" && in.Content != nil:
 			d := sdk.ToolDiffContent(loc.Path, *in.Content)
 			v.diff = &d
@@ -183,7 +187,7 @@ func (t *translator) toolUpdates(e protocol.ToolBlockUpdated) []sdk.SessionUpdat
 		// whole with running.
 		return nil
 	case protocol.StageRunning:
-		v := viewOf(t.workDir, e.Name, e.Parameters, e.CompactParams)
+		v := viewOf(t.workDir, e.Name, e.Parameters, e.CompactParams, e.OldText)
 		opts := []sdk.ToolCallUpdateOpt{
 			sdk.WithUpdateStatus(sdk.ToolCallStatusInProgress), sdk.WithUpdateTitle(v.title),
 		}
@@ -205,7 +209,7 @@ func (t *translator) toolUpdates(e protocol.ToolBlockUpdated) []sdk.SessionUpdat
 		}
 		return []sdk.SessionUpdate{sdk.UpdateToolCall(id, opts...)}
 	case protocol.StageEnd:
-		v := viewOf(t.workDir, e.Name, e.Parameters, e.CompactParams)
+		v := viewOf(t.workDir, e.Name, e.Parameters, e.CompactParams, e.OldText)
 		ok := e.Success != nil && *e.Success
 		result := ""
 		if e.Result != nil {
@@ -320,7 +324,7 @@ func (t *translator) wholeTool(b protocol.Block) []sdk.SessionUpdate {
 	if b.Stage != protocol.StageEnd {
 		return []sdk.SessionUpdate{start}
 	}
-	v := viewOf(t.workDir, b.Name, b.Parameters, b.CompactParams)
+	v := viewOf(t.workDir, b.Name, b.Parameters, b.CompactParams, b.OldText)
 	ok := b.Success != nil && *b.Success
 	return append([]sdk.SessionUpdate{start}, withPlan(b.Name, b.Parameters, ok, sdk.UpdateToolCall(id, t.endOpts(b.ToolID, b.Name, v, ok, b.Result, b.ShortResult, b.Error)...))...)
 }

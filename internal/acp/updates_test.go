@@ -13,6 +13,7 @@ func TestViewOf(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name, tool, params, compact string
+		oldText                     string
 		title                       string
 		locations                   []sdk.ToolCallLocation
 		diff                        *sdk.ToolCallContentDiff
@@ -22,6 +23,8 @@ func TestViewOf(t *testing.T) {
 			title: "Read a/b.go", locations: []sdk.ToolCallLocation{{Path: "/w/a/b.go", Line: sdk.Ptr(40)}}},
 		{name: "write is a diff from nothing", tool: "Write", params: `{"file_path":"/abs/x.txt","content":"new"}`,
 			title: "Write", locations: []sdk.ToolCallLocation{{Path: "/abs/x.txt"}}, diff: &sdk.ToolCallContentDiff{Path: "/abs/x.txt", NewText: "new"}},
+		{name: "write over a file is a diff from its old text", tool: "Write", params: `{"file_path":"x.txt","content":"new"}`, oldText: "old",
+			title: "Write", locations: []sdk.ToolCallLocation{{Path: "/w/x.txt"}}, diff: &sdk.ToolCallContentDiff{Path: "/w/x.txt", OldText: sdk.Ptr("old"), NewText: "new"}},
 		{name: "edit", tool: "Edit", params: `{"file_path":"x.txt","old_string":"a","new_string":"b"}`,
 			title: "Edit", locations: []sdk.ToolCallLocation{{Path: "/w/x.txt"}}, diff: &sdk.ToolCallContentDiff{Path: "/w/x.txt", OldText: sdk.Ptr("a"), NewText: "b"}},
 		{name: "grep path", tool: "Grep", params: `{"pattern":"x","path":"src"}`, title: "Grep", locations: []sdk.ToolCallLocation{{Path: "/w/src"}}},
@@ -32,7 +35,7 @@ func TestViewOf(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			v := viewOf("/w", tt.tool, tt.params, tt.compact)
+			v := viewOf("/w", tt.tool, tt.params, tt.compact, tt.oldText)
 			if v.title != tt.title || !reflect.DeepEqual(v.locations, tt.locations) || v.command != tt.command {
 				t.Errorf("view = %+v", v)
 			}

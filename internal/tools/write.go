@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/tool"
 )
@@ -93,6 +95,39 @@ func (w *Write) Run(ctx context.Context, env *tool.Env, params json.RawMessage, 
 		Content: fmt.Sprintf("%s %s (%s).", verb, path, n),
 		Summary: fmt.Sprintf("Wrote %s to %s", n, workRel(env, path)),
 	}, nil
+}
+
+// Replaced implements tool.Replacer: the file's current text, read where
+// Run would write it (the client's buffer when Files is set).
+func (w *Write) Replaced(ctx context.Context, env *tool.Env, params json.RawMessage, max int) (string, bool) {
+	var in writeInput
+	if decode(params, &in) != nil {
+		return "", false
+	}
+	path, err := ResolvePath(env, in.FilePath)
+	if err != nil {
+		return "", false
+	}
+	var text string
+	if w.Files != nil {
+		if text, err = w.Files.ReadTextFile(ctx, path); err != nil {
+			return "", false
+		}
+	} else {
+		fi, err := os.Stat(path)
+		if err != nil || !fi.Mode().IsRegular() || fi.Size() > int64(max) {
+			return "", false
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return "", false
+		}
+		text = string(data)
+	}
+	if len(text) > max || !utf8.ValidString(text) || strings.IndexByte(text, 0) >= 0 {
+		return "", false
+	}
+	return text, true
 }
 
 // targetPath is the file_path parameter of Write and Edit.

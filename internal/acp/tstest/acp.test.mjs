@@ -211,6 +211,20 @@ test("an edit carries its diff, in the permission request and the tool call", as
   });
 });
 
+test("a Write over an existing file is a diff from its old text", async () => {
+  await run({ permission: () => "allow_once" }, async (ctx, { updates, asked }) => {
+    const { sessionId } = await newSession(ctx);
+    assert.equal((await prompt(ctx, sessionId, "write")).stopReason, "end_turn");
+    const file = path.join(work, "write.txt");
+    assert.equal(readFileSync(file, "utf8"), "after write\n");
+    const diff = { type: "diff", path: file, oldText: "before write\n", newText: "after write\n" };
+    assert.deepEqual(asked[0].toolCall.content[0], diff);
+    const last = toolUpdates(updates, "toolu_write").at(-1).update;
+    assert.equal(last.status, "completed");
+    assert.deepEqual(last.content[0], diff);
+  });
+});
+
 test("cancel mid-stream answers cancelled and keeps what streamed", async () => {
   await run({}, async (ctx, { updates }) => {
     const { sessionId } = await newSession(ctx);

@@ -63,6 +63,7 @@ export function normBlock(b) {
   if (str(b.shortResult)) out.shortResult = b.shortResult;
   if (typeof b.success === 'boolean') out.success = b.success;
   if (str(b.error)) out.error = b.error;
+  if (tool && str(b.oldText)) out.oldText = b.oldText;
   // The messages of the child session (a subagent) the tool's call runs.
   if (tool && Array.isArray(b.messages) && b.messages.length) out.messages = b.messages.map(normMessage);
   return out;
@@ -97,6 +98,7 @@ export function normPermission(p) {
   });
   if (str(p.compactParams)) out.compactParams = p.compactParams;
   if (str(p.reason)) out.reason = p.reason;
+  if (str(p.oldText)) out.oldText = p.oldText;
   return out;
 }
 
@@ -417,6 +419,7 @@ function applyTool(blk, p) {
   if (str(p.compactParams)) blk.compactParams = p.compactParams;
   if (str(p.resultChunk)) blk.result = str(blk.result) + p.resultChunk;
   if (str(p.shortResult)) blk.shortResult = p.shortResult;
+  if (str(p.oldText)) blk.oldText = p.oldText;
   if (typeof p.result === 'string') blk.result = p.result;
   if (typeof p.success === 'boolean') blk.success = p.success;
   if (str(p.error)) blk.error = p.error;
