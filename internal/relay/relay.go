@@ -69,15 +69,28 @@ type job struct {
 	question int64
 	text     string
 	compact  bool
+	// run is the job's run when it was steered into the conversation and
+	// got a run of its own (backend.SteeredRun).
+	run backend.Run
+}
+
+// steeredJob is a question given to the agent while a run went on
+// (backend.Steerer): msgID is the user message it becomes once sent.
+type steeredJob struct {
+	question int64
+	msgID    string
 }
 
 type chat struct {
 	id   string
 	wake chan struct{}
 
-	mu      sync.Mutex
-	conv    backend.Conversation
-	jobs    []job
+	mu   sync.Mutex
+	conv backend.Conversation
+	jobs []job
+	// steered are the questions given to the agent during the run in
+	// progress, not settled yet, in order.
+	steered []steeredJob
 	running bool // the worker has taken a question
 	started bool // and its run started: Abort reaches it
 	// abortReason is an abort asked for the question taken, applied when
@@ -269,10 +282,25 @@ func (r *Relay) handle(ctx context.Context, in channel.Inbound) {
 	}
 }
 
-// ask queues a question for its chat's worker.
+// ask queues a question for its chat's worker. While a run of an agent
+// that takes messages mid-run goes on, and nothing else waits, the
+// question goes to the agent at once: it reads it at the run's next model
+// request (steering), and the run's answer answers both.
 func (r *Relay) ask(q store.Question) {
 	c := r.chat(q.Chat)
+	r.mu.Lock()
+	ctx := r.ctx
+	r.mu.Unlock()
 	c.mu.Lock()
+	if sr, ok := c.conv.(backend.Steerer); ok && c.running && c.started && len(c.jobs) == 0 && !r.opts.Interrupt {
+		id, err := sr.Steer(context.WithoutCancel(ctx), q.Text)
+		if err == nil {
+			c.steered = append(c.steered, steeredJob{question: q.ID, msgID: id})
+			c.mu.Unlock()
+			return
+		}
+		r.opts.Logger.Warn("relay: cannot steer a question into the run; it waits for the run's end", "chat", q.Chat, "err", err)
+	}
 	c.jobs = append(c.jobs, job{question: q.ID, text: q.Text})
 	c.mu.Unlock()
 	if r.opts.Interrupt {
@@ -398,10 +426,13 @@ func (r *Relay) run(ctx context.Context, stop <-chan struct{}, c *chat, conv bac
 		case <-runCtx.Done():
 		}
 	}()
-	rn, err := conv.Start(runCtx, j.text)
-	if err != nil {
-		r.reply(ctx, c.id, []deliver.Message{{Kind: string(route.Error), Text: "⚠️ " + err.Error()}}, j.question)
-		return
+	rn := j.run
+	if rn == nil {
+		var err error
+		if rn, err = conv.Start(runCtx, j.text); err != nil {
+			r.reply(ctx, c.id, []deliver.Message{{Kind: string(route.Error), Text: "⚠️ " + err.Error()}}, j.question)
+			return
+		}
 	}
 	defer rn.Close()
 	if reason := c.begin(); reason != "" {
@@ -426,6 +457,14 @@ func (r *Relay) run(ctx context.Context, stop <-chan struct{}, c *chat, conv bac
 			r.say(ctx, c.id, m.Kind, m.Text)
 		}
 		switch e := ev.(type) {
+		case protocol.UserMessageAdded:
+			// A steered question is sent: were the relay to die now, it
+			// must not run again.
+			if q := c.steeredQuestion(e.Message.ID); q != 0 {
+				if err := r.opts.Store.Start(ctx, q); err != nil {
+					r.opts.Logger.Error("relay: cannot mark a question started", "err", err)
+				}
+			}
 		case protocol.PermissionRequest:
 			c.setPerms(rt.PendingPermissions())
 			w.activity()
@@ -440,6 +479,59 @@ func (r *Relay) run(ctx context.Context, stop <-chan struct{}, c *chat, conv bac
 	}
 	r.reply(ctx, c.id, rest, j.question)
 	w.stop()
+	if sr, ok := rn.(backend.SteeredRun); ok {
+		r.settle(ctx, c, sr)
+	}
+}
+
+// settle takes out of the inbox the steered questions the run answered
+// and those an abort dropped, and puts first in line the run of the one
+// that got a run of its own; the questions after it wait for that run.
+func (r *Relay) settle(ctx context.Context, c *chat, sr backend.SteeredRun) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// No question is steered from now on (ask checks started under mu),
+	// so every one steered is among those Settle settles.
+	c.started = false
+	joined, dropped, next := sr.Settle()
+	take := func(ids []string, f func(q int64)) {
+		for _, id := range ids {
+			for i, s := range c.steered {
+				if s.msgID == id {
+					f(s.question)
+					c.steered = append(c.steered[:i], c.steered[i+1:]...)
+					break
+				}
+			}
+		}
+	}
+	take(joined, func(q int64) { r.reply(ctx, c.id, nil, q) })
+	take(dropped, func(q int64) {
+		if err := r.opts.Store.Drop(ctx, q); err != nil {
+			r.opts.Logger.Error("relay: cannot drop a question", "err", err)
+		}
+	})
+	switch {
+	case next != nil && len(c.steered) > 0:
+		s := c.steered[0]
+		c.steered = c.steered[1:]
+		c.jobs = append([]job{{question: s.question, run: next}}, c.jobs...)
+	case next != nil:
+		// A run whose question is not known (not expected): released.
+		next.Close()
+	}
+}
+
+// steeredQuestion is the question of the steered message msgID, or 0.
+func (c *chat) steeredQuestion(msgID string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.steered {
+		if s.msgID == msgID {
+			return s.question
+		}
+	}
+	return 0
 }
 
 // reply queues the messages that answer a question (0: none) and takes

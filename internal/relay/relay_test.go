@@ -732,3 +732,102 @@ func TestBtwInTheChat(t *testing.T) {
 		t.Errorf("/btw alone: %v %q", err, sent[len(sent)-1].Text)
 	}
 }
+
+// TestSteeringInTheChat: with sluice's agent, a question sent while a run
+// goes on reaches the agent at once. Sent during a tool round, it joins
+// the run at its next model request and the run's answer answers both;
+// sent during the run's last response, it gets a run and an answer of its
+// own, after the first's. The inbox is empty after either.
+func TestSteeringInTheChat(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name  string
+		tools bool // the second question comes during a tool round
+		want  []string
+	}{
+		{name: "during a tool round", tools: true, want: []string{"Let me look.", "Allowed.", "Both done."}},
+		{name: "during the last response", want: []string{"Let me look.", "Allowed.", "First done.", "Second done."}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := telegramfake.New()
+			srv := httptest.NewServer(f)
+			t.Cleanup(srv.Close)
+			st := openStore(t, filepath.Join(t.TempDir(), "relay.db"))
+			t.Cleanup(func() { st.Close() })
+			tg := telegram.New(telegram.Config{BaseURL: srv.URL, Token: telegramfake.Token, KV: st, PollTimeout: time.Second})
+			gate := make(chan struct{})
+			first := modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, "Let me look."),
+				modeltest.ToolUse(1, "toolu_1", "Bash", map[string]string{"command": "echo approved"}), modeltest.Stop("tool_use"))
+			script := modeltest.NewScript(first, modeltest.Answer("m2", "Both done."))
+			if !tt.tools {
+				script = modeltest.NewScript(first,
+					modeltest.Response(modeltest.Start("m2"), modeltest.Gate(gate), modeltest.Text(0, "First done."), modeltest.Stop("end_turn")),
+					modeltest.Answer("m3", "Second done."))
+			}
+			workDir, sessions := t.TempDir(), t.TempDir()
+			be := sluiceagent.New(sluiceagent.Config{KV: st, Options: func(string) agent.Options {
+				return agent.Options{Provider: script, WorkDir: workDir, PermissionMode: protocol.ModeDefault,
+					Stream: modeltest.StreamOptions(), Store: sessionstore.NewJSONL(sessions)}
+			}})
+			t.Cleanup(func() { be.Close() })
+			startRelay(t, st, tg, be, nil, fast)
+			f.UserSays(4, "what does echo say?")
+			if _, err := f.WaitSent(waitCtx(t), 2); err != nil { // the text and the approval prompt
+				t.Fatal(err)
+			}
+			if tt.tools {
+				f.UserSays(4, "and the tests?")
+				f.UserSays(4, "/allow")
+			} else {
+				f.UserSays(4, "/allow")
+				waitUntil(t, "the last response", func() bool { return script.Count() == 2 })
+				f.UserSays(4, "and the tests?")
+				waitUntil(t, "the second question stored", func() bool {
+					qs, err := st.Questions(context.Background(), "telegram")
+					return err == nil && len(qs) == 2
+				})
+				close(gate)
+			}
+			sent, err := f.WaitSent(waitCtx(t), len(tt.want)+1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, m := range sent {
+				if !strings.HasPrefix(m.Text, "🔐") {
+					got = append(got, m.Text)
+				}
+			}
+			if strings.Join(got, "|") != strings.Join(tt.want, "|") {
+				t.Errorf("sent %q, want %q", got, tt.want)
+			}
+			if tt.tools {
+				msgs := script.Request(1).Messages
+				if last := msgs[len(msgs)-1]; last.Content[0].Text != "and the tests?" || msgs[len(msgs)-2].Content[0].Type != model.ContentToolResult {
+					t.Errorf("the steered question is not after the tool result: %+v", msgs[len(msgs)-2:])
+				}
+				if n := script.Count(); n != 2 {
+					t.Errorf("%d model requests, want 2 (one run)", n)
+				}
+			}
+			waitUntil(t, "an empty inbox", func() bool {
+				qs, err := st.Questions(context.Background(), "telegram")
+				return err == nil && len(qs) == 0
+			})
+		})
+	}
+}
+
+// waitUntil polls cond; the bound only turns a hang into a failure.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	ctx := waitCtx(t)
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s", what)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}

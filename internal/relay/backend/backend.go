@@ -56,6 +56,27 @@ type Conversation interface {
 	Close() error
 }
 
+// Steerer is implemented by a Conversation whose agent takes a message
+// while a run goes on (steering): the agent reads it at the run's next
+// model request, after the tool results, or, when the run makes none,
+// runs it next. The run it was given during settles it (SteeredRun).
+type Steerer interface {
+	// Steer gives text to the conversation while its run goes on and
+	// returns the id its userMessageAdded will carry once it is sent.
+	Steer(ctx context.Context, text string) (string, error)
+}
+
+// SteeredRun is implemented by the Runs of a Steerer.
+type SteeredRun interface {
+	// Settle says, once Next returned io.EOF, what became of the
+	// messages steered while the run went, by id: those that joined the
+	// run (its answer is theirs), those dropped unsent (an abort), and
+	// next, the run of the first that got a run of its own (nil if none);
+	// the messages after that one are settled by next. A run whose Next
+	// has ended hands its event stream to next.
+	Settle() (joined, dropped []string, next Run)
+}
+
 // Run is the event stream of one user message.
 type Run interface {
 	// Next returns the run's next event; io.EOF once the run ended.

@@ -110,6 +110,9 @@ type conversation struct {
 
 	mu sync.Mutex
 	s  *agent.Session
+	// pending are the messages steered into the session (Steer) that no
+	// run has settled yet, in the order given.
+	pending []*agent.Handle
 }
 
 func (c *conversation) key() string { return "sluice/session/" + c.chat }
@@ -129,7 +132,44 @@ func (c *conversation) Start(ctx context.Context, text string) (backend.Run, err
 		sub.Close()
 		return nil, err
 	}
-	return &run{sub: sub, h: h}, nil
+	return &run{sub: sub, h: h, conv: c}, nil
+}
+
+// Steer implements backend.Steerer: the session steers a message given
+// while a run goes on into it, or runs it next.
+func (c *conversation) Steer(ctx context.Context, text string) (string, error) {
+	h, err := c.session().Submit(ctx, text)
+	if err != nil {
+		return "", err
+	}
+	c.mu.Lock()
+	c.pending = append(c.pending, h)
+	c.mu.Unlock()
+	return h.ID(), nil
+}
+
+// ownRun reports whether id is a pending steered message that did not join
+// the run just ended: its userMessageAdded starts a run of its own.
+func (c *conversation) ownRun(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, h := range c.pending {
+		if h.ID() == id {
+			return !joined(h)
+		}
+	}
+	return false
+}
+
+// joined reports whether h's message joined an earlier run.
+func joined(h *agent.Handle) bool {
+	select {
+	case <-h.Done():
+		res, _ := h.Wait(context.Background())
+		return res.SteeredInto != ""
+	default:
+		return false
+	}
 }
 
 func (c *conversation) Abort(reason string) { c.session().Abort(reason) }
@@ -171,11 +211,23 @@ func (c *conversation) Close() error    { return c.session().Close() }
 type run struct {
 	sub   *agent.Subscription
 	h     *agent.Handle
+	conv  *conversation
 	mine  bool // our user message was seen
 	ended bool
+	// carry is the first event of this run, read by the run before it
+	// (a steered message's own run follows its run at once, without an
+	// idle event between); after Next ended, it is the next run's.
+	carry *protocol.Event
+	// handed: the subscription went on to the next run (Settle).
+	handed bool
 }
 
 func (r *run) Next(ctx context.Context) (protocol.Event, error) {
+	if r.carry != nil && !r.ended {
+		ev := *r.carry
+		r.carry = nil
+		return r.took(ev), nil
+	}
 	for !r.ended {
 		nctx, cancel := context.WithCancel(ctx)
 		if !r.mine {
@@ -202,19 +254,77 @@ func (r *run) Next(ctx context.Context) (protocol.Event, error) {
 			}
 			return nil, err
 		}
-		switch e := ev.(type) {
-		case protocol.UserMessageAdded:
-			if e.Message.ID == r.h.ID() {
-				r.mine = true
-			}
-		case protocol.RunStateChanged:
-			if e.State == protocol.RunIdle && r.mine {
-				r.ended = true
-			}
+		if r.startsOwnRun(ev) {
+			r.carry, r.ended = &ev, true
+			break
 		}
-		return ev, nil
+		return r.took(ev), nil
 	}
 	return nil, io.EOF
+}
+
+// took notes what ev says of the run and returns it.
+func (r *run) took(ev protocol.Event) protocol.Event {
+	switch e := ev.(type) {
+	case protocol.UserMessageAdded:
+		if e.Message.ID == r.h.ID() {
+			r.mine = true
+		}
+	case protocol.RunStateChanged:
+		if e.State == protocol.RunIdle && r.mine {
+			r.ended = true
+		}
+	}
+	return ev
+}
+
+// startsOwnRun reports whether ev is the first event of a steered
+// message's own run. Until this run's job is done every event is its own
+// (a later job publishes only after), and a message steered into it is
+// done, as joined, before it.
+func (r *run) startsOwnRun(ev protocol.Event) bool {
+	e, ok := ev.(protocol.UserMessageAdded)
+	if !ok || e.Message.ID == r.h.ID() {
+		return false
+	}
+	select {
+	case <-r.h.Done():
+	default:
+		return false
+	}
+	return r.conv.ownRun(e.Message.ID)
+}
+
+// Settle implements backend.SteeredRun.
+func (r *run) Settle() (joined, dropped []string, next backend.Run) {
+	// The messages steered into this run are done before it is.
+	<-r.h.Done()
+	c := r.conv
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(c.pending) > 0 {
+		h := c.pending[0]
+		c.pending = c.pending[1:]
+		select {
+		case <-h.Done():
+			res, _ := h.Wait(context.Background())
+			switch {
+			case res.SteeredInto != "":
+				joined = append(joined, h.ID())
+				continue
+			case res.MessageID == "":
+				// Dropped by an abort before it was sent.
+				dropped = append(dropped, h.ID())
+				continue
+			}
+		default:
+		}
+		// A run of its own, on this run's subscription: its events follow
+		// this run's (the first of them perhaps already read, carried).
+		r.handed = true
+		return joined, dropped, &run{sub: r.sub, h: h, conv: c, carry: r.carry}
+	}
+	return joined, dropped, nil
 }
 
 // Result is the final answer as the agent reports it.
@@ -223,7 +333,11 @@ func (r *run) Result() string {
 	return res.Text
 }
 
+// Close implements backend.Run; a subscription handed to the next run
+// stays open for it.
 func (r *run) Close() error {
-	r.sub.Close()
+	if !r.handed {
+		r.sub.Close()
+	}
 	return nil
 }
