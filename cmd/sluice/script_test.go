@@ -35,7 +35,8 @@ import (
 //	    stream event's /type
 //	ccshape [-openai] FILE RECORDING
 //	    compare sluice's stream-json in FILE with Claude Code's RECORDING of
-//	    the same model answers (printmodetest.CompareWithClaudeCode)
+//	    the same model answers (printmodetest.CompareWithClaudeCode), or
+//	    with the shape of one (RECORDING.shape.json: printmodetest.CompareShape)
 //	exitcode N PROGRAM [ARGS...]
 //	    run PROGRAM as exec does and check that it exits with status N
 //	sessionid FILE
@@ -141,7 +142,12 @@ func cmdCCShape(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 2 {
 		ts.Fatalf("usage: ccshape [-openai] FILE RECORDING")
 	}
-	diffs := printmodetest.CompareWithClaudeCode([]byte(ts.ReadFile(args[0])), []byte(ts.ReadFile(args[1])), opts)
+	var diffs []string
+	if strings.HasSuffix(args[1], ".shape.json") { // a recording of the shape alone
+		diffs = printmodetest.CompareShape([]byte(ts.ReadFile(args[0])), []byte(ts.ReadFile(args[1])))
+	} else {
+		diffs = printmodetest.CompareWithClaudeCode([]byte(ts.ReadFile(args[0])), []byte(ts.ReadFile(args[1])), opts)
+	}
 	switch {
 	case neg && len(diffs) == 0:
 		ts.Fatalf("%s has Claude Code's shape; want differences", args[0])

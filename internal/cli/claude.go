@@ -86,7 +86,7 @@ var acceptedOnly = map[string]string{
 	"chrome":                                 "no browser is connected",
 	"no-chrome":                              "no browser is connected",
 	"exclude-dynamic-system-prompt-sections": "sluice's system prompt has no dynamic sections to drop",
-	"forward-subagent-text":                  "a subagent's text is always in stream-json (with parent_tool_use_id)",
+	"forward-subagent-text":                  "a subagent's text stays out of stream-json; its tool calls and results are written",
 	"prompt-suggestions":                     "prompt suggestions are not made",
 	"managed-settings":                       "sluice reads no managed settings",
 	"managed-settings-in-initialize":         "sluice reads no managed settings",

@@ -90,6 +90,15 @@ type assistantLine struct {
 	SessionID       string           `json:"session_id"`
 	UUID            string           `json:"uuid"`
 	Timestamp       string           `json:"timestamp"`
+	subagentFields
+}
+
+// subagentFields name the subagent whose line it is, as Claude Code's
+// lines of a subagent do (absent on the session's own lines).
+type subagentFields struct {
+	AgentID         string `json:"agent_id,omitempty"`
+	SubagentType    string `json:"subagent_type,omitempty"`
+	TaskDescription string `json:"task_description,omitempty"`
 }
 
 // userLine carries one tool result.
@@ -105,6 +114,7 @@ type userLine struct {
 	ToolUseResult any `json:"tool_use_result"`
 	// ToolResultMeta says who decided that the call could run, or not.
 	ToolResultMeta []toolResultMeta `json:"tool_result_meta"`
+	subagentFields
 }
 
 // toolResultMeta is one tool result's permission decision, in Claude
@@ -140,6 +150,42 @@ type textBlock struct {
 	Text string `json:"text"`
 }
 
+// taskStartedLine says a subagent started (Claude Code's system/task_started;
+// sluice's task id is the Agent call's id).
+type taskStartedLine struct {
+	Type           string `json:"type"`
+	Subtype        string `json:"subtype"`
+	TaskID         string `json:"task_id"`
+	ToolUseID      string `json:"tool_use_id"`
+	Description    string `json:"description"`
+	SubagentType   string `json:"subagent_type"`
+	IsBackgrounded bool   `json:"is_backgrounded"`
+	SpawnDepth     int    `json:"spawn_depth"`
+	TaskType       string `json:"task_type"`
+	Prompt         string `json:"prompt"`
+	UUID           string `json:"uuid"`
+	SessionID      string `json:"session_id"`
+}
+
+// taskNotificationLine says a subagent ended (system/task_notification).
+type taskNotificationLine struct {
+	Type      string    `json:"type"`
+	Subtype   string    `json:"subtype"`
+	TaskID    string    `json:"task_id"`
+	ToolUseID string    `json:"tool_use_id"`
+	Status    string    `json:"status"`
+	Summary   string    `json:"summary"`
+	Usage     taskUsage `json:"usage"`
+	UUID      string    `json:"uuid"`
+	SessionID string    `json:"session_id"`
+}
+
+type taskUsage struct {
+	TotalTokens int   `json:"total_tokens"`
+	ToolUses    int   `json:"tool_uses"`
+	DurationMs  int64 `json:"duration_ms"`
+}
+
 // promptLine is the prompt a subagent starts with, as Claude Code writes
 // it: a user line of the subagent (parent_tool_use_id set).
 type promptLine struct {
@@ -149,6 +195,7 @@ type promptLine struct {
 	SessionID       string        `json:"session_id"`
 	UUID            string        `json:"uuid"`
 	Timestamp       string        `json:"timestamp"`
+	subagentFields
 }
 
 type promptMessage struct {

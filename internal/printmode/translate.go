@@ -61,6 +61,10 @@ type translator struct {
 	spent    protocol.Usage
 	toolUses int
 	prompt   string
+	call     string // the Agent call's parameters
+	who      subagentFields
+	// calls are the parameters of this stream's tool calls once they run.
+	calls map[string]string
 }
 
 // blockStart is what a block's start said: enough to write its start
@@ -72,7 +76,7 @@ type blockStart struct {
 }
 
 func newTranslator(w *writer, cfg Config) *translator {
-	return &translator{w: w, cfg: cfg, now: time.Now, starts: map[int]blockStart{}, tools: map[string]bool{}, subagents: map[string]*translator{}}
+	return &translator{w: w, cfg: cfg, now: time.Now, starts: map[int]blockStart{}, tools: map[string]bool{}, subagents: map[string]*translator{}, calls: map[string]string{}}
 }
 
 // subagent returns the translator of the subagent that Agent call id runs.
@@ -83,6 +87,13 @@ func (t *translator) subagent(id string) *translator {
 		sub.now = t.now
 		sub.cfg.IncludePartial = false // Claude Code streams only the session's own events
 		sub.parent = &id
+		sub.call = t.calls[id]
+		var in struct {
+			Description  string `json:"description"`
+			SubagentType string `json:"subagent_type"`
+		}
+		_ = json.Unmarshal([]byte(sub.call), &in)
+		sub.who = subagentFields{AgentID: id, SubagentType: cmp.Or(in.SubagentType, agent.GeneralPurpose.Name), TaskDescription: in.Description}
 		sub.decided = t.decided
 		sub.started = t.now()
 		t.subagents[id] = sub
@@ -105,6 +116,9 @@ func (t *translator) item(it agent.Item) {
 	}
 	if e, ok := it.Event.(protocol.AssistantMessageAdded); ok {
 		t.sessMsg, t.lines = e.Message.ID, 0
+	}
+	if e, ok := it.Event.(protocol.ToolBlockUpdated); ok && e.Stage == protocol.StageRunning && e.Parameters != "" {
+		t.calls[e.ToolID] = e.Parameters
 	}
 	if e, ok := it.Event.(protocol.ToolBlockUpdated); ok && e.Stage == protocol.StageEnd && t.tools[e.ToolID] {
 		content := ""
@@ -140,7 +154,14 @@ func (t *translator) item(it agent.Item) {
 			shown = "Error: " + content
 		}
 		if sub := t.subagents[e.ToolID]; sub != nil && (e.Name == "Agent" || e.Name == "Task") {
-			shown = sub.result(e, content, failed)
+			r := sub.result(e, content, failed)
+			shown = r
+			t.w.line(taskNotificationLine{
+				Type: "system", Subtype: "task_notification", TaskID: e.ToolID, ToolUseID: e.ToolID,
+				Status: r.Status, Summary: firstLine(content),
+				Usage:     taskUsage{TotalTokens: r.TotalTokens, ToolUses: r.TotalToolUseCount, DurationMs: r.TotalDurationMs},
+				SessionID: t.w.session, UUID: uuid.NewString(),
+			})
 		}
 		t.w.line(userLine{
 			Type: "user",
@@ -151,6 +172,7 @@ func (t *translator) item(it agent.Item) {
 			ParentToolUseID: t.parent,
 			SessionID:       t.w.session, UUID: toolResultUUID(e.MessageID, e.ToolID), Timestamp: timestamp(t.now()),
 			ToolUseResult: shown, ToolResultMeta: []toolResultMeta{meta},
+			subagentFields: t.who,
 		})
 	}
 }
@@ -163,11 +185,18 @@ func (t *translator) childEvent(it agent.Item) {
 	case protocol.UserMessageAdded:
 		if t.prompt == "" {
 			t.prompt = e.Message.Text()
+			t.w.line(taskStartedLine{
+				Type: "system", Subtype: "task_started", TaskID: *t.parent, ToolUseID: *t.parent,
+				Description: t.who.TaskDescription, SubagentType: t.who.SubagentType,
+				TaskType: "local_agent", SpawnDepth: 1, Prompt: t.prompt,
+				UUID: uuid.NewString(), SessionID: t.w.session,
+			})
 		}
 		t.w.line(promptLine{
 			Type:            "user",
 			Message:         promptMessage{Role: "user", Content: []textBlock{{Type: "text", Text: e.Message.Text()}}},
 			ParentToolUseID: t.parent, SessionID: t.w.session, UUID: uuid.NewString(), Timestamp: timestamp(t.now()),
+			subagentFields: t.who,
 		})
 		return
 	case protocol.TurnEnded:
@@ -259,12 +288,16 @@ func (t *translator) part(p model.Part) {
 		}
 		t.event(api.ContentBlockDeltaEvent{Type: "content_block_delta", Index: p.Index, Delta: delta})
 	case model.PartBlockStop:
-		if b, ok := t.starts[p.Index]; ok {
+		// A subagent's text and thinking stay out, as Claude Code leaves
+		// them (without --forward-subagent-text): its report is the call's
+		// result; its tool calls are written.
+		if b, ok := t.starts[p.Index]; ok && (t.parent == nil || b.kind == model.BlockToolUse) {
 			// Claude Code writes the finished block before its stop event.
 			t.w.line(assistantLine{
 				Type: "assistant", Message: assistantMessage{Message: t.message([]any{t.finished(p.Index, b)})},
 				ParentToolUseID: t.parent,
 				SessionID:       t.w.session, UUID: assistantUUID(t.sessMsg, t.lines), Timestamp: timestamp(t.now()),
+				subagentFields: t.who,
 			})
 			t.lines++
 		}

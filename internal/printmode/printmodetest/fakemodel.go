@@ -272,6 +272,8 @@ func toChunks(w io.Writer, events []json.RawMessage) error {
 //
 //	say:TEXT        a text answer (end_turn), streamed in small deltas
 //	bash:COMMAND    an answer that calls the Bash tool with COMMAND (tool_use)
+//	agent:PROMPT    an answer that says "Delegating." and calls the Agent tool
+//	                with PROMPT (tool_use)
 //	hang:TEXT       TEXT streamed, then the stream stays open
 //	status:CODE     an HTTP error (529, 401, 429, 500, ...)
 //	FILE.ndjson     Claude Code stream-json output: each model response it
@@ -292,6 +294,8 @@ func ParseAnswers(specs []string) ([]Answer, error) {
 			out = append(out, Answer{Events: textAnswer(id, arg, ""), Hang: true})
 		case kind == "bash":
 			out = append(out, Answer{Events: bashAnswer(id, arg)})
+		case kind == "agent":
+			out = append(out, Answer{Events: toolAnswer(id, "Delegating.", "Agent", map[string]string{"description": "run it", "prompt": arg, "subagent_type": "general-purpose"})})
 		case kind == "status":
 			code, err := strconv.Atoi(arg)
 			if err != nil || code < 400 || code > 599 {
@@ -311,7 +315,7 @@ func ParseAnswers(specs []string) ([]Answer, error) {
 			}
 			out = append(out, Answer{Raw: data})
 		default:
-			return nil, fmt.Errorf("fake model: unknown answer %q (want say:, bash:, hang:, status:, a .ndjson or a .sse file)", spec)
+			return nil, fmt.Errorf("fake model: unknown answer %q (want say:, bash:, agent:, hang:, status:, a .ndjson or a .sse file)", spec)
 		}
 	}
 	return out, nil
@@ -401,22 +405,34 @@ func textAnswer(id, text, stop string) []json.RawMessage {
 // bashAnswer calls the Bash tool with command, its JSON input streamed in
 // fragments as Anthropic does.
 func bashAnswer(id, command string) []json.RawMessage {
+	return toolAnswer(id, "", "Bash", map[string]string{"command": command})
+}
+
+// toolAnswer is an answer that says lead (when not empty), then calls tool
+// name with input (tool_use).
+func toolAnswer(id, lead, name string, input map[string]string) []json.RawMessage {
 	// As Anthropic's API does, leave <, > and & unescaped.
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	enc.Encode(map[string]string{"command": command})
-	input := bytes.TrimSpace(buf.Bytes())
-	evs := []json.RawMessage{
-		messageStart(id),
-		event(map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{
-			"type": "tool_use", "id": "toolu_" + strings.TrimPrefix(id, "msg_"), "name": "Bash", "input": map[string]any{},
-		}}),
+	enc.Encode(input)
+	raw := bytes.TrimSpace(buf.Bytes())
+	evs := []json.RawMessage{messageStart(id)}
+	i := 0
+	if lead != "" {
+		evs = append(evs,
+			event(map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}}),
+			event(map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": lead}}),
+			event(map[string]any{"type": "content_block_stop", "index": 0}))
+		i = 1
 	}
-	for _, c := range chunks(string(input), 8) {
-		evs = append(evs, event(map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "input_json_delta", "partial_json": c}}))
+	evs = append(evs, event(map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{
+		"type": "tool_use", "id": "toolu_" + strings.TrimPrefix(id, "msg_"), "name": name, "input": map[string]any{},
+	}}))
+	for _, c := range chunks(string(raw), 8) {
+		evs = append(evs, event(map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": c}}))
 	}
-	evs = append(evs, event(map[string]any{"type": "content_block_stop", "index": 0}))
+	evs = append(evs, event(map[string]any{"type": "content_block_stop", "index": i}))
 	return append(evs, messageEnd("tool_use", 12)...)
 }
 

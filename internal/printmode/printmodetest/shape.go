@@ -348,3 +348,103 @@ func compact(v any) string {
 	}
 	return string(data)
 }
+
+// ShapeRecording is the shape of a Claude Code run, without its values:
+// each line's kind, whether a subagent wrote it (parent_tool_use_id set)
+// and its field paths (as paths names them). Shapes stand in for runs
+// whose text may not be copied.
+type ShapeRecording struct {
+	Recorded string      `json:"recorded"`
+	Lines    []ShapeLine `json:"lines"`
+}
+
+// ShapeLine is one line of a ShapeRecording.
+type ShapeLine struct {
+	Kind  string   `json:"kind"`
+	Child bool     `json:"child"`
+	Paths []string `json:"paths"`
+}
+
+// Kinds of Claude Code's subagent lines that sluice does not write: a
+// running subagent's progress and status patches (the nested events carry
+// them to every face).
+var ccOnlySubagentKinds = []string{"system/task_progress", "system/task_updated"}
+
+// Fields of Claude Code's subagent lines that sluice does not write, by
+// line kind, beside ccOnlyFields.
+var ccOnlySubagentFields = map[string][]string{
+	// Claude Code's run ids and output files of its task registry.
+	"system/task_started":      {"run_id"},
+	"system/task_notification": {"run_id", "output_file"},
+	// The Agent call's result: sluice's is a string, and its
+	// tool_use_result has the report, prompt, type, status, duration,
+	// tokens, tool uses and usage, not Claude Code's harness and resume
+	// bookkeeping.
+	"user": {
+		"message.content.content", "tool_use_result.agentId", "tool_use_result.canContinueAgent",
+		"tool_use_result.harnessNoteCount", "tool_use_result.harnessSectionHash", "tool_use_result.harnessTailCount",
+		"tool_use_result.resolvedModel", "tool_use_result.toolStats", "tool_use_result.toolsUsed",
+		"tool_use_result.usage.output_tokens_details", "tool_use_result.usage.inference_geo",
+		"tool_use_result.usage.iterations", "tool_use_result.usage.speed", "tool_use_result.usage.fallback_credit",
+	},
+}
+
+// CompareShape compares sluice's stream-json output (got) with the shape
+// of Claude Code's run on the same model answers, and returns the
+// differences: the sequence of line kinds (a subagent's lines marked),
+// leaving out those only one of them writes, and, line by line, the field
+// paths Claude Code has that sluice's line lacks (leaving out those of
+// ccOnlyFields and ccOnlySubagentFields). Fields only sluice writes are
+// allowed.
+func CompareShape(got []byte, shape []byte) []string {
+	var rec ShapeRecording
+	if err := json.Unmarshal(shape, &rec); err != nil {
+		return []string{fmt.Sprintf("the shape recording: %v", err)}
+	}
+	lines, err := parseLines(got)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var want []ShapeLine
+	for _, l := range rec.Lines {
+		if !slices.Contains(ccOnlyKinds, l.Kind) && !slices.Contains(ccOnlySubagentKinds, l.Kind) {
+			want = append(want, l)
+		}
+	}
+	mark := func(kind string, child bool) string {
+		if child {
+			return kind + " (subagent)"
+		}
+		return kind
+	}
+	var gotKinds, wantKinds []string
+	for _, l := range lines {
+		p, _ := l["parent_tool_use_id"].(string)
+		gotKinds = append(gotKinds, mark(kindOf(l), p != ""))
+	}
+	for _, l := range want {
+		wantKinds = append(wantKinds, mark(l.Kind, l.Child))
+	}
+	if !slices.Equal(gotKinds, wantKinds) {
+		return []string{"the line kinds differ:\n" + sideBySide(gotKinds, wantKinds)}
+	}
+	var diffs []string
+	for i, l := range lines {
+		have := paths(l)
+		// The user lines' tool_use_result is compared here: an Agent
+		// call's has Claude Code's keys.
+		kind, base := want[i].Kind, strings.SplitN(want[i].Kind, "/", 2)[0]
+		skip := append(slices.Clone(ccOnlySubagentFields[kind]), ccOnlyFields[""]...)
+		if kind != "user" {
+			skip = append(append(skip, ccOnlyFields[kind]...), ccOnlyFields[base]...)
+		} else {
+			skip = append(skip, "tool_result_meta")
+		}
+		for _, p := range want[i].Paths {
+			if !slices.Contains(have, p) && !listed(skip, p) {
+				diffs = append(diffs, fmt.Sprintf("line %d (%s): no %s", i+1, wantKinds[i], p))
+			}
+		}
+	}
+	return diffs
+}

@@ -195,3 +195,34 @@ func TestParseAnswers(t *testing.T) {
 		}
 	}
 }
+
+func TestCompareShape(t *testing.T) {
+	t.Parallel()
+	shape := `{"lines":[
+		{"kind":"system/init","child":false,"paths":["type","subtype","agents"]},
+		{"kind":"user","child":true,"paths":["type","parent_tool_use_id","agent_id","message","message.content","message.content[].type"]},
+		{"kind":"system/task_progress","child":false,"paths":["type","subtype"]}]}`
+	tests := []struct {
+		name  string
+		got   string
+		diffs int
+	}{
+		{"the same shape, a line only Claude Code writes left out", `{"type":"system","subtype":"init","agents":[]}
+{"type":"user","parent_tool_use_id":"t","agent_id":"t","message":{"content":[{"type":"text"}]},"extra":1}`, 0},
+		{"a field missing", `{"type":"system","subtype":"init"}
+{"type":"user","parent_tool_use_id":"t","message":{"content":[{"type":"text"}]}}`, 1},
+		{"the subagent's line is the session's", `{"type":"system","subtype":"init"}
+{"type":"user","parent_tool_use_id":null,"agent_id":"t","message":{"content":[{"type":"text"}]}}`, 1},
+		{"a line too many", `{"type":"system","subtype":"init"}
+{"type":"user","parent_tool_use_id":"t","agent_id":"t","message":{"content":[{"type":"text"}]}}
+{"type":"result","subtype":"success"}`, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if d := CompareShape([]byte(tt.got), []byte(shape)); len(d) != tt.diffs {
+				t.Errorf("got %d differences, want %d: %v", len(d), tt.diffs, d)
+			}
+		})
+	}
+}
