@@ -88,6 +88,7 @@ type Node struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	ping   *nats.Subscription
 
 	mu      sync.Mutex
 	handles map[string]*handle
@@ -139,6 +140,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	nctx, cancel := context.WithCancel(context.Background())
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), elog: elog, meta: kv,
 		ctx: nctx, cancel: cancel, handles: map[string]*handle{}}
+	n.ping, err = cfg.NATS.Subscribe(pingSubject(cfg.NodeID), func(m *nats.Msg) { m.Respond(nil) })
+	if err != nil {
+		cancel()
+		return nil, err
+	}
 	n.wg.Add(1)
 	go n.sweep()
 	return n, nil
@@ -162,6 +168,7 @@ func (n *Node) Close() error {
 	for _, h := range hs {
 		errs = append(errs, h.Close())
 	}
+	n.ping.Unsubscribe()
 	n.cancel()
 	n.wg.Wait()
 	return errors.Join(errs...)
@@ -315,37 +322,75 @@ func (n *Node) putMeta(ctx context.Context, id string, m sessionMeta) error {
 	return err
 }
 
-// sweep looks, every half lease TTL, for sessions that were running on a
-// node whose lease expired (it died mid-run), and takes over those whose
-// working directory it can see: their interrupted run is ended and
-// published without waiting for a client's command.
+// sweep looks, every tenth of the lease TTL, for sessions that were
+// running on a node that died, and takes over those whose working
+// directory it can see: their interrupted run is ended and published
+// without waiting for a client's command. It knows the running sessions
+// by watching the bucket, and a dead node by its ping subject having no
+// responder (the NATS server drops a killed process's subscriptions at
+// once); a session's lease is tried only then, and is taken when it
+// expires.
 func (n *Node) sweep() {
 	defer n.wg.Done()
-	t := time.NewTicker(n.cfg.LeaseTTL / 2)
+	w, err := n.meta.WatchAll(n.ctx)
+	if err != nil {
+		n.log.Error("cannot watch the sessions; a dead node's sessions wait for a command", "err", err)
+		return
+	}
+	defer w.Stop()
+	running := map[string]sessionMeta{}
+	t := time.NewTicker(max(n.cfg.LeaseTTL/10, 50*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
 		case <-n.ctx.Done():
 			return
+		case e, ok := <-w.Updates():
+			if !ok {
+				return
+			}
+			if e == nil {
+				continue // the initial values are in
+			}
+			var m sessionMeta
+			if e.Operation() != jetstream.KeyValuePut || json.Unmarshal(e.Value(), &m) != nil || !m.Running {
+				delete(running, e.Key())
+				continue
+			}
+			running[e.Key()] = m
 		case <-t.C:
-		}
-		keys, err := n.meta.ListKeys(n.ctx)
-		if err != nil {
-			continue
-		}
-		for id := range keys.Keys() {
-			n.adopt(id)
+			dead := map[string]bool{}
+			for id, m := range running {
+				if m.Node == n.cfg.NodeID || !visible(m.WorkDir) {
+					continue
+				}
+				d, ok := dead[m.Node]
+				if !ok {
+					d = !n.alive(m.Node)
+					dead[m.Node] = d
+				}
+				if d {
+					n.adopt(id, m)
+				}
+			}
 		}
 	}
 }
 
-// adopt takes over session id if it was running on a node that holds no
-// lease on it any more.
-func (n *Node) adopt(id string) {
-	m, err := n.loadMeta(n.ctx, id)
-	if err != nil || !m.Running || m.Node == n.cfg.NodeID || !visible(m.WorkDir) {
-		return
-	}
+// pingSubject is answered by node id while it runs.
+func pingSubject(id string) string { return "sluice.node." + id + ".ping" }
+
+// alive asks node id whether it runs.
+func (n *Node) alive(id string) bool {
+	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.LeaseTTL/3)
+	defer cancel()
+	_, err := n.cfg.NATS.RequestWithContext(ctx, pingSubject(id), nil)
+	return !errors.Is(err, nats.ErrNoResponders)
+}
+
+// adopt takes over session id, which was running on a dead node, once
+// that node's lease has expired.
+func (n *Node) adopt(id string, m sessionMeta) {
 	n.mu.Lock()
 	h := n.handles[id]
 	n.mu.Unlock()
@@ -354,7 +399,7 @@ func (n *Node) adopt(id string) {
 		return
 	}
 	if owner := n.Owner(n.ctx, id); owner != "" {
-		return
+		return // the dead node's lease has not expired yet
 	}
 	n.log.Info("adopting a session whose node stopped mid-run", "session", id, "was", m.Node)
 	if _, err := n.Open(n.ctx, id, nil); err != nil {
