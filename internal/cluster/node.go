@@ -92,6 +92,7 @@ type Node struct {
 
 	mu      sync.Mutex
 	handles map[string]*handle
+	opening map[string]chan struct{} // closed when the handle is registered or failed
 	closed  bool
 }
 
@@ -139,7 +140,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	nctx, cancel := context.WithCancel(context.Background())
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), elog: elog, meta: kv,
-		ctx: nctx, cancel: cancel, handles: map[string]*handle{}}
+		ctx: nctx, cancel: cancel, handles: map[string]*handle{}, opening: map[string]chan struct{}{}}
 	n.ping, err = cfg.NATS.Subscribe(pingSubject(cfg.NodeID), func(m *nats.Msg) { m.Respond(nil) })
 	if err != nil {
 		cancel()
@@ -224,17 +225,38 @@ func (n *Node) Open(ctx context.Context, id string, options func(workDir string)
 	if err := checkID(id); err != nil {
 		return nil, fmt.Errorf("%w: %w", store.ErrNotFound, err)
 	}
-	n.mu.Lock()
-	h, ok := n.handles[id]
-	n.mu.Unlock()
-	if ok {
-		return h, nil
+	// One handle per session: a client's open and the sweeper's can race.
+	for {
+		n.mu.Lock()
+		if h, ok := n.handles[id]; ok {
+			n.mu.Unlock()
+			return h, nil
+		}
+		wait, busy := n.opening[id]
+		if !busy {
+			done := make(chan struct{})
+			n.opening[id] = done
+			n.mu.Unlock()
+			defer func() {
+				n.mu.Lock()
+				delete(n.opening, id)
+				n.mu.Unlock()
+				close(done)
+			}()
+			break
+		}
+		n.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	snap, err := n.checkpoint(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	h = n.newHandle(id, snap)
+	h := n.newHandle(id, snap)
 	if options != nil {
 		h.options = func(_ context.Context, dir string) (agent.Options, error) { return options(dir) }
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -183,4 +185,87 @@ func waitSeq(t *testing.T, s rpc.Session, seq int64) error {
 		time.Sleep(5 * time.Millisecond)
 	}
 	return nil
+}
+
+// TestNodesRunOnlySessionsWhoseDirectoryTheySee: the working-directory
+// rule. A node refuses to start a session in a directory it does not have,
+// and does not take over one whose directory it does not see, even with
+// the lease free: it keeps mirroring it.
+func TestNodesRunOnlySessionsWhoseDirectoryTheySee(t *testing.T) {
+	t.Parallel()
+	url, dsn := natstest.URL(t), pgtest.DSN(t)
+	a := startNode(t, "a", url, dsn, modeltest.NewScript())
+	b := startNode(t, "b", url, dsn, modeltest.NewScript())
+	if _, err := a.New(t.Context(), a.options(filepath.Join(t.TempDir(), "missing"))); err == nil {
+		t.Fatal("a started a session in a directory it does not have")
+	}
+	dir := filepath.Join(t.TempDir(), "work")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ha, err := a.New(t.Context(), a.options(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := b.open(t, ha.ID()).(*handle)
+	if err := ha.Close(); err != nil { // the lease is free now
+		t.Fatal(err)
+	}
+	if err := os.Rename(dir, dir+".gone"); err != nil { // b no longer sees it
+		t.Fatal(err)
+	}
+	took, err := hb.tryTakeErr(t.Context())
+	if took || err != nil {
+		t.Fatalf("b took a session whose directory it cannot see: %v, %v", took, err)
+	}
+	if owner := b.Owner(t.Context(), ha.ID()); owner != "" {
+		t.Fatalf("owner %q", owner)
+	}
+	if err := os.Rename(dir+".gone", dir); err != nil {
+		t.Fatal(err)
+	}
+	if took, err := hb.tryTakeErr(t.Context()); !took || err != nil {
+		t.Fatalf("b did not take the session once it sees its directory: %v, %v", took, err)
+	}
+	if owner := b.Owner(t.Context(), ha.ID()); owner != "b" {
+		t.Fatalf("owner %q, want b", owner)
+	}
+}
+
+// TestOwnerCutOffFromTheDatabaseStops: a node that cannot renew its lease
+// for a whole TTL stops running the session (another node may have taken
+// it by then) and mirrors it; the next command, from another node, makes
+// that node the owner, and seq goes on.
+func TestOwnerCutOffFromTheDatabaseStops(t *testing.T) {
+	t.Parallel()
+	url, dsn, dir := natstest.URL(t), pgtest.DSN(t), t.TempDir()
+	a := startNode(t, "a", url, dsn, modeltest.NewScript(modeltest.Answer("m1", "from a")))
+	b := startNode(t, "b", url, dsn, modeltest.NewScript(modeltest.Answer("m2", "from b")))
+	ha, err := a.New(t.Context(), a.options(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := b.open(t, ha.ID())
+	snap, sub := hb.SnapshotAndSubscribe()
+	defer sub.Close()
+	if _, err := hb.Submit(t.Context(), "one", false); err != nil {
+		t.Fatal(err)
+	}
+	got := follow(t, snap, sub, 1)
+
+	a.pg.Close() // a can no longer renew its lease
+	deadline := time.Now().Add(time.Minute)
+	for ha.(*handle).owner() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("a still runs the session a minute after losing the database")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := hb.Submit(t.Context(), "two", false); err != nil {
+		t.Fatal(err)
+	}
+	got = follow(t, got, sub, got.Seq+1)
+	if hb.Owner() != "b" || got.Messages[len(got.Messages)-1].Text() != "from b" {
+		t.Fatalf("owner %q, last answer %q", hb.Owner(), got.Messages[len(got.Messages)-1].Text())
+	}
 }

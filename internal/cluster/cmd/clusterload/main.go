@@ -64,15 +64,26 @@ func main() {
 	}
 }
 
-// latencies collects per-delta delivery latencies.
+// latencies collects per-delta delivery latencies, until stop: what
+// streams across a failover (deltas the killed node had stored, read by a
+// client only after it resumed) is the failover's figure, not a delta's.
 type latencies struct {
-	mu sync.Mutex
-	d  []time.Duration
+	mu      sync.Mutex
+	d       []time.Duration
+	stopped bool
 }
 
 func (l *latencies) add(d time.Duration) {
 	l.mu.Lock()
-	l.d = append(l.d, d)
+	if !l.stopped {
+		l.d = append(l.d, d)
+	}
+	l.mu.Unlock()
+}
+
+func (l *latencies) stop() {
+	l.mu.Lock()
+	l.stopped = true
 	l.mu.Unlock()
 }
 
@@ -224,6 +235,8 @@ func run(ctx context.Context, bin string, sessions, nodes, chunks int, pace, ttl
 		st, _ := c.State()
 		seqAtKill[i] = st.Seq
 	}
+	onOwner.stop()
+	crossNode.stop()
 	ns_[0].Kill()
 	for i, c := range clients {
 		if i%nodes == 0 {
@@ -247,9 +260,12 @@ func run(ctx context.Context, bin string, sessions, nodes, chunks int, pace, ttl
 			}
 		}
 	}
-	for _, c := range clients {
+	for i, c := range clients {
 		if err := c.WaitIdle(ctx, int64(chunks/4)); err != nil {
-			return err
+			st, _ := c.State()
+			_, _, resumed, resyncs, owner := c.Stats()
+			return fmt.Errorf("session %d (%s, owner %s then %s, client on n%d, resumed %d, resynced %d) at seq %d running %v: %w\n%s",
+				i, c.Session, ns_[i%nodes].ID, owner, home_[i], resumed, resyncs, st.Seq, st.Running, err, logs(ns_, c.Session))
 		}
 	}
 	wall := time.Since(began)
@@ -303,6 +319,7 @@ func run(ctx context.Context, bin string, sessions, nodes, chunks int, pace, ttl
 	natsBytes := float64(natsAfter.InBytes+natsAfter.OutBytes-natsBefore.InBytes-natsBefore.OutBytes) / 1e6
 	fmt.Printf("cluster             %d nodes, %d sessions (half the clients on a non-owner node), node 0 killed -9 at a quarter of the answers\n", nodes, sessions)
 	fmt.Printf("  wall %.2fs, %d events: %.0f events/s per node\n", wall.Seconds(), events, float64(events)/wall.Seconds()/float64(nodes))
+	fmt.Printf("  (latencies: the deltas delivered before the kill)\n")
 	fmt.Printf("  per-delta latency on the owner    p50 %v p99 %v\n", onOwner.pct(0.5), onOwner.pct(0.99))
 	fmt.Printf("  per-delta latency cross-node      p50 %v p99 %v\n", crossNode.pct(0.5), crossNode.pct(0.99))
 	fmt.Printf("  added vs single node (cross-node) p50 %v p99 %v\n", crossNode.pct(0.5)-base.pct(0.5), crossNode.pct(0.99)-base.pct(0.99))
@@ -315,6 +332,19 @@ func run(ctx context.Context, bin string, sessions, nodes, chunks int, pace, ttl
 	fmt.Printf("  PostgreSQL WAL %.2f MB: %.2f MB per MB of answers\n", float64(walEnd-walStart)/1e6, float64(walEnd-walStart)/1e6/answerMB)
 	fmt.Printf("  clients %d passed, %d failed\n", sessions-failed, failed)
 	return errors.Join(errs...)
+}
+
+// logs are the nodes' log lines about session id, and their warnings.
+func logs(nodes []*clustertest.Node, id string) string {
+	var b strings.Builder
+	for _, n := range nodes {
+		for _, line := range strings.Split(n.Stderr(), "\n") {
+			if strings.Contains(line, id) || strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+				fmt.Fprintf(&b, "%s: %s\n", n.ID, line)
+			}
+		}
+	}
+	return b.String()
 }
 
 // fromNewOwner tells the events that end an interrupted run (published
