@@ -16,6 +16,10 @@
 // stops reading at a line longer than its buffer, so lines go through a
 // filter first (conn.go) that answers them with JSON-RPC errors instead.
 //
+// What ACP v1 cannot express is said in words: a clear or a rewind (no
+// update takes messages out of a client's view) and a retried attempt (no
+// update takes chunks back) become agent messages or thoughts.
+//
 // Tools run through the client when it offers to (clienttools.go): Read,
 // Write and Edit use fs/read_text_file and fs/write_text_file (the editor's
 // unsaved buffers are seen, edits land in the editor), and Bash runs in a
