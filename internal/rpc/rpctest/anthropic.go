@@ -16,6 +16,9 @@ import (
 //   - a compaction request ("Summarize this conversation") → a summary;
 //   - a user text starting with "tool:" → a Bash tool call running the
 //     rest of the text as the command, after a line of text;
+//   - "bg:" → the same, with run_in_background (a background task);
+//   - "kill:" → a KillShell call stopping the background task named by
+//     the rest of the text;
 //   - "think:" → a thinking block, then the text after the prefix;
 //   - "long:N" → an answer of N bytes in chunks of 64;
 //   - anything else → "You said: " and the text, in three chunks.
@@ -76,12 +79,20 @@ func (f *FakeAnthropic) serve(w http.ResponseWriter, r *http.Request) {
 		sse.text(0, "Done.")
 	case strings.Contains(text, "Summarize this conversation"):
 		sse.text(0, "Summary: the user talked to a fake model.")
-	case strings.HasPrefix(text, "tool:"):
+	case strings.HasPrefix(text, "tool:"), strings.HasPrefix(text, "bg:"), strings.HasPrefix(text, "kill:"):
+		prefix, rest, _ := strings.Cut(text, ":")
+		name, input := "Bash", map[string]any{"command": strings.TrimSpace(rest)}
+		switch prefix {
+		case "bg":
+			input["run_in_background"] = true
+		case "kill":
+			name, input = "KillShell", map[string]any{"shell_id": strings.TrimSpace(rest)}
+		}
 		sse.text(0, "Running it.")
-		input, _ := json.Marshal(map[string]string{"command": strings.TrimSpace(strings.TrimPrefix(text, "tool:"))})
-		sse.event("content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_fake1","name":"Bash","input":{}}}`)
-		half := len(input) / 2
-		for _, part := range []string{string(input[:half]), string(input[half:])} {
+		raw, _ := json.Marshal(input)
+		sse.event("content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_fake1","name":"`+name+`","input":{}}}`)
+		half := len(raw) / 2
+		for _, part := range []string{string(raw[:half]), string(raw[half:])} {
 			chunk, _ := json.Marshal(part)
 			sse.event("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":`+string(chunk)+`}}`)
 		}
