@@ -13,7 +13,8 @@ import (
 )
 
 // A Write that replaces a file carries the file's old text on its
-// permission request, running and end events and in its block; one that
+// permission request, running and end events and in its block — read again
+// after the question, since the file may change while it is open; one that
 // creates a file, or replaces one too large to carry, has none.
 func TestWriteCarriesOldText(t *testing.T) {
 	t.Parallel()
@@ -29,7 +30,14 @@ func TestWriteCarriesOldText(t *testing.T) {
 	var work string
 	s := newSession(t, p, func(o *agent.Options) {
 		work = o.WorkDir
-		o.Approve = func(_ context.Context, _ protocol.PermissionRequest) protocol.Decision { return protocol.DecisionAllow }
+		o.Approve = func(_ context.Context, req protocol.PermissionRequest) protocol.Decision {
+			if req.ToolID == "t1" { // the user edits the file while asked
+				if err := os.WriteFile(filepath.Join(work, "a.txt"), []byte("edited meanwhile\n"), 0o644); err != nil {
+					t.Error(err)
+				}
+			}
+			return protocol.DecisionAllow
+		}
 	})
 	for name, text := range map[string]string{"a.txt": "old\n", "big.txt": big} {
 		if err := os.WriteFile(filepath.Join(work, name), []byte(text), 0o644); err != nil {
@@ -42,13 +50,14 @@ func TestWriteCarriesOldText(t *testing.T) {
 	}
 	rec.drain(s)
 	rec.checkMatches(s)
-	want := map[string]string{"t1": "old\n", "t2": "", "t3": ""}
+	asked := map[string]string{"t1": "old\n", "t2": "", "t3": ""}
+	want := map[string]string{"t1": "edited meanwhile\n", "t2": "", "t3": ""}
 	stages := map[string]int{}
 	for _, ev := range rec.events {
 		switch e := ev.(type) {
 		case protocol.PermissionRequest:
-			if e.OldText != want[e.ToolID] {
-				t.Errorf("permission request of %s: oldText %q, want %q", e.ToolID, e.OldText, want[e.ToolID])
+			if e.OldText != asked[e.ToolID] {
+				t.Errorf("permission request of %s: oldText %q, want %q", e.ToolID, e.OldText, asked[e.ToolID])
 			}
 			stages[e.ToolID]++
 		case protocol.ToolBlockUpdated:

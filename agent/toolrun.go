@@ -100,9 +100,8 @@ func (s *Session) execTool(ctx context.Context, msgID string, c toolCall) (model
 	}
 	ev.Parameters = string(c.input)
 	ev.CompactParams = t.Compact(c.input)
-	ev.OldText = s.replaced(ctx, t, c.input)
 
-	allowed, reason, input := s.permit(ctx, msgID, c, t, ev.CompactParams, ev.OldText)
+	allowed, reason, input := s.permit(ctx, msgID, c, t, ev.CompactParams)
 	switch {
 	case abortCause(ctx) != nil:
 		return fail(ErrAborted.Error(), interruptedPrompt), nil
@@ -114,8 +113,11 @@ func (s *Session) execTool(ctx context.Context, msgID string, c toolCall) (model
 		c.input = input
 		ev.Parameters = string(input)
 		ev.CompactParams = t.Compact(input)
-		ev.OldText = s.replaced(ctx, t, input)
 	}
+	// Read now, not when permission was asked: the user may have changed
+	// the file while the question was open, and the diff shown from here
+	// on (and stored) is against what the call replaces.
+	ev.OldText = s.replaced(ctx, t, c.input)
 
 	running := ev
 	running.Stage = protocol.StageRunning
@@ -163,8 +165,8 @@ func (s *Session) execTool(ctx context.Context, msgID string, c toolCall) (model
 }
 
 // maxOldText bounds the old text a call that replaces a file carries in
-// its events (three times: permission request, running, end): a larger
-// file is shown by its new content only.
+// its events (permission request, running, end): a larger file is shown by
+// its new content only.
 const maxOldText = 128 << 10
 
 // replaced is the text a call of t with input would replace, when t is a
@@ -184,7 +186,7 @@ func (s *Session) replaced(ctx context.Context, t tool.Tool, input json.RawMessa
 // permit decides whether a call may run: the PreToolUse hook, then the
 // mode, asking whoever is attached when the mode says so. It returns false
 // and a reason for the model when not, and the input a hook replaced.
-func (s *Session) permit(ctx context.Context, msgID string, c toolCall, t tool.Tool, compact, oldText string) (bool, string, json.RawMessage) {
+func (s *Session) permit(ctx context.Context, msgID string, c toolCall, t tool.Tool, compact string) (bool, string, json.RawMessage) {
 	pre := s.preToolUse(ctx, c)
 	switch pre.Decision {
 	case protocol.DecisionAllow:
@@ -207,7 +209,8 @@ func (s *Session) permit(ctx context.Context, msgID string, c toolCall, t tool.T
 	}
 	req := protocol.PermissionRequest{
 		RequestID: s.opts.NewID(), MessageID: msgID, BlockIndex: c.display, ToolID: c.id,
-		Name: c.name, Parameters: string(c.input), CompactParams: compact, Reason: d.Reason, OldText: oldText,
+		Name: c.name, Parameters: string(c.input), CompactParams: compact, Reason: d.Reason,
+		OldText: s.replaced(ctx, t, c.input),
 	}
 	w := &waiter{answer: make(chan protocol.Decision, 1)}
 	s.mu.Lock()
