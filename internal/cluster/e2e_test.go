@@ -126,6 +126,26 @@ func TestKilledNodeLosesNothing(t *testing.T) {
 		}
 	}
 
+	// listSessions, from any node, names each session's owner.
+	var list struct {
+		Sessions []struct {
+			ID    string `json:"id"`
+			Owner string `json:"owner"`
+		} `json:"sessions"`
+	}
+	if err := pairs[1].owner.Call(ctx, "listSessions", map[string]any{}, &list); err != nil {
+		t.Fatal(err)
+	}
+	owners := map[string]string{}
+	for _, s := range list.Sessions {
+		owners[s.ID] = s.Owner
+	}
+	for i, p := range pairs {
+		if o := owners[p.owner.Session]; o == "" || o == nodes[0].ID || (i%3 != 0 && o != nodes[i%3].ID) {
+			t.Errorf("session %d: listSessions names owner %q", i, o)
+		}
+	}
+
 	for i, p := range pairs {
 		killed := i%3 == 0
 		ref, _ := p.owner.State()

@@ -132,6 +132,9 @@ func TestCommandsFromAnyNodeReachTheOwner(t *testing.T) {
 		}
 	}
 
+	// The end of the run checkpointed the state the clients hold.
+	checkpointAt(t, b, id, got)
+
 	// A command sent twice with one request id runs once.
 	c, _ := json.Marshal(command{ID: "req-1", Method: cmdSubmit, Text: "once"})
 	var first, second *nats.Msg
@@ -147,6 +150,14 @@ func TestCommandsFromAnyNodeReachTheOwner(t *testing.T) {
 	got = follow(t, got, sub, got.Seq+1)
 	if n := len(got.Messages); n != 4 {
 		t.Fatalf("%d messages after the repeated command, want 4", n)
+	}
+	// The second checkpoint trimmed the log up to the first: a reader from
+	// the start finds a gap, one from the first checkpoint does not.
+	checkpointAt(t, b, id, got)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := b.elog.Follow(ctx, id, 0, func(protocol.Event) error { return nil }); !errors.Is(err, ErrGap) {
+		t.Fatalf("reading the trimmed log from seq 0: %v", err)
 	}
 
 	// a stops (releasing its lease): the next command from b makes b the
@@ -171,6 +182,31 @@ func TestCommandsFromAnyNodeReachTheOwner(t *testing.T) {
 	// b's model was sent the whole conversation, from the store.
 	if msgs := b.p.Request(0).Messages; len(msgs) != 5 || msgs[0].Role != model.RoleUser {
 		t.Fatalf("b's model was sent %+v", msgs)
+	}
+}
+
+// checkpointAt waits until session id's checkpoint is want (the owner
+// checkpoints just after publishing the end of a run).
+func checkpointAt(t *testing.T, n *testNode, id string, want protocol.Snapshot) protocol.Snapshot {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		snap, err := n.checkpoint(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap.Seq == want.Seq {
+			a, _ := json.Marshal(snap)
+			b, _ := json.Marshal(want)
+			if string(a) != string(b) {
+				t.Fatalf("checkpoint %s, clients hold %s", a, b)
+			}
+			return snap
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("checkpoint at seq %d, want %d", snap.Seq, want.Seq)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -66,6 +66,9 @@ type owned struct {
 	published chan struct{} // closed when publish returns
 	renewed   chan struct{} // closed when renew returns
 	stopOnce  sync.Once
+	// trimmable is the stream position of the last checkpoint: the log
+	// before it goes at the next one. Only the publisher touches it.
+	trimmable uint64
 
 	mu      sync.Mutex
 	lease   Lease
@@ -145,7 +148,7 @@ func (o *owned) append(ev protocol.Event) error {
 }
 
 // checkpoint saves the mirror's state (which is the log's up to the
-// writer's position) and trims the log before it.
+// writer's position) and trims the log before the previous checkpoint.
 func (o *owned) checkpoint() error {
 	h := o.h
 	snap := h.mirror.Messages()
@@ -161,10 +164,15 @@ func (o *owned) checkpoint() error {
 		}
 		return err
 	}
-	if pos := o.w.Position(); pos.Seq == snap.Seq {
-		if err := h.n.elog.Trim(ctx, h.id, pos.Stream); err != nil {
+	// The log keeps the events since the checkpoint before this one: a
+	// follower a little behind still finds the events after its seq.
+	if o.trimmable > 0 {
+		if err := h.n.elog.Trim(ctx, h.id, o.trimmable); err != nil {
 			h.n.log.Warn("cannot trim a session's log", "session", h.id, "err", err)
 		}
+	}
+	if pos := o.w.Position(); pos.Seq == snap.Seq {
+		o.trimmable = pos.Stream
 	}
 	return nil
 }
