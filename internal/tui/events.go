@@ -15,6 +15,7 @@ func (m *ui) apply(ev protocol.Event) {
 	// Where a removal starts must be known before the reducer removes it.
 	removedAt := -1
 	var removedText string
+	child := ev.Head().ParentToolID != "" // a subagent's: it changes its call's block only
 	switch e := ev.(type) {
 	case protocol.MessagesRewound:
 		removedAt = m.list.Index(e.AnchorMessageID)
@@ -25,6 +26,9 @@ func (m *ui) apply(ev protocol.Event) {
 		removedAt = m.list.Index(e.MessageID)
 	case protocol.MessagesCleared:
 		removedAt = 0
+	}
+	if child {
+		removedAt = -1
 	}
 	prompt := m.prompt()
 
@@ -61,7 +65,9 @@ func (m *ui) apply(ev protocol.Event) {
 		m.removed(removedAt, "rewound to before: "+firstLine(removedText))
 	case protocol.MessagesCleared:
 		m.removed(removedAt, "conversation cleared")
-		m.notice = ""
+		if !child {
+			m.notice = ""
+		}
 	case protocol.AssistantMessageDiscarded:
 		// A discarded message was never printed (it was not final), so
 		// only the live area changes.

@@ -142,11 +142,17 @@ func toolLines(b protocol.Block, width int) []string {
 	lines := []string{toolHeader(b, width)}
 	inner := max(width-len(resultIndent), 10)
 	var body []string
+	// A subagent's work shows under its call: its latest tool calls and,
+	// while it runs, the last line it wrote.
+	sub := subagentLines(b.Messages, inner, b.Stage == protocol.StageRunning)
 	switch b.Stage {
 	case protocol.StageRunning:
-		if b.ShortResult == "" {
+		switch {
+		case len(sub) > 0:
+			body = sub
+		case b.ShortResult == "":
 			body = styleLines(stDim, []string{"Running…"})
-		} else {
+		default:
 			body = styleLines(stDim, append(moreLines(b), wrapPlain(strings.TrimRight(b.ShortResult, "\n"), inner)...))
 		}
 	case protocol.StageEnd:
@@ -164,8 +170,46 @@ func toolLines(b protocol.Block, width int) []string {
 		if len(body) == 0 {
 			body = styleLines(stDim, []string{"(no output)"})
 		}
+		body = append(sub, body...)
 	}
 	return append(lines, hang(resultFirst, resultIndent, body)...)
+}
+
+// subagentShown is how many of a subagent's tool calls its call shows
+// collapsed (the latest ones).
+const subagentShown = 3
+
+// subagentLines renders a subagent's messages collapsed: its latest tool
+// calls, how many came before, and with live the last line of its text.
+func subagentLines(msgs []protocol.Message, width int, live bool) []string {
+	var calls []string
+	last := ""
+	for _, m := range msgs {
+		if m.Role != protocol.RoleAssistant {
+			continue
+		}
+		for _, b := range m.Blocks {
+			switch b.Type {
+			case protocol.BlockTool:
+				calls = append(calls, toolHeader(b, width))
+			case protocol.BlockText:
+				if t := strings.TrimSpace(b.Content); t != "" {
+					last = t
+				}
+			}
+		}
+	}
+	var out []string
+	if n := len(calls) - subagentShown; n > 0 {
+		out = append(out, stDim.Render(fmt.Sprintf("… +%d earlier tool uses", n)))
+		calls = calls[n:]
+	}
+	out = append(out, calls...)
+	if live && last != "" {
+		lines := strings.Split(last, "\n")
+		out = append(out, stDim.Render(ansi.Truncate(sanitize(lines[len(lines)-1]), width, "…")))
+	}
+	return out
 }
 
 // moreLines says how many lines of a tool's output the short result (its
@@ -206,7 +250,32 @@ func toolLinesExpanded(b protocol.Block, width int) []string {
 		lines = append(lines, indent+stDim.Render("output so far:"))
 		lines = append(lines, hang(indent+indent, indent+indent, wrapPlain(strings.TrimRight(b.Result, "\n"), inner))...)
 	}
+	if len(b.Messages) > 0 {
+		lines = append(lines, indent+stDim.Render("subagent:"))
+		lines = append(lines, hang(indent+indent, indent+indent, subagentExpanded(b.Messages, inner-2))...)
+	}
 	return lines
+}
+
+// subagentExpanded renders all of a subagent's messages plainly: its
+// prompt, text and tool calls with their outcome.
+func subagentExpanded(msgs []protocol.Message, width int) []string {
+	var out []string
+	for _, m := range msgs {
+		for _, b := range m.Blocks {
+			switch {
+			case b.Type == protocol.BlockTool:
+				out = append(out, toolLines(b, width)...)
+			case b.Type == protocol.BlockText && m.Role == protocol.RoleUser:
+				out = append(out, styleLines(stDim, wrapPlain("> "+strings.TrimSpace(b.Content), width))...)
+			case b.Type == protocol.BlockText || b.Type == protocol.BlockError:
+				if t := strings.TrimSpace(b.Content); t != "" {
+					out = append(out, wrapPlain(t, width)...)
+				}
+			}
+		}
+	}
+	return out
 }
 
 func prettyJSON(s string) string {

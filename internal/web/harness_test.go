@@ -51,6 +51,8 @@ type stackOptions struct {
 	queued   int
 	workDir  string
 	storeDir string
+	// subagents gives the sessions the Agent tool.
+	subagents bool
 }
 
 func newStack(t testing.TB, provider model.Provider, so stackOptions) *stack {
@@ -64,7 +66,11 @@ func newStack(t testing.TB, provider model.Provider, so stackOptions) *stack {
 	st := store.NewJSONL(so.storeDir)
 	rs := rpc.NewServer(rpc.Options{
 		NewSession: func(ctx context.Context, cfg rpc.SessionConfig) (agent.Options, error) {
-			return agent.Options{Provider: provider, Stream: modeltest.StreamOptions(), PermissionMode: so.mode}, nil
+			opts := agent.Options{Provider: provider, Stream: modeltest.StreamOptions(), PermissionMode: so.mode}
+			if so.subagents {
+				opts.Subagents = []agent.Subagent{}
+			}
+			return opts, nil
 		},
 		Store:           st,
 		WorkDir:         so.workDir,

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -175,4 +176,49 @@ func TestBrowserQueueTasksAndBtw(t *testing.T) {
 	snap = obs.after(func() { tb.send("stop it") }, idleIn)
 	tb.matches("after the task was stopped", snap)
 	tb.poll("the task list to empty", `document.getElementById('tasks').hidden`)
+}
+
+// TestBrowserSubagent: a subagent's messages show nested under its Agent
+// call as they stream, and the live page is what a fresh rendering of the
+// snapshot shows.
+func TestBrowserSubagent(t *testing.T) {
+	gate := make(chan struct{})
+	script := modeltest.NewScript(
+		modeltest.Response(modeltest.Start("p1"), modeltest.Text(0, "Delegating."),
+			modeltest.ToolUse(1, "toolu_agent", "Agent", map[string]any{"description": "scout", "prompt": "look around"}), modeltest.Stop(model.StopToolUse)),
+		modeltest.Response(modeltest.Start("c1"), modeltest.Text(0, "Looking "), modeltest.Gate(gate),
+			modeltest.ToolUse(1, "toolu_child", "Bash", map[string]any{"command": "echo from-the-child"}), modeltest.Stop(model.StopToolUse)),
+		modeltest.Answer("c2", "The child saw it."),
+		modeltest.Answer("p2", "Parent done."),
+	)
+	st := newStack(t, script, stackOptions{mode: protocol.ModeBypassPermissions, subagents: true})
+	tb := newTab(t)
+	id := tb.open(st.pageURL())
+	ctx := context.Background()
+	obs := &observer{client: dial(t, ctx, st.wsURL(), nil), sessionID: id}
+	var init wire.InitializeResult
+	if err := obs.call(ctx, "initialize", map[string]any{"sessionId": id}, &init); err != nil {
+		t.Fatal(err)
+	}
+	obs.after(func() { tb.send("delegate") }, func(ns []note) bool {
+		for _, n := range ns {
+			var e protocol.AssistantContentUpdated
+			if n.Method == protocol.MethodAssistantContentUpdated && json.Unmarshal(n.Params, &e) == nil &&
+				e.ParentToolID == "toolu_agent" && strings.Contains(e.Chunk, "Looking") {
+				return true
+			}
+		}
+		return false
+	})
+	tb.poll("the subagent's text under its call", `(() => { const s = document.querySelector('.block.tool .subagent');
+	  return s && !s.hidden && s.textContent.includes('look around') && s.textContent.includes('Looking'); })()`)
+	snap := obs.after(func() { close(gate) }, idleIn)
+	tb.matches("after the subagent's run", snap)
+	var text string
+	tb.eval(`document.querySelector('.block.tool .subagent').textContent`, &text)
+	for _, want := range []string{"Looking", "Bash", "echo from-the-child", "The child saw it."} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the nested messages lack %q: %q", want, text)
+		}
+	}
 }

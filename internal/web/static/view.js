@@ -249,13 +249,15 @@ export class View {
     this.stick();
   }
 
-  buildMessage(msg) {
+  // buildMessage makes the view of a message; nested is set for a
+  // subagent's message (shown under its call, never rewound to).
+  buildMessage(msg, nested) {
     const el = h('article', 'msg ' + (msg.role === 'user' ? 'user' : 'assistant'));
     el.dataset.id = msg.id;
     const blocksEl = h('div', 'blocks');
     el.append(blocksEl);
     const mv = { msg, el, blocksEl, blocks: [], dirtyBlocks: new Set(), footer: null };
-    if (msg.role === 'user' && this.onRewind) {
+    if (msg.role === 'user' && this.onRewind && !nested) {
       const b = h('button', 'rewind', '↺ rewind');
       b.type = 'button';
       b.title = 'Rewind the session to before this message';
@@ -327,7 +329,11 @@ export class View {
         bv.full.append(h('summary', undefined, 'output'));
         bv.fullPre = h('pre');
         bv.full.append(bv.fullPre);
-        el.append(head, bv.short, bv.error, bv.full);
+        // A subagent's messages, nested under its call.
+        bv.kidsEl = h('div', 'subagent');
+        bv.kidsEl.hidden = true;
+        bv.kids = [];
+        el.append(head, bv.kidsEl, bv.short, bv.error, bv.full);
         break;
       }
       case 'compact': {
@@ -367,6 +373,7 @@ export class View {
         bv.error.hidden = !blk.error;
         if (bv.fullPre.textContent !== (blk.result || '')) bv.fullPre.textContent = blk.result || '';
         bv.full.hidden = !blk.result || blk.result.trim() === (blk.shortResult || '').trim();
+        this.renderKids(bv, blk.messages || []);
         break;
       case 'compact':
         renderMarkdown(bv.body, blk.content);
@@ -378,6 +385,28 @@ export class View {
         if (role === 'user') bv.body.textContent = blk.content;
         else renderMarkdown(bv.body, blk.content);
     }
+  }
+
+  // renderKids brings a tool block's nested subagent messages up to date.
+  // The reducer changes them in place, so a view is kept while its message
+  // is the same object; only the last two can still be changing (the one
+  // streaming, and the one whose tool calls run), so only those re-render.
+  renderKids(bv, msgs) {
+    let keep = 0;
+    while (keep < bv.kids.length && keep < msgs.length && bv.kids[keep].msg === msgs[keep]) keep++;
+    for (const mv of bv.kids.splice(keep)) mv.el.remove();
+    for (let i = 0; i < msgs.length; i++) {
+      if (i >= keep) {
+        const mv = this.buildMessage(msgs[i], true);
+        bv.kids.push(mv);
+        bv.kidsEl.append(mv.el);
+      } else if (i >= msgs.length - 2) {
+        const mv = bv.kids[i];
+        for (let b = 0; b < mv.msg.blocks.length; b++) this.renderBlock(mv, b);
+        this.renderFooter(mv);
+      }
+    }
+    bv.kidsEl.hidden = msgs.length === 0;
   }
 
   // tickClocks refreshes the live "Thinking Ns" headers, once a second
