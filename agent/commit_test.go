@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/model"
@@ -254,4 +255,41 @@ func jsonOf(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestFastStreamIsWrittenAtOnce: once more than a batch's worth (1 MiB)
+// of streamed text is queued, the journal writes it without waiting for
+// its delay, so a fast stream is never held (and encoded) in large
+// batches. The bubble's clock stands still: only the size can have caused
+// the write.
+func TestFastStreamIsWrittenAtOnce(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		st, dir := store.NewJSONL(t.TempDir()), t.TempDir()
+		hold := make(chan struct{})
+		piece := strings.Repeat("y", 8<<10)
+		chunks := make([]string, 2<<20/len(piece))
+		for i := range chunks {
+			chunks[i] = piece
+		}
+		p := modeltest.NewScript(modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, chunks...), modeltest.Gate(hold), modeltest.Stop("end_turn")))
+		s := newSession(t, p, func(o *agent.Options) { o.Store, o.WorkDir = st, dir })
+		h, err := s.Submit(context.Background(), "question")
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // the stream waits at the gate; no time has passed
+		path, _ := st.Path(store.Key{WorkDir: dir, ID: s.ID()})
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := bytes.Count(data, []byte("y")); n < 1<<20 {
+			t.Fatalf("%d bytes of the 2 MiB streamed are in the file; want at least 1 MiB written without waiting", n)
+		}
+		close(hold)
+		if _, err := h.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

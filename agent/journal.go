@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,10 +39,11 @@ type journal struct {
 
 	wmu sync.Mutex // serialises writes to log; taken before mu
 
-	mu      sync.Mutex // guards the fields below; taken after bus.mu
-	pending []journalEntry
-	merger  protocol.Merger // merges into the tail event of pending
-	err     error           // the first write failure since takeErr
+	mu           sync.Mutex // guards the fields below; taken after bus.mu
+	pending      []journalEntry
+	pendingBytes int             // eventSize of the events queued in pending
+	merger       protocol.Merger // merges into the tail event of pending
+	err          error           // the first write failure since takeErr
 
 	// Guarded by wmu: what the log holds, as the flushes wrote it.
 	// inLog holds the messages whose state the log can rebuild: added by
@@ -52,8 +54,13 @@ type journal struct {
 	lost  bool
 
 	kick chan struct{} // capacity 1: "pending is not empty"
-	stop chan struct{}
-	done chan struct{}
+	// urgent (capacity 1) says that more than journalBatchMax is queued:
+	// the flusher writes it without waiting for journalDelay, so that a
+	// fast stream is never held in memory (and encoded) a large batch at
+	// a time.
+	urgent chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 // journalEntry is an event or a record, exactly one set. A record with
@@ -72,8 +79,12 @@ type journalEntry struct {
 // batch, so that encoding one costs a bounded buffer.
 const journalMergeMax = 64 << 10
 
+// journalBatchMax is the queued size past which the flusher writes at
+// once rather than journalDelay after the batch's first event.
+const journalBatchMax = 1 << 20
+
 func newJournal(log store.Log) *journal {
-	j := &journal{log: log, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), inLog: map[string]bool{}}
+	j := &journal{log: log, kick: make(chan struct{}, 1), urgent: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), inLog: map[string]bool{}}
 	go j.flusher()
 	return j
 }
@@ -100,18 +111,31 @@ func journaled(ev protocol.Event) bool {
 // addEvent queues a published event. Called with bus.mu held.
 func (j *journal) addEvent(ev protocol.Event) {
 	j.mu.Lock()
+	j.pendingBytes += eventSize(ev)
+	urgent := j.pendingBytes > journalBatchMax
 	if n := len(j.pending); n > 0 && j.pending[n-1].ev != nil && eventSize(j.pending[n-1].ev) < journalMergeMax {
 		if m, ok := j.merger.Merge(j.pending[n-1].ev, ev); ok {
 			j.pending[n-1].ev = m
 			j.mu.Unlock()
+			if urgent {
+				signal(j.urgent)
+			}
 			return
 		}
 	}
 	j.merger.Reset()
 	j.pending = append(j.pending, journalEntry{ev: ev})
 	j.mu.Unlock()
+	signal(j.kick)
+	if urgent {
+		signal(j.urgent)
+	}
+}
+
+// signal sends on a channel of capacity 1 without waiting.
+func signal(ch chan struct{}) {
 	select {
-	case j.kick <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
@@ -141,7 +165,7 @@ func (j *journal) flush() error {
 	defer j.wmu.Unlock()
 	j.mu.Lock()
 	batch := j.pending
-	j.pending = nil
+	j.pending, j.pendingBytes = nil, 0
 	j.merger.Reset()
 	j.mu.Unlock()
 	if len(batch) == 0 {
@@ -218,6 +242,8 @@ func (j *journal) flusher() {
 		t.Reset(journalDelay)
 		select {
 		case <-t.C:
+		case <-j.urgent:
+			t.Stop()
 		case <-j.stop:
 			t.Stop()
 			return
@@ -242,18 +268,21 @@ func (j *journal) close() error {
 // block it belongs under.
 func eventLine(ev protocol.Event) json.RawMessage {
 	ev = protocol.WithHeader(ev, protocol.Header{ParentToolID: ev.Head().ParentToolID})
-	params, err := json.Marshal(ev)
-	if err != nil {
+	method, _ := json.Marshal(ev.Method())
+	var buf bytes.Buffer
+	buf.Grow(len(eventLineHead) + len(method) + len(eventLineMid) + eventSize(ev) + 256)
+	buf.WriteString(eventLineHead)
+	buf.Write(method)
+	buf.WriteString(eventLineMid)
+	// json.Encoder escapes as json.Marshal does and writes the event into
+	// buf directly; its newline becomes the record's closing brace.
+	if err := json.NewEncoder(&buf).Encode(ev); err != nil {
 		// Events are plain data; failing to encode one is a bug.
 		panic(fmt.Sprintf("agent: encode %s: %v", ev.Method(), err))
 	}
-	method, _ := json.Marshal(ev.Method())
-	line := make([]byte, 0, len(eventLineHead)+len(method)+len(eventLineMid)+len(params)+1)
-	line = append(line, eventLineHead...)
-	line = append(line, method...)
-	line = append(line, eventLineMid...)
-	line = append(line, params...)
-	return append(line, '}')
+	line := buf.Bytes()
+	line[len(line)-1] = '}'
+	return line
 }
 
 const (
