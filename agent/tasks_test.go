@@ -100,14 +100,15 @@ func TestBackgroundTaskEndIsPublished(t *testing.T) {
 	if end.TaskID != "bash_1" || end.Status != "exited with status 0" || end.Description != "echo done" {
 		t.Errorf("end %+v", end)
 	}
-	started := false
+	started, output := false, false
 	for _, ev := range rec.events {
 		if u, ok := ev.(protocol.TaskUpdated); ok && u.State == protocol.TaskRunning && u.TaskID == "bash_1" {
 			started = true
+			output = output || u.ShortResult == "done"
 		}
 	}
-	if !started {
-		t.Error("no taskUpdated running before the end")
+	if !started || !output {
+		t.Errorf("before the end: taskUpdated running %v, with its output %v", started, output)
 	}
 	if snap := s.Messages().Tasks; len(snap) != 0 {
 		t.Errorf("snapshot tasks %+v after the end", snap)

@@ -286,11 +286,14 @@ type Task struct {
 	Description string `json:"description"`
 	// StartedAt is when it started, Unix ms.
 	StartedAt int64 `json:"startedAt,omitempty"`
+	// ShortResult is the last few lines of its output so far, bounded
+	// (a whole value, as a tool block's).
+	ShortResult string `json:"shortResult,omitempty"`
 }
 
-// TaskUpdated says a background task started (State running) or ended
-// (State ended, with Status saying how: "exited with status 0",
-// "killed", ...).
+// TaskUpdated says a background task started or printed more (State
+// running, with its output's last lines in ShortResult) or ended (State
+// ended, with Status saying how: "exited with status 0", "killed", ...).
 type TaskUpdated struct {
 	Header
 	Task

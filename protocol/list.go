@@ -170,10 +170,15 @@ func (l *List) apply(ev Event) error {
 		}
 		return nil
 	case TaskUpdated:
-		// A task the list holds is replaced, so a repeated start is
-		// harmless; an end of a task never held changes nothing.
-		l.tasks = slices.DeleteFunc(l.tasks, func(t Task) bool { return t.TaskID == e.TaskID })
-		if e.State == TaskRunning {
+		// A running task the list holds is replaced where it is (its
+		// output moved on); an end of a task never held changes nothing.
+		i := slices.IndexFunc(l.tasks, func(t Task) bool { return t.TaskID == e.TaskID })
+		switch {
+		case e.State != TaskRunning && i >= 0:
+			l.tasks = slices.Delete(l.tasks, i, i+1)
+		case e.State == TaskRunning && i >= 0:
+			l.tasks[i] = e.Task
+		case e.State == TaskRunning:
 			l.tasks = append(l.tasks, e.Task)
 		}
 		return nil

@@ -8,6 +8,8 @@ type Task struct {
 	ID          string
 	Description string
 	Started     time.Time
+	// Tail is the last few lines of its output so far (TaskWatcher).
+	Tail string
 }
 
 // Background is implemented by a tool whose calls may leave work running
@@ -25,9 +27,10 @@ type Background interface {
 // starting and ending as it happens, so that the session can publish the
 // running tasks to every face (taskUpdated) instead of faces polling.
 type TaskWatcher interface {
-	// WatchTasks has f called when a task starts (ended false) and when
-	// it ends (ended true, status saying how: "exited with status 0",
-	// "killed", ...). f is called from any goroutine, a task's start
-	// before its end, and an end before Stop returns; it must not block.
+	// WatchTasks has f called when a task starts and as its output grows
+	// (ended false, t.Tail its last lines), and when it ends (ended true,
+	// status saying how: "exited with status 0", "killed", ...). f is
+	// called from any goroutine, a task's calls in order, and an end
+	// before Stop returns; it must not block.
 	WatchTasks(f func(t Task, ended bool, status string))
 }

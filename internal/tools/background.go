@@ -60,16 +60,54 @@ type shell struct {
 	pid         int
 	done        chan struct{} // closed when the command has ended and its output is read
 
+	// watch reports the shell's start, output and end (Shells.WatchTasks).
+	watch func(t tool.Task, ended bool, status string)
+
 	mu      sync.Mutex // guards the fields below
 	unread  *headTail  // output since the last BashOutput
 	exitErr error      // the shell's wait error, once done
 	killed  bool
+	// For watch: the output's last bytes, how much there was, and how
+	// much when the tail was last reported.
+	tail           []byte
+	written, shown int
 }
 
+// Bounds of the output a watched shell reports: every write until
+// taskStreamed bytes, then once per taskShortEvery bytes, so that endless
+// output does not mean endless reports.
+const (
+	taskStreamed   = 64 << 10
+	taskShortEvery = 16 << 10
+	taskTailKeep   = 4096
+	taskTailLines  = 5
+	taskTailBytes  = 512
+)
+
+// Write takes the command's output (the copy goroutine's only caller, in
+// chunks that end on characters).
 func (sh *shell) Write(p []byte) (int, error) {
 	sh.mu.Lock()
 	sh.unread.Write(p)
+	report := ""
+	if sh.watch != nil {
+		sh.tail = append(sh.tail, p...)
+		if len(sh.tail) > 2*taskTailKeep {
+			sh.tail = append(sh.tail[:0], sh.tail[len(sh.tail)-taskTailKeep:]...)
+		}
+		sh.written += len(p)
+		if sh.written <= taskStreamed || sh.written-sh.shown >= taskShortEvery {
+			sh.shown = sh.written
+			// The kept tail may start inside a character.
+			report = strings.ToValidUTF8(ShortResult(string(sh.tail), taskTailLines, taskTailBytes), "\uFFFD")
+		}
+	}
 	sh.mu.Unlock()
+	if report != "" {
+		t := sh.task()
+		t.Tail = report
+		sh.watch(t, false, "")
+	}
 	return len(p), nil
 }
 
@@ -93,15 +131,15 @@ func (s *Shells) start(env *tool.Env, command string) (string, error) {
 	sh := &shell{
 		id: fmt.Sprintf("bash_%d", s.next), command: command, started: time.Now(),
 		pid: cmd.Process.Pid, done: make(chan struct{}), unread: newHeadTail(DefaultMaxUnread),
+		watch: s.watch,
 	}
 	if s.shells == nil {
 		s.shells = map[string]*shell{}
 	}
 	s.shells[sh.id] = sh
-	watch := s.watch
 	s.mu.Unlock()
-	if watch != nil {
-		watch(sh.task(), false, "")
+	if sh.watch != nil {
+		sh.watch(sh.task(), false, "")
 	}
 
 	copied := make(chan struct{})
@@ -121,8 +159,8 @@ func (s *Shells) start(env *tool.Env, command string) (string, error) {
 		sh.mu.Unlock()
 		// Before done closes: Stop, which waits for done, returns only
 		// once the end is reported.
-		if watch != nil {
-			watch(sh.task(), true, sh.endStatus())
+		if sh.watch != nil {
+			sh.watch(sh.task(), true, sh.endStatus())
 		}
 		close(sh.done)
 	}()

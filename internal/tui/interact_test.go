@@ -454,9 +454,10 @@ func TestTasksListed(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, 80, 30)
 	h.ev(protocol.TaskUpdated{Task: protocol.Task{TaskID: "bash_1", Description: "npm run dev\n--port 3000", StartedAt: 1}, State: protocol.TaskRunning},
-		protocol.TaskUpdated{Task: protocol.Task{TaskID: "bash_2", Description: "go test ./...", StartedAt: 2}, State: protocol.TaskRunning})
+		protocol.TaskUpdated{Task: protocol.Task{TaskID: "bash_2", Description: "go test ./...", StartedAt: 2}, State: protocol.TaskRunning},
+		protocol.TaskUpdated{Task: protocol.Task{TaskID: "bash_1", Description: "npm run dev\n--port 3000", StartedAt: 1, ShortResult: "compiling\nready on :3000\n"}, State: protocol.TaskRunning})
 	v := h.current().view
-	if !strings.Contains(v, "bash_1 running: npm run dev") || !strings.Contains(v, "bash_2 running: go test ./...") || strings.Contains(v, "--port") {
+	if !strings.Contains(v, "bash_1 running: npm run dev · ready on :3000") || !strings.Contains(v, "bash_2 running: go test ./...") || strings.Contains(v, "--port") || strings.Contains(v, "compiling") {
 		t.Fatalf("the running tasks are not listed:\n%s", v)
 	}
 	h.ev(protocol.TaskUpdated{Task: protocol.Task{TaskID: "bash_1"}, State: protocol.TaskEnded, Status: "killed"})

@@ -740,8 +740,11 @@ func (m *ui) bottom() (mid, box []string, cursor *tea.Cursor, status []string) {
 	// The background tasks running, from the view state: they outlive
 	// the run that started them.
 	for _, tk := range m.list.Tasks() {
-		first, _, _ := strings.Cut(tk.Description, "\n")
-		mid = append(mid, stDim.Render(truncate("⏺ "+tk.TaskID+" running: "+first, m.width)))
+		line := "⏺ " + tk.TaskID + " running: " + firstLineOf(tk.Description)
+		if out := lastLineOf(tk.ShortResult); out != "" {
+			line += " · " + out
+		}
+		mid = append(mid, stDim.Render(truncate(line, m.width)))
 	}
 	for _, q := range m.list.Queued() {
 		first, _, _ := strings.Cut(queuedText(q), "\n")
@@ -763,6 +766,18 @@ func (m *ui) bottom() (mid, box []string, cursor *tea.Cursor, status []string) {
 	}
 	status = []string{m.statusLine()}
 	return mid, box, cursor, status
+}
+
+// firstLineOf is s's first line.
+func firstLineOf(s string) string {
+	first, _, _ := strings.Cut(s, "\n")
+	return first
+}
+
+// lastLineOf is s's last non-blank line.
+func lastLineOf(s string) string {
+	s = strings.TrimRight(s, " \t\r\n")
+	return strings.TrimSpace(s[strings.LastIndexByte(s, '\n')+1:])
 }
 
 // inputKey is what the input box's rendering depends on.

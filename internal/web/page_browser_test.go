@@ -134,7 +134,7 @@ func TestBrowserQueueTasksAndBtw(t *testing.T) {
 	gate := make(chan struct{})
 	script := modeltest.NewScript(
 		modeltest.Response(modeltest.Start("m1"), modeltest.Gate(gate),
-			modeltest.ToolUse(0, "toolu_1", "Bash", map[string]any{"command": "sleep 600", "run_in_background": true}), modeltest.Stop(model.StopToolUse)),
+			modeltest.ToolUse(0, "toolu_1", "Bash", map[string]any{"command": "echo serving; sleep 600", "run_in_background": true}), modeltest.Stop(model.StopToolUse)),
 		modeltest.Answer("m2", "It is 42."), // the side question's answer
 		modeltest.Answer("m3", "Started, and noted."),
 		modeltest.Response(modeltest.Start("m4"),
@@ -160,13 +160,24 @@ func TestBrowserQueueTasksAndBtw(t *testing.T) {
 	tb.send("/btw what is the answer?")
 	tb.poll("the side answer", `!document.getElementById('btw').hidden && document.getElementById('btw').textContent.includes('It is 42.')`)
 
-	snap = obs.after(func() { close(gate) }, idleIn)
+	// The task's output arrives whenever the command prints: the
+	// snapshot is taken once both it and the run's end are in.
+	printed := func(ns []note) bool {
+		for _, n := range ns {
+			var u protocol.TaskUpdated
+			if n.Method == protocol.MethodTaskUpdated && json.Unmarshal(n.Params, &u) == nil && u.ShortResult != "" {
+				return true
+			}
+		}
+		return false
+	}
+	snap = obs.after(func() { close(gate) }, func(ns []note) bool { return idleIn(ns) && printed(ns) })
 	tb.matches("after the steered run", snap)
 	if len(snap.Tasks) != 1 || snap.Tasks[0].TaskID != "bash_1" {
 		t.Fatalf("the session's tasks: %+v", snap.Tasks)
 	}
 	tb.poll("the queue to empty", `document.getElementById('queue').hidden`)
-	tb.poll("the running task", `!document.getElementById('tasks').hidden && document.getElementById('tasks').textContent.includes('bash_1 sleep 600')`)
+	tb.poll("the running task and its output", `!document.getElementById('tasks').hidden && document.getElementById('tasks').textContent.includes('bash_1 echo serving; sleep 600 · serving')`)
 	var text string
 	tb.eval(`document.getElementById('messages').textContent`, &text)
 	if strings.Contains(text, "what is the answer") || strings.Contains(text, "It is 42.") {

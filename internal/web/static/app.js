@@ -357,7 +357,10 @@ function showQueue() {
 
 // showTasks lists the background tasks running.
 function showTasks() {
-  fillList(els.tasks, list.tasks.map((t) => `${t.taskId} ${t.description.split('\n')[0]}`));
+  fillList(els.tasks, list.tasks.map((t) => {
+    const out = (t.shortResult || '').trimEnd().split('\n').pop().trim();
+    return `${t.taskId} ${t.description.split('\n')[0]}${out ? ` · ${out}` : ''}`;
+  }));
 }
 
 function fillList(ul, texts) {

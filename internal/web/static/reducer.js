@@ -116,6 +116,7 @@ function normQueued(q) {
 function normTask(t) {
   const out = { taskId: str(t.taskId), description: str(t.description) };
   if (int(t.startedAt)) out.startedAt = t.startedAt;
+  if (str(t.shortResult)) out.shortResult = t.shortResult;
   return out;
 }
 
@@ -233,13 +234,14 @@ export class List {
         this.queued = list(p.queued, normQueued);
         return { kind: 'queue' };
       case 'taskUpdated': {
-        // A task held is replaced; an end of a task never held changes
-        // nothing.
-        const id = str(p.taskId);
-        const n = this.tasks.length;
-        this.tasks = this.tasks.filter((t) => t.taskId !== id);
-        if (str(p.state) === 'running') this.tasks.push(normTask(p));
-        else if (this.tasks.length === n) return { kind: 'none' };
+        // A running task held is replaced where it is; an end of a task
+        // never held changes nothing.
+        const i = this.tasks.findIndex((t) => t.taskId === str(p.taskId));
+        const running = str(p.state) === 'running';
+        if (running && i >= 0) this.tasks[i] = normTask(p);
+        else if (running) this.tasks.push(normTask(p));
+        else if (i >= 0) this.tasks.splice(i, 1);
+        else return { kind: 'none' };
         return { kind: 'tasks' };
       }
       case 'streamNotice':
