@@ -158,6 +158,45 @@ func (m *Mirror) Reset(snap protocol.Snapshot) {
 	}
 }
 
+// Backfill adds events that precede the mirror's state to its replay
+// buffer, so that SubscribeFrom can serve a subscriber that holds an older
+// seq (the mirror started from a checkpoint, the log still had events
+// before it). evs are contiguous and end where the buffer begins (at the
+// mirror's seq when the buffer is empty); the buffer's bounds still apply.
+func (m *Mirror) Backfill(evs []protocol.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	b := m.bus
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	end := b.list.Seq()
+	if len(b.replay) > 0 {
+		end = b.replay[0].Head().From() - 1
+	}
+	for i, ev := range evs {
+		next := end + 1
+		if i+1 < len(evs) {
+			next = evs[i+1].Head().From()
+		}
+		if ev.Head().Seq+1 != next {
+			return fmt.Errorf("agent: backfill of %s: event covering %d..%d does not precede %d", b.sessionID, ev.Head().From(), ev.Head().Seq, next)
+		}
+	}
+	n := 0
+	for _, ev := range evs {
+		n += eventSize(ev)
+	}
+	b.replay = append(append(make([]protocol.Event, 0, len(evs)+len(b.replay)), evs...), b.replay...)
+	b.replayBytes += n
+	for len(b.replay) > replayMaxEvents || (b.replayBytes > replayMaxBytes && len(b.replay) > 1) {
+		b.replayBytes -= eventSize(b.replay[0])
+		b.replay[0] = nil
+		b.replay = b.replay[1:]
+	}
+	return nil
+}
+
 // Close closes every subscription; queued events stay readable.
 func (m *Mirror) Close() { m.bus.closeAll() }
 

@@ -145,6 +145,24 @@ func TestMirrorDeliversWhatItApplies(t *testing.T) {
 	if got := m.Messages().Messages[1].Blocks[1].Content; got != "half an answer and more!!." {
 		t.Fatalf("mirror holds %q", got)
 	}
+	// Events before the mirror's first one (read from a log that still
+	// holds them) can be added for subscribers that are further behind.
+	early := agent.NewMirror("s", protocol.Snapshot{Seq: 12})
+	if err := early.Backfill([]protocol.Event{chunk(11, "a"), chunk(12, "b")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := early.Backfill([]protocol.Event{chunk(8, "x")}); err == nil {
+		t.Fatal("a backfill that does not end at the buffer's start was taken")
+	}
+	back, err := early.SubscribeFrom(10, agent.SubscribeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev, _ := back.Next(t.Context()); ev.Head().From() != 11 || ev.Head().Seq != 12 {
+		t.Fatalf("SubscribeFrom(10) after backfill starts with %d..%d", ev.Head().From(), ev.Head().Seq)
+	}
+	back.Close()
+
 	m.Reset(protocol.Snapshot{Seq: 30})
 	// What was queued before the reset is still delivered, then the end.
 	for {

@@ -187,7 +187,8 @@ func (w *Writer) Append(ctx context.Context, ev protocol.Event) error {
 // first those the log holds and then each new one as it is stored, until
 // ctx ends (it returns ctx's error) or fn returns an error (returned as
 // is). It fails with ErrGap when the log's first event after `after` is not
-// after+1: the events in between were trimmed.
+// after+1: the events in between were trimmed. A negative after starts at
+// the first event the log holds, whatever its seq.
 func (l *Log) Follow(ctx context.Context, session string, after int64, fn func(protocol.Event) error) error {
 	if err := checkID(session); err != nil {
 		return err
@@ -210,6 +211,7 @@ func (l *Log) Follow(ctx context.Context, session string, after int64, fn func(p
 		}
 	}()
 	next := after + 1
+	first := after < 0
 	for {
 		m, err := it.Next()
 		if err != nil {
@@ -222,12 +224,15 @@ func (l *Log) Follow(ctx context.Context, session string, after int64, fn func(p
 		if err != nil {
 			return err
 		}
-		if seq < next {
+		if seq < next && !first {
 			continue // before the reader's seq: it has this one
 		}
 		ev, err := protocol.DecodeNotification(m.Data())
 		if err != nil {
 			return fmt.Errorf("cluster: %s seq %d in the log: %w", session, seq, err)
+		}
+		if first {
+			next, first = ev.Head().From(), false
 		}
 		if from := ev.Head().From(); from != next {
 			return fmt.Errorf("%w: %s holds %d..%d after %d", ErrGap, session, from, seq, next-1)

@@ -304,6 +304,10 @@ func TestTrimKeepsWhatACheckpointDoesNotCover(t *testing.T) {
 	if err := l.Follow(ctx, s, 2, func(protocol.Event) error { return nil }); !errors.Is(err, ErrGap) {
 		t.Fatalf("Follow after 2: %v, want ErrGap", err)
 	}
+	// From wherever the log starts.
+	if got := collect(t, l, s, -1, 10); got[0].Head().Seq != 6 || len(got) != 5 {
+		t.Fatalf("from the start: %d events from seq %d", len(got), got[0].Head().Seq)
+	}
 	// Trimming everything keeps the last message, which fences writers.
 	if err := l.Trim(t.Context(), s, w.Position().Stream+1); err != nil {
 		t.Fatal(err)

@@ -98,6 +98,38 @@ func (h *handle) catchUp(ctx context.Context) error {
 	}
 }
 
+// backfill gives a mirror that starts from a checkpoint the events the log
+// still holds before it, so that a client resuming from an older seq gets
+// the events it missed rather than a snapshot.
+func (h *handle) backfill(ctx context.Context) error {
+	base := h.mirror.Seq()
+	if base == 0 {
+		return nil
+	}
+	if pos, err := h.n.elog.Last(ctx, h.id); err != nil || pos.Seq < base {
+		return err // a log behind its checkpoint holds nothing before it
+	}
+	var evs []protocol.Event
+	reached := errors.New("reached")
+	err := h.n.elog.Follow(ctx, h.id, -1, func(ev protocol.Event) error {
+		if ev.Head().Seq > base {
+			return reached
+		}
+		evs = append(evs, ev)
+		if ev.Head().Seq == base {
+			return reached
+		}
+		return nil
+	})
+	if !errors.Is(err, reached) {
+		return err
+	}
+	if len(evs) > 0 && evs[len(evs)-1].Head().Seq == base {
+		return h.mirror.Backfill(evs)
+	}
+	return nil
+}
+
 // apply feeds the mirror one event of the log.
 func (h *handle) apply(ev protocol.Event) error {
 	if err := h.mirror.Apply(ev); err != nil && !errors.Is(err, protocol.ErrStale) {

@@ -260,6 +260,9 @@ func (n *Node) Open(ctx context.Context, id string, options func(workDir string)
 	if options != nil {
 		h.options = func(_ context.Context, dir string) (agent.Options, error) { return options(dir) }
 	}
+	if err := h.backfill(ctx); err != nil {
+		n.log.Warn("cannot read a session's log before its checkpoint", "session", id, "err", err)
+	}
 	if err := h.catchUp(ctx); err != nil {
 		return nil, err
 	}

@@ -133,7 +133,7 @@ func TestCommandsFromAnyNodeReachTheOwner(t *testing.T) {
 	}
 
 	// The end of the run checkpointed the state the clients hold.
-	checkpointAt(t, b, id, got)
+	firstRun := checkpointAt(t, b, id, got)
 
 	// A command sent twice with one request id runs once.
 	c, _ := json.Marshal(command{ID: "req-1", Method: cmdSubmit, Text: "once"})
@@ -158,6 +158,19 @@ func TestCommandsFromAnyNodeReachTheOwner(t *testing.T) {
 	defer cancel()
 	if err := b.elog.Follow(ctx, id, 0, func(protocol.Event) error { return nil }); !errors.Is(err, ErrGap) {
 		t.Fatalf("reading the trimmed log from seq 0: %v", err)
+	}
+	// A node that opens the session now starts from the last checkpoint,
+	// and still serves a client resuming from the first one: the log's
+	// events before the checkpoint are in its mirror's replay buffer.
+	third := startNode(t, "c", url, dsn, modeltest.NewScript())
+	hc := third.open(t, id)
+	resumed, err := hc.SubscribeFrom(firstRun.Seq)
+	if err != nil {
+		t.Fatalf("resuming on a new node from seq %d: %v", firstRun.Seq, err)
+	}
+	defer resumed.Close()
+	if again := follow(t, firstRun, resumed, got.Seq); !reflect.DeepEqual(again.Messages, got.Messages) {
+		t.Fatalf("resumed on c: %+v, want %+v", again, got)
 	}
 
 	// a stops (releasing its lease): the next command from b makes b the
