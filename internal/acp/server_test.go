@@ -216,6 +216,8 @@ type harnessOpts struct {
 	hooks  func(cwd string) (agent.Hooks, error) // Options.Hooks
 	// pageSize is Options.ListPageSize.
 	pageSize int
+	// subagents gives the sessions the Agent tool.
+	subagents bool
 }
 
 func newHarness(t testing.TB, provider model.Provider, o harnessOpts) *harness {
@@ -238,11 +240,16 @@ func newHarness(t testing.TB, provider model.Provider, o harnessOpts) *harness {
 	tap := &rawTap{w: fromAgentW}
 	h := &harness{t: t, client: c, dir: dir, in: toAgentW, out: tap, done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
+	var subagents []agent.Subagent
+	if o.subagents {
+		subagents = []agent.Subagent{}
+	}
 	go func() {
 		err := Serve(ctx, Options{
 			Agent: agent.Options{
 				Provider: provider, WorkDir: work, PermissionMode: o.mode,
 				Store: store.NewJSONL(filepath.Join(dir, "store")), Stream: modeltest.StreamOptions(),
+				Subagents: subagents,
 			},
 			Models:       []string{"test-model", "other-model"},
 			Version:      "test",
@@ -1035,5 +1042,51 @@ func TestBtwWhileARunGoes(t *testing.T) {
 	}
 	if !offered {
 		t.Error("btw is not among the available commands")
+	}
+}
+
+// TestSubagentIsToolCallContent: ACP has no nested sessions, so a
+// subagent's work shows as its Agent call's content (its tool calls and
+// last words), never as the agent's own message; its usage counts.
+func TestSubagentIsToolCallContent(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, modeltest.NewScript(
+		modeltest.Response(modeltest.Start("p1"), modeltest.ToolUse(0, "agent1", "Agent", map[string]any{"description": "scout", "prompt": "look"}), modeltest.Stop("tool_use")),
+		modeltest.Response(modeltest.Start("c1"), modeltest.Text(0, "child says hi"), modeltest.ToolUse(1, "c-bash", "Bash", map[string]any{"command": "echo from-child"}), modeltest.Stop("tool_use")),
+		modeltest.Answer("c2", "child report"),
+		modeltest.Answer("p2", "parent done"),
+	), harnessOpts{mode: protocol.ModeBypassPermissions, subagents: true})
+	h.initialize(sdk.ClientCapabilities{})
+	sess := h.newSession()
+	if _, err := h.prompt(sess.SessionId, "delegate"); err != nil {
+		t.Fatal(err)
+	}
+	ns := h.client.snapshot()
+	if got := messageText(ns); got != "parent done" {
+		t.Errorf("agent message %q: a subagent's text leaked into it", got)
+	}
+	starts, ups := toolUpdates(ns)
+	if len(starts) != 1 || starts[0].ToolCallId != "agent1" {
+		t.Fatalf("tool calls started: %+v (the subagent's must not be the session's)", starts)
+	}
+	var shown []string
+	for _, u := range ups {
+		if u.ToolCallId != "agent1" {
+			t.Errorf("an update of %q, not of the Agent call", u.ToolCallId)
+		}
+		for _, c := range u.Content {
+			if c.Content != nil && c.Content.Content.Text != nil {
+				shown = append(shown, c.Content.Content.Text.Text)
+			}
+		}
+	}
+	all := strings.Join(shown, "\n---\n")
+	for _, want := range []string{"✓ Bash echo from-child", "child says hi", "child report"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the Agent call's content lacks %q:\n%s", want, all)
+		}
+	}
+	if lastStatus(ups) != sdk.ToolCallStatusCompleted {
+		t.Errorf("the Agent call ended %q", lastStatus(ups))
 	}
 }

@@ -95,6 +95,7 @@ func (s *Server) attach(ag *agent.Session, ms *mcp.Servers, ref *sessionRef, rep
 	ss.tr = translator{workDir: ag.WorkDir(), terminal: ss.terminalOf}
 	ref.set(ss)
 	snap, sub := ag.SnapshotAndSubscribe(agent.SubscribeOptions{})
+	ss.tr.list = protocol.NewList(snap)
 	ss.sub = sub
 	// Nothing counts as sent until the first updates are out.
 	ss.sent = -1
@@ -164,7 +165,20 @@ func (ss *session) pump(first []sdk.SessionUpdate, snapSeq int64) {
 // requests are asked, a first user message titles the session, a turn's
 // end reports the usage.
 func (ss *session) extra(ev protocol.Event) []sdk.SessionUpdate {
+	if err := ss.tr.list.Apply(ev); err != nil && !errors.Is(err, protocol.ErrStale) {
+		ss.tr.list.Reset(ss.ag.Messages()) // later events it holds are dropped as stale
+	}
 	ups := ss.tr.updates(ev)
+	if ev.Head().ParentToolID != "" {
+		// A subagent's: its permission requests are asked like any
+		// other; its messages, turns and rewinds are not the session's.
+		if e, ok := ev.(protocol.PermissionRequest); ok {
+			ss.ask(e)
+		}
+		if _, ok := ev.(protocol.PermissionResolved); !ok {
+			return ups
+		}
+	}
 	switch e := ev.(type) {
 	case protocol.PermissionRequest:
 		ss.ask(e)
@@ -212,12 +226,7 @@ func (ss *session) extra(ev protocol.Event) []sdk.SessionUpdate {
 // session's cost so far, summed from the messages' usage.
 func (ss *session) usageUpdate(last protocol.Usage) sdk.SessionUpdate {
 	used := last.InputTokens + last.CacheReadInputTokens + last.CacheCreationInputTokens + last.OutputTokens
-	var total protocol.Usage
-	for _, m := range ss.ag.Messages().Messages {
-		if m.Usage != nil {
-			total = total.Add(*m.Usage)
-		}
-	}
+	total := usageOf(ss.ag.Messages().Messages)
 	u := &sdk.SessionUsageUpdate{Used: used, Size: ss.contextWindow()}
 	if c := agent.CostUSD(ss.ag.Model(), total); c > 0 {
 		u.Cost = &sdk.Cost{Amount: c, Currency: "USD"}
@@ -536,4 +545,19 @@ func (ss *session) configOptions() []sdk.SessionConfigOption {
 		out = append(out, model)
 	}
 	return out
+}
+
+// usageOf sums the usage of msgs and of the subagents' messages nested in
+// them: what the session has spent.
+func usageOf(msgs []protocol.Message) protocol.Usage {
+	var total protocol.Usage
+	for _, m := range msgs {
+		if m.Usage != nil {
+			total = total.Add(*m.Usage)
+		}
+		for _, b := range m.Blocks {
+			total = total.Add(usageOf(b.Messages))
+		}
+	}
+	return total
 }

@@ -2,6 +2,7 @@ package acp
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 
@@ -117,12 +118,20 @@ type translator struct {
 	// terminal returns the id of the client terminal a tool call runs in,
 	// "" when none (safe for concurrent use).
 	terminal func(toolID string) string
+	// list is the session's view state, kept by the one reducer from the
+	// session's events (session.extra applies each before updates): a
+	// subagent's work is shown from the nested messages of its call's
+	// block.
+	list *protocol.List
 }
 
 // updates returns the session/update payloads for ev, in order: none for
 // events that an ACP client has no use for (run states, message frames,
 // permission traffic, which travels as requests).
 func (t *translator) updates(ev protocol.Event) []sdk.SessionUpdate {
+	if p := ev.Head().ParentToolID; p != "" {
+		return t.subagentUpdates(p, ev)
+	}
 	switch e := ev.(type) {
 	case protocol.AssistantContentUpdated:
 		if e.Chunk == "" {
@@ -339,4 +348,96 @@ func title(m protocol.Message) string {
 		s = string(r[:80]) + "…"
 	}
 	return s
+}
+
+// subagentUpdates shows a subagent's progress as the content of the
+// Agent call it runs in: ACP has no nested sessions, so the call's
+// content lists the subagent's tool calls and its last words, replaced
+// whenever one of them changes (never per streamed chunk).
+func (t *translator) subagentUpdates(parent string, ev protocol.Event) []sdk.SessionUpdate {
+	switch e := ev.(type) {
+	case protocol.ToolBlockUpdated:
+		if e.Stage == protocol.StageStreaming || (e.Stage == protocol.StageRunning && e.ResultChunk != "") {
+			return nil
+		}
+	case protocol.AssistantContentUpdated:
+		if e.Stage != protocol.StageEnd {
+			return nil
+		}
+	case protocol.UserMessageAdded:
+	default:
+		return nil
+	}
+	if t.list == nil {
+		return nil
+	}
+	msgs, ok := nestedOf(t.list, parent)
+	if !ok {
+		return nil
+	}
+	text := subagentSummary(msgs)
+	if text == "" {
+		return nil
+	}
+	return []sdk.SessionUpdate{sdk.UpdateToolCall(sdk.ToolCallId(parent),
+		sdk.WithUpdateStatus(sdk.ToolCallStatusInProgress),
+		sdk.WithUpdateContent([]sdk.ToolCallContent{textContent(text)}))}
+}
+
+// nestedOf returns the nested messages of the top-level tool block with
+// the given id, searching from the latest message.
+func nestedOf(l *protocol.List, toolID string) ([]protocol.Message, bool) {
+	for i := l.Len() - 1; i >= 0; i-- {
+		for _, b := range l.At(i).Blocks {
+			if b.Type == protocol.BlockTool && b.ToolID == toolID {
+				return b.Messages, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// subagentSummary is a subagent's work in a few lines: one per tool call
+// (the latest ones), then the last line of its latest text.
+func subagentSummary(msgs []protocol.Message) string {
+	var calls []string
+	last := ""
+	for _, m := range msgs {
+		if m.Role != protocol.RoleAssistant {
+			continue
+		}
+		for _, b := range m.Blocks {
+			switch b.Type {
+			case protocol.BlockTool:
+				mark := "…"
+				switch {
+				case b.Stage == protocol.StageEnd && b.Success != nil && *b.Success:
+					mark = "✓"
+				case b.Stage == protocol.StageEnd:
+					mark = "✗"
+				}
+				line := mark + " " + b.Name
+				if b.CompactParams != "" {
+					line += " " + b.CompactParams
+				}
+				calls = append(calls, line)
+			case protocol.BlockText:
+				if s := strings.TrimSpace(b.Content); s != "" {
+					last = s
+				}
+			}
+		}
+	}
+	const shown = 8
+	var lines []string
+	if n := len(calls) - shown; n > 0 {
+		lines = append(lines, fmt.Sprintf("(%d earlier tool calls)", n))
+		calls = calls[n:]
+	}
+	lines = append(lines, calls...)
+	if last != "" {
+		ls := strings.Split(last, "\n")
+		lines = append(lines, ls[len(ls)-1])
+	}
+	return strings.Join(lines, "\n")
 }
