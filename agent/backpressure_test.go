@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 
 	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
 )
@@ -72,6 +73,66 @@ func TestBoundedSubscriberHoldsTheStream(t *testing.T) {
 		}
 		if idle.Pending() == 0 {
 			t.Fatal("the unbounded subscriber got nothing")
+		}
+	})
+}
+
+// TestBoundedSubscriberHoldsASubagent: a subagent's stream reaches its
+// parent's subscribers, so a bounded one that reads nothing holds the
+// child's model stream back too.
+func TestBoundedSubscriberHoldsASubagent(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const chunk, bound = 1 << 10, 16 << 10
+		chunks := make([]string, 200)
+		for i := range chunks {
+			chunks[i] = strings.Repeat(string(rune('a'+i%26)), chunk)
+		}
+		p := &modeltest.Script{Respond: func(req *model.Request) []modeltest.Step {
+			switch {
+			case firstText(req) == "child task":
+				return modeltest.Answer("c1", chunks...)
+			case results(req) == 0:
+				return modeltest.Response(modeltest.Start("p1"), modeltest.ToolUse(0, "agent-1", "Agent", map[string]any{
+					"description": "do it", "prompt": "child task", "subagent_type": "general-purpose"}), modeltest.Stop("tool_use"))
+			}
+			return modeltest.Answer("p2", "parent done")
+		}}
+		s := newSession(t, p, func(o *agent.Options) { o.Subagents = []agent.Subagent{} })
+		held := s.Subscribe(agent.SubscribeOptions{MaxPendingBytes: bound})
+		defer held.Close()
+		ctx := context.Background()
+		h, err := s.Submit(ctx, "main task")
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		select {
+		case <-h.Done():
+			t.Fatal("the run ended although its bounded subscriber read nothing")
+		default:
+		}
+		shown := 0
+		for _, m := range s.Messages().Messages {
+			for _, b := range m.Blocks {
+				for _, k := range b.Messages {
+					shown += len(k.Text())
+				}
+			}
+		}
+		if shown > bound+2*chunk {
+			t.Fatalf("the subagent streamed %d bytes while the subscriber held at most %d", shown, bound)
+		}
+		go func() {
+			for {
+				if _, err := held.Next(ctx); err != nil {
+					return
+				}
+			}
+		}()
+		res, err := h.Wait(ctx)
+		if err != nil || res.Text != "parent done" {
+			t.Fatalf("run: %q, %v", res.Text, err)
 		}
 	})
 }

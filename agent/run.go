@@ -191,8 +191,11 @@ func (s *Session) respond(ctx context.Context, res *Result, canCompact bool) res
 		s.publishPart(p)
 		att.handle(p)
 		// A subscriber that must not fall behind (a host on stdio that
-		// stopped reading) holds the stream here, before more is read.
-		s.bus.waitRoom(ctx)
+		// stopped reading) holds the stream here, before more is read;
+		// a subagent's stream reaches its parents' subscribers too.
+		for o := s; o != nil; o = o.parent {
+			o.bus.waitRoom(ctx)
+		}
 	}
 	res.APIDuration += time.Since(start)
 	aborted := false
