@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 
@@ -114,4 +115,29 @@ func TestThinkingEffortFlags(t *testing.T) {
 			t.Errorf("%q: adaptive %v effort %q betas %q fallback %q", tc.args, af.AdaptiveThinking, af.Effort, af.Betas, af.FallbackModels)
 		}
 	}
+}
+
+// FuzzParseSettings: any document parses or fails cleanly, and what parses
+// is consistent: the ignored keys sorted, none of them one sluice takes.
+func FuzzParseSettings(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `{"model":"m"}`, `{"permissions":{"allow":["Bash(git log:*)"],"deny":["Read"],"defaultMode":"plan","ask":["x"]}}`,
+		`{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"true"}]}]},"env":{"A":"b"}}`, `[]`, `{"hooks":null}`, `{"permissions":null}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := ParseSettings(data)
+		if err != nil {
+			return
+		}
+		if !sort.StringsAreSorted(s.Ignored) {
+			t.Fatalf("ignored keys not sorted: %q", s.Ignored)
+		}
+		for _, k := range s.Ignored {
+			if k == "hooks" || k == "model" || k == "permissions" {
+				t.Fatalf("%q reported ignored", k)
+			}
+		}
+	})
 }
