@@ -199,7 +199,7 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 		Effort: af.Effort, Betas: af.Betas, SessionState: sessionStateFromEnv(os.Getenv),
 		Stdin: stdio.In, Stdout: stdio.Out, Stderr: stdio.Err,
 	}
-	if cf.IncludeHookEvents {
+	if cf.OutputFormat == printmode.FormatStreamJSON {
 		cfg.HookEvents = &printmode.HookRelay{}
 		setup.Hooks.Observe = cfg.HookEvents.Observe
 	}

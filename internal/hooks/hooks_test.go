@@ -320,6 +320,7 @@ func TestRunLifecycle(t *testing.T) {
 		{"other event", Stop, "", "true", 0, "Stop", "success", 0, "", ""},
 		{"blocking exit", PreToolUse, "Bash", "echo no >&2; exit 2", 0, "PreToolUse:Bash", "error", 2, "", "no\n"},
 		{"timed out", UserPromptSubmit, "", "sleep 30", 0.2, "UserPromptSubmit", "cancelled", 0, "", ""},
+		{"session start", SessionStart, "startup", "echo hi", 0, "SessionStart:startup", "success", 0, "hi\n", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

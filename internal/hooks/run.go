@@ -43,8 +43,9 @@ type Lifecycle struct {
 	// ID is the same for a hook's start and its end.
 	ID    string
 	Event Event
-	// Name is the event and, for tool events, the tool: "PreToolUse:Bash",
-	// "Stop".
+	// Name is the event and what its matcher matched (the tool, a
+	// SessionStart's source), as Claude Code names hook runs:
+	// "PreToolUse:Bash", "SessionStart:startup", "Stop".
 	Name string
 	Done bool
 	// The rest is set when Done.
@@ -112,8 +113,8 @@ func (r *Runner) Run(ctx context.Context, ev Event, target string, in Input) Out
 	results := make([]result, len(cmds))
 	var wg sync.WaitGroup
 	name := string(ev)
-	if target != "" && toolEvent(ev) {
-		name += ":" + target
+	if target != "" {
+		name += ":" + target // the tool, or SessionStart's source
 	}
 	for i, c := range cmds {
 		wg.Go(func() {
@@ -140,12 +141,6 @@ func (r *Runner) Run(ctx context.Context, ev Event, target string, in Input) Out
 		logger.Warn("hook", "event", string(ev), "message", m)
 	}
 	return out
-}
-
-// toolEvent reports whether ev is about a tool call, whose hooks Claude
-// Code names after the tool.
-func toolEvent(ev Event) bool {
-	return ev == PreToolUse || ev == PostToolUse || ev == "PostToolUseFailure" || ev == "PermissionRequest"
 }
 
 func (res result) lifecycle(id string, ev Event, name string) Lifecycle {

@@ -11,8 +11,9 @@ import (
 )
 
 // HookRelay carries the command hooks' lifecycle (hooks.Runner.Observe)
-// to the run that writes it as stream-json lines (--include-hook-events).
-// What comes while no run is attached is dropped.
+// to the run that writes it as stream-json lines: every hook's with
+// --include-hook-events, SessionStart's always (as Claude Code). What comes
+// while no run is attached is dropped.
 type HookRelay struct {
 	mu sync.Mutex
 	to func(hooks.Lifecycle)
@@ -74,9 +75,13 @@ type hookLines struct {
 	w       *writer
 	mu      sync.Mutex
 	queue   []hookWait
-	wake    context.CancelFunc // wakes the run's loop from its wait
+	cur     context.Context    // the loop's wait
+	wake    context.CancelFunc // cancels cur: wakes the loop from its wait
 	stopped bool
 	on      bool // hook lines are written in this run
+	// all writes every hook's lines (--include-hook-events); without it
+	// only SessionStart's, which Claude Code always writes.
+	all bool
 }
 
 type hookWait struct {
@@ -84,10 +89,13 @@ type hookWait struct {
 	written chan struct{}
 }
 
-func newHookLines(w *writer, on bool) *hookLines { return &hookLines{w: w, on: on} }
+func newHookLines(w *writer, on, all bool) *hookLines { return &hookLines{w: w, on: on, all: all} }
 
 // observe is the relay's sink while the run goes on.
 func (h *hookLines) observe(l hooks.Lifecycle) {
+	if !h.all && l.Event != hooks.SessionStart {
+		return
+	}
 	hw := hookWait{l: l, written: make(chan struct{})}
 	h.mu.Lock()
 	if h.stopped {
@@ -95,7 +103,7 @@ func (h *hookLines) observe(l hooks.Lifecycle) {
 		return
 	}
 	h.queue = append(h.queue, hw)
-	wake := h.wake
+	wake := h.wake // nil before the loop's first wait, which sees the queue
 	h.mu.Unlock()
 	if wake != nil {
 		wake()
@@ -103,26 +111,22 @@ func (h *hookLines) observe(l hooks.Lifecycle) {
 	<-hw.written
 }
 
-// waitContext is the context of the loop's next wait: done, or cancelled
-// as soon as a hook line is queued. Call release after the wait.
-func (h *hookLines) waitContext(done context.Context) (ctx context.Context, release func()) {
+// waitContext is the context of the loop's next wait: done, or, while
+// hook lines are written, one that is also cancelled as soon as a hook
+// line is queued (made anew only after it was).
+func (h *hookLines) waitContext(done context.Context) context.Context {
 	if !h.on {
-		return done, func() {}
+		return done
 	}
-	ctx, cancel := context.WithCancel(done)
 	h.mu.Lock()
-	h.wake = cancel
-	queued := len(h.queue) > 0
-	h.mu.Unlock()
-	if queued {
-		cancel()
+	defer h.mu.Unlock()
+	if h.cur == nil || h.cur.Err() != nil {
+		h.cur, h.wake = context.WithCancel(done)
 	}
-	return ctx, func() {
-		h.mu.Lock()
-		h.wake = nil
-		h.mu.Unlock()
-		cancel()
+	if len(h.queue) > 0 {
+		h.wake()
 	}
+	return h.cur
 }
 
 // write handles what the subscription holds, then writes the queued hook
@@ -159,6 +163,9 @@ func (h *hookLines) flush() {
 func (h *hookLines) end() {
 	h.mu.Lock()
 	h.stopped = true
+	if h.wake != nil {
+		h.wake() // releases cur
+	}
 	h.mu.Unlock()
 	h.flush()
 }

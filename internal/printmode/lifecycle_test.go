@@ -163,8 +163,9 @@ func TestToolResultMeta(t *testing.T) {
 	}
 }
 
-// --include-hook-events writes each command hook's start and end;
-// session_state_changed lines frame the turn as the SDK asks for them.
+// --include-hook-events writes each command hook's start and end (without
+// it, SessionStart's only, as Claude Code); session_state_changed lines
+// frame the turn as the SDK asks for them.
 func TestHookEventsAndSessionState(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -172,14 +173,15 @@ func TestHookEventsAndSessionState(t *testing.T) {
 		on   bool
 		want []string
 	}{
-		{"asked for", true, []string{"system/session_state_changed", "system/init", "assistant", "system/hook_started", "system/hook_response",
-			"user", "assistant", "result/success", "system/session_state_changed"}},
-		{"not asked for", false, []string{"system/init", "assistant", "user", "assistant", "result/success"}},
+		{"asked for", true, []string{"system/session_state_changed", "system/init", "system/hook_started", "system/hook_response",
+			"assistant", "system/hook_started", "system/hook_response", "user", "assistant", "result/success", "system/session_state_changed"}},
+		{"not asked for", false, []string{"system/init", "system/hook_started", "system/hook_response", "assistant", "user", "assistant", "result/success"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			conf, err := hooks.Parse([]byte(`{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"echo checked"}]}]}}`))
+			conf, err := hooks.Parse([]byte(`{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"echo checked"}]}],` +
+				`"SessionStart":[{"hooks":[{"type":"command","command":"echo started"}]}]}}`))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -200,6 +202,10 @@ func TestHookEventsAndSessionState(t *testing.T) {
 			if got := kinds(ls); !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("lines %q, want %q", got, tc.want)
 			}
+			start := find(ls, "system/hook_response")[0]
+			if start["hook_name"] != "SessionStart:startup" || start["stdout"] != "started\n" {
+				t.Errorf("SessionStart's hook line %v", start)
+			}
 			if !tc.on {
 				return
 			}
@@ -207,7 +213,7 @@ func TestHookEventsAndSessionState(t *testing.T) {
 			if states[0]["state"] != "running" || states[1]["state"] != "idle" || states[0]["sdk_host_only"] != true {
 				t.Errorf("states %v", states)
 			}
-			started, resp := find(ls, "system/hook_started")[0], find(ls, "system/hook_response")[0]
+			started, resp := find(ls, "system/hook_started")[1], find(ls, "system/hook_response")[1]
 			if started["hook_id"] != resp["hook_id"] || resp["hook_name"] != "PreToolUse:Bash" || resp["hook_event"] != "PreToolUse" ||
 				resp["stdout"] != "checked\n" || resp["outcome"] != "success" || resp["exit_code"] != 0.0 || resp["session_id"] != sess.ID() {
 				t.Errorf("hook lines %v %v", started, resp)

@@ -91,7 +91,8 @@ type Config struct {
 	// session opens as initialize asks whatever the order of the lines.
 	AwaitInitialize bool
 	// IncludeHookEvents writes system/hook_started and hook_response lines
-	// for the command hooks HookEvents reports (--include-hook-events).
+	// for every command hook HookEvents reports (--include-hook-events);
+	// without it, for SessionStart's only, as Claude Code.
 	IncludeHookEvents bool
 	// SessionState, when set (SessionStateHost, SessionStateAll), writes
 	// system/session_state_changed lines as the session starts a turn,
@@ -432,16 +433,14 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	if it := r.st.takeCarry(); it != nil {
 		over = ends(*it)
 	}
-	hl := newHookLines(w, cfg.IncludeHookEvents && stream && cfg.HookEvents != nil)
+	hl := newHookLines(w, stream && cfg.HookEvents != nil, cfg.IncludeHookEvents)
 	if hl.on {
 		cfg.HookEvents.attach(hl.observe)
 		defer cfg.HookEvents.attach(nil)
 	}
 	defer hl.end()
 	for !over {
-		wait, woken := hl.waitContext(done)
-		it, err := sub.NextItem(wait)
-		woken()
+		it, err := sub.NextItem(hl.waitContext(done))
 		if err != nil && done.Err() == nil {
 			// A hook started or ended: what the session published before
 			// comes first, then the hook's line.
