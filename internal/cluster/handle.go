@@ -260,6 +260,14 @@ func (h *handle) own(ctx context.Context, lease Lease, sess *agent.Session) erro
 		return err
 	}
 	h.mu.Lock()
+	if h.closed {
+		// Closed while it was being taken over: give it back.
+		h.mu.Unlock()
+		o.cmds.Unsubscribe()
+		cancel()
+		sub.Close()
+		return errors.New("cluster: the session was closed")
+	}
 	h.owned = o
 	h.mu.Unlock()
 	go o.publish()
