@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { query, createSdkMcpServer, tool } from '@anthropic-ai/claude-agent-sdk';
 import { z } from 'zod';
-import { start, collect, last, messages, toolResults } from './harness.mjs';
+import { start, collect, last, messages, toolResults, systemText } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const touch = (name) => ({ tool: 'Bash', input: { command: `touch ${name}` } });
@@ -152,3 +152,31 @@ for (const delivery of ['argv', 'initialize']) {
     assert.equal(String(toolResults(msgs)[0].content), 'HEY');
   });
 }
+
+test("a subagent defined with the SDK's agents option: its messages carry parent_tool_use_id", async (t) => {
+  const { options, model } = await start(t, [
+    { tool: 'Agent', input: { description: 'review it', prompt: 'check the change', subagent_type: 'reviewer' } },
+    { tool: 'Bash', input: { command: 'echo from-the-subagent' } },
+    { text: 'The change looks fine.' },
+    { text: 'Reviewed.' },
+  ]);
+  const msgs = await collect('review my change', {
+    ...options,
+    allowedTools: ['Bash(echo:*)'],
+    agents: { reviewer: { description: 'Reviews changes.', prompt: 'You are a careful reviewer.', tools: ['Bash'] } },
+  });
+  const r = last(msgs);
+  assert.equal(r.result, 'Reviewed.');
+  const [agentCall] = msgs.filter((m) => m.type === 'assistant' && m.message.content[0]?.name === 'Agent');
+  const id = agentCall.message.content[0].id;
+  const nested = msgs.filter((m) => m.parent_tool_use_id === id);
+  assert.deepEqual(nested.map((m) => m.type), ['user', 'assistant', 'user'], 'the prompt, the tool call, its result');
+  assert.match(String(nested[2].message.content[0].content), /from-the-subagent/);
+  const [callResult] = toolResults(msgs.filter((m) => m.parent_tool_use_id === null));
+  assert.match(String(callResult.content), /The change looks fine\./);
+  // The subagent asked the model with its own prompt and context.
+  const child = model.requests.find((q) => systemText(q).includes('You are a careful reviewer.'));
+  assert.ok(child, 'no request with the definition prompt');
+  assert.deepEqual(child.messages.length, 1);
+  assert.ok(r.total_cost_usd >= 0 && r.subagent_stats?.spawned === 1);
+});
