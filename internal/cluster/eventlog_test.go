@@ -15,7 +15,9 @@ import (
 )
 
 // testLog connects to a fresh embedded server's stream.
-func testLog(t *testing.T) *Log {
+func testLog(t *testing.T) *Log { return benchLog(t) }
+
+func benchLog(t testing.TB) *Log {
 	t.Helper()
 	nc, err := nats.Connect(natstest.URL(t))
 	if err != nil {
