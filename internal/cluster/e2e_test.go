@@ -126,6 +126,22 @@ func TestKilledNodeLosesNothing(t *testing.T) {
 		}
 	}
 
+	// A session of the killed node goes on under its new owner: the next
+	// message is answered whole, with seq continuing.
+	p0 := pairs[0]
+	before, _ := p0.other.State()
+	if err := p0.other.Call(ctx, "sendMessage", map[string]any{"sessionId": p0.other.Session, "text": "again"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*clustertest.Client{p0.owner, p0.other} {
+		if err := c.WaitIdle(ctx, before.Seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after, _ := p0.other.State(); after.Messages[len(after.Messages)-1].Text() != want {
+		t.Errorf("the new owner's answer is not whole")
+	}
+
 	// listSessions, from any node, names each session's owner.
 	var list struct {
 		Sessions []struct {
@@ -176,6 +192,9 @@ func TestKilledNodeLosesNothing(t *testing.T) {
 			}
 		}
 		a := ref.Messages[len(ref.Messages)-1]
+		if i == 0 {
+			a = ref.Messages[1] // the cut answer, before "again"
+		}
 		text := a.Text()
 		switch {
 		case !killed && text != want:
