@@ -12,7 +12,7 @@ func (s *Session) watchTasks() {
 		if w, ok := t.(tool.TaskWatcher); ok {
 			w.WatchTasks(func(t tool.Task, ended bool, status string) {
 				ev := protocol.TaskUpdated{
-					Task:  protocol.Task{TaskID: t.ID, Description: t.Description, StartedAt: t.Started.UnixMilli(), ShortResult: t.Tail},
+					Task:  protocol.Task{TaskID: t.ID, Description: t.Description, StartedAt: t.Started.UnixMilli(), ToolID: t.ToolID, ShortResult: t.Tail},
 					State: protocol.TaskRunning,
 				}
 				if ended {

@@ -286,6 +286,8 @@ type Task struct {
 	Description string `json:"description"`
 	// StartedAt is when it started, Unix ms.
 	StartedAt int64 `json:"startedAt,omitempty"`
+	// ToolID is the id of the tool call that started it.
+	ToolID string `json:"toolId,omitempty"`
 	// ShortResult is the last few lines of its output so far, bounded
 	// (a whole value, as a tool block's).
 	ShortResult string `json:"shortResult,omitempty"`

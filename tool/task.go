@@ -8,6 +8,8 @@ type Task struct {
 	ID          string
 	Description string
 	Started     time.Time
+	// ToolID is the id of the tool call that started it.
+	ToolID string
 	// Tail is the last few lines of its output so far (TaskWatcher).
 	Tail string
 }

@@ -62,10 +62,12 @@ type userInput struct {
 // host's initialize when one comes first), the input reader, the control
 // protocol and the state it changes.
 type host struct {
-	cfg  Config
-	w    *writer
-	out  *outbox
-	open OpenFunc
+	cfg Config
+	w   *writer
+	// tasks follows the background commands of the run's subscription.
+	tasks taskLines
+	out   *outbox
+	open  OpenFunc
 
 	openOnce sync.Once
 	opened   chan struct{}

@@ -187,7 +187,9 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 		}
 		if sub == nil {
 			w.setSession(s.ID())
-			sub = s.Subscribe(agent.SubscribeOptions{ModelParts: cfg.OutputFormat == FormatStreamJSON})
+			var snap protocol.Snapshot
+			snap, sub = s.SnapshotAndSubscribe(agent.SubscribeOptions{ModelParts: cfg.OutputFormat == FormatStreamJSON})
+			h.tasks.reset(snap)
 		}
 		if cfg.OutputFormat == FormatStreamJSON {
 			h.state(stateRunning)
@@ -395,9 +397,16 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 		hst.mu.Unlock()
 	}()
 	// handle takes one item and reports whether it ended the run.
+	var lines *writer // the task lines' writer: stream-json only
+	if stream {
+		lines = w
+	}
 	handle := func(it agent.Item) bool {
 		if stream {
 			tr.item(it)
+		}
+		if it.Event != nil {
+			hst.tasks.take(lines, it.Event, time.Now())
 		}
 		if e, ok := it.Event.(protocol.TurnEnded); ok && e.Usage != nil && hst.spend(agent.CostUSD(sess.Model(), *e.Usage)) {
 			sess.Abort(fmt.Sprintf("the budget of $%g is spent", cfg.MaxBudgetUSD))
@@ -469,7 +478,7 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	answer := res.Text
 	var stopped []string
 	if cfg.InputFormat != FormatStreamJSON {
-		stopped = settleTasks(ctx, sess, cfg.BackgroundWait)
+		stopped = settleTasks(ctx, sess, sub, &hst.tasks, lines, cfg.BackgroundWait)
 		if len(stopped) > 0 {
 			fmt.Fprintf(cfg.Stderr, "sluice: stopped background commands still running at the end of the run: %s\n", strings.Join(stopped, ", "))
 		}

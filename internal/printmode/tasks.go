@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/agent"
-	"github.com/sluicehq/sluice/protocol"
 )
 
 // DefaultBackgroundWait is how long a one-prompt run waits, once answered,
@@ -16,37 +15,43 @@ const DefaultBackgroundWait = time.Minute
 
 // settleTasks is the headless contract for background work: a one-prompt
 // run does not report success while commands it started still run. It
-// waits for them up to wait, following their taskUpdated events in the
-// session's view state, then stops the rest and returns a description of
-// each it stopped.
-func settleTasks(ctx context.Context, sess *agent.Session, wait time.Duration) []string {
-	snap, sub := sess.SnapshotAndSubscribe(agent.SubscribeOptions{})
-	defer sub.Close()
-	if len(snap.Tasks) == 0 {
+// waits for them up to wait, reading the run's subscription on (tl follows
+// the tasks; with w, their stream-json lines are written), then stops the
+// rest and returns a description of each it stopped.
+func settleTasks(ctx context.Context, sess *agent.Session, sub *agent.Subscription, tl *taskLines, w *writer, wait time.Duration) []string {
+	if len(tl.running()) == 0 {
 		return nil
 	}
 	if wait == 0 {
 		wait = DefaultBackgroundWait
 	}
-	list := protocol.NewList(snap)
+	take := func(wctx context.Context) error {
+		it, err := sub.NextItem(wctx)
+		if err == nil && it.Event != nil {
+			tl.take(w, it.Event, time.Now())
+		}
+		return err
+	}
 	if wait > 0 {
 		wctx, cancel := context.WithTimeout(ctx, wait)
 		defer cancel()
-		for len(list.Tasks()) > 0 {
-			ev, err := sub.Next(wctx)
-			if err != nil {
+		for len(tl.running()) > 0 {
+			if take(wctx) != nil {
 				break
 			}
-			// The subscription continues its snapshot exactly: every
-			// event applies.
-			_ = list.Apply(ev)
 		}
 	}
-	tasks := list.Tasks()
+	tasks := tl.running()
 	if len(tasks) == 0 {
 		return nil
 	}
 	sess.StopTasks()
+	// Their ends are published before StopTasks returns.
+	for sub.Pending() > 0 {
+		if take(context.Background()) != nil {
+			break
+		}
+	}
 	stopped := make([]string, len(tasks))
 	for i, t := range tasks {
 		stopped[i] = fmt.Sprintf("%s (%s)", t.TaskID, firstLine(t.Description))

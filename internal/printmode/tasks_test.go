@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -92,5 +93,75 @@ func TestBackgroundCommandsAtTheEndOfARun(t *testing.T) {
 				t.Errorf("stopped %q, done.txt: %v: want the command to have finished", res.StoppedTasks, doneErr)
 			}
 		})
+	}
+}
+
+// In stream-json, a background command's start and end are Claude Code
+// 2.1.328's system lines, with its keys (recorded from claude -p against a
+// local server whose model ran Bash with run_in_background; run_id, the id
+// of one run of a task, is optional and sluice has none): the set, then
+// task_started; at the end task_updated, task_notification, the set again
+// — all before the result, which waits for the command.
+func TestBackgroundCommandLines(t *testing.T) {
+	t.Parallel()
+	p := modeltest.NewScript(
+		modeltest.Response(modeltest.Start("m1"),
+			modeltest.ToolUse(0, "toolu_bg", "Bash", map[string]any{"command": "echo bg-done", "run_in_background": true}),
+			modeltest.Stop("tool_use")),
+		modeltest.Answer("m2", "Started."),
+	)
+	sess, err := agent.New(agent.Options{Provider: p, WorkDir: t.TempDir(), Stream: modeltest.StreamOptions(), PermissionMode: protocol.ModeBypassPermissions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	var out, errOut bytes.Buffer
+	if code := Run(context.Background(), sess, "start it", Config{OutputFormat: FormatStreamJSON, Stdout: &out, Stderr: &errOut}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	want := map[string][]string{
+		"background_tasks_changed": {"session_id", "subtype", "tasks", "type", "uuid"},
+		"task_started":             {"description", "is_backgrounded", "session_id", "subtype", "task_id", "task_type", "tool_use_id", "type", "uuid"},
+		"task_updated":             {"patch", "session_id", "subtype", "task_id", "type", "uuid"},
+		"task_notification":        {"output_file", "session_id", "status", "subtype", "summary", "task_id", "tool_use_id", "type", "uuid"},
+	}
+	var kinds []string
+	for _, l := range lines(t, out.String()) {
+		st, _ := l["subtype"].(string)
+		if l["type"] == "result" {
+			kinds = append(kinds, "result")
+			continue
+		}
+		keys, ok := want[st]
+		if !ok || l["type"] != "system" {
+			continue
+		}
+		kinds = append(kinds, st)
+		var got []string
+		for k := range l {
+			got = append(got, k)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, keys) {
+			t.Errorf("%s keys %q, want %q", st, got, keys)
+		}
+		switch st {
+		case "task_started":
+			if l["task_id"] != "bash_1" || l["tool_use_id"] != "toolu_bg" || l["task_type"] != "local_bash" || l["is_backgrounded"] != true {
+				t.Errorf("task_started %v", l)
+			}
+		case "task_notification":
+			if l["status"] != "completed" || l["tool_use_id"] != "toolu_bg" || !strings.Contains(l["summary"].(string), "completed (exit code 0)") {
+				t.Errorf("task_notification %v", l)
+			}
+		case "task_updated":
+			if patch, _ := l["patch"].(map[string]any); patch["status"] != "completed" || patch["end_time"] == nil {
+				t.Errorf("task_updated %v", l)
+			}
+		}
+	}
+	wantKinds := []string{"background_tasks_changed", "task_started", "task_updated", "task_notification", "background_tasks_changed", "result"}
+	if !slices.Equal(kinds, wantKinds) {
+		t.Errorf("lines %q, want %q", kinds, wantKinds)
 	}
 }

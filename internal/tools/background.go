@@ -50,12 +50,13 @@ func (s *Shells) WatchTasks(f func(t tool.Task, ended bool, status string)) {
 }
 
 func (sh *shell) task() tool.Task {
-	return tool.Task{ID: sh.id, Description: sh.command, Started: sh.started}
+	return tool.Task{ID: sh.id, Description: sh.command, Started: sh.started, ToolID: sh.toolID}
 }
 
 // shell is one background command.
 type shell struct {
 	id, command string
+	toolID      string // the call that started it
 	started     time.Time
 	pid         int
 	done        chan struct{} // closed when the command has ended and its output is read
@@ -111,8 +112,9 @@ func (sh *shell) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// start runs command in the background and returns its id.
-func (s *Shells) start(env *tool.Env, command string) (string, error) {
+// start runs command in the background for the tool call callID and
+// returns its id.
+func (s *Shells) start(env *tool.Env, command, callID string) (string, error) {
 	cmd := guardedCommand(env, command)
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -131,7 +133,7 @@ func (s *Shells) start(env *tool.Env, command string) (string, error) {
 	sh := &shell{
 		id: fmt.Sprintf("bash_%d", s.next), command: command, started: time.Now(),
 		pid: cmd.Process.Pid, done: make(chan struct{}), unread: newHeadTail(DefaultMaxUnread),
-		watch: s.watch,
+		watch: s.watch, toolID: callID,
 	}
 	if s.shells == nil {
 		s.shells = map[string]*shell{}

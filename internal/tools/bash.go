@@ -170,7 +170,7 @@ func (b *Bash) Run(ctx context.Context, env *tool.Env, params json.RawMessage, o
 		if b.Shells == nil {
 			return tool.Result{}, fmt.Errorf("bash: %w: run_in_background is not available here", ErrInvalidParams)
 		}
-		id, err := b.Shells.start(env, in.Command)
+		id, err := b.Shells.start(env, in.Command, tool.CallID(ctx))
 		if err != nil {
 			return tool.Result{}, fmt.Errorf("bash: %w", err)
 		}

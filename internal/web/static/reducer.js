@@ -116,6 +116,7 @@ function normQueued(q) {
 function normTask(t) {
   const out = { taskId: str(t.taskId), description: str(t.description) };
   if (int(t.startedAt)) out.startedAt = t.startedAt;
+  if (str(t.toolId)) out.toolId = t.toolId;
   if (str(t.shortResult)) out.shortResult = t.shortResult;
   return out;
 }

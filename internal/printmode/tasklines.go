@@ -1,0 +1,153 @@
+package printmode
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sluicehq/sluice/protocol"
+)
+
+// taskLines follows the background commands of the run's subscription in
+// a reduced list (every event of it goes through take), and writes Claude
+// Code's stream-json lines for them (task_type local_bash):
+// background_tasks_changed (the whole set) and task_started when one
+// starts; task_updated, task_notification and background_tasks_changed
+// when one ends. Safe for concurrent use.
+type taskLines struct {
+	mu   sync.Mutex
+	list protocol.List
+}
+
+// reset starts from the snapshot the subscription was taken with.
+func (tl *taskLines) reset(snap protocol.Snapshot) {
+	tl.mu.Lock()
+	tl.list.Reset(snap)
+	tl.mu.Unlock()
+}
+
+// running lists the tasks running.
+func (tl *taskLines) running() []protocol.Task {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	return tl.list.Tasks()
+}
+
+type backgroundTasksLine struct {
+	Type      string           `json:"type"`
+	Subtype   string           `json:"subtype"`
+	Tasks     []backgroundTask `json:"tasks"`
+	UUID      string           `json:"uuid"`
+	SessionID string           `json:"session_id"`
+}
+
+type backgroundTask struct {
+	TaskID      string `json:"task_id"`
+	TaskType    string `json:"task_type"`
+	Description string `json:"description"`
+}
+
+type bashTaskStartedLine struct {
+	Type           string `json:"type"`
+	Subtype        string `json:"subtype"`
+	TaskID         string `json:"task_id"`
+	ToolUseID      string `json:"tool_use_id"`
+	Description    string `json:"description"`
+	IsBackgrounded bool   `json:"is_backgrounded"`
+	TaskType       string `json:"task_type"`
+	UUID           string `json:"uuid"`
+	SessionID      string `json:"session_id"`
+}
+
+type taskUpdatedLine struct {
+	Type      string    `json:"type"`
+	Subtype   string    `json:"subtype"`
+	TaskID    string    `json:"task_id"`
+	Patch     taskPatch `json:"patch"`
+	UUID      string    `json:"uuid"`
+	SessionID string    `json:"session_id"`
+}
+
+type taskPatch struct {
+	Status  string `json:"status"`
+	EndTime int64  `json:"end_time"`
+}
+
+type bashTaskNotificationLine struct {
+	Type      string `json:"type"`
+	Subtype   string `json:"subtype"`
+	TaskID    string `json:"task_id"`
+	ToolUseID string `json:"tool_use_id"`
+	Status    string `json:"status"`
+	// OutputFile is "": sluice keeps a command's output for BashOutput,
+	// in no file.
+	OutputFile string `json:"output_file"`
+	Summary    string `json:"summary"`
+	UUID       string `json:"uuid"`
+	SessionID  string `json:"session_id"`
+}
+
+// take applies ev and, with w, writes the lines it calls for.
+func (tl *taskLines) take(w *writer, ev protocol.Event, now time.Time) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	e, isTask := ev.(protocol.TaskUpdated)
+	held := isTask && tl.holds(e.TaskID)
+	// The subscription continues its snapshot exactly: every event applies.
+	_ = tl.list.Apply(ev)
+	if !isTask || w == nil {
+		return
+	}
+	set := func() {
+		tasks := []backgroundTask{}
+		for _, t := range tl.list.Tasks() {
+			tasks = append(tasks, backgroundTask{TaskID: t.TaskID, TaskType: "local_bash", Description: t.Description})
+		}
+		w.line(backgroundTasksLine{Type: "system", Subtype: "background_tasks_changed", Tasks: tasks, UUID: uuid.NewString(), SessionID: w.session})
+	}
+	switch {
+	case e.State == protocol.TaskRunning && !held:
+		set()
+		w.line(bashTaskStartedLine{
+			Type: "system", Subtype: "task_started", TaskID: e.TaskID, ToolUseID: e.ToolID,
+			Description: e.Description, IsBackgrounded: true, TaskType: "local_bash",
+			UUID: uuid.NewString(), SessionID: w.session,
+		})
+	case e.State == protocol.TaskEnded && held:
+		status, how := taskStatus(e.Status)
+		w.line(taskUpdatedLine{Type: "system", Subtype: "task_updated", TaskID: e.TaskID,
+			Patch: taskPatch{Status: status, EndTime: now.UnixMilli()}, UUID: uuid.NewString(), SessionID: w.session})
+		w.line(bashTaskNotificationLine{
+			Type: "system", Subtype: "task_notification", TaskID: e.TaskID, ToolUseID: e.ToolID, Status: status,
+			Summary: fmt.Sprintf("Background command %q %s", firstLine(e.Description), how),
+			UUID:    uuid.NewString(), SessionID: w.session,
+		})
+		set()
+	}
+}
+
+func (tl *taskLines) holds(id string) bool {
+	for _, t := range tl.list.Tasks() {
+		if t.TaskID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// taskStatus is Claude Code's status of a task that ended as sluice's
+// status says, and how it says it.
+func taskStatus(s string) (status, how string) {
+	switch {
+	case s == "exited with status 0":
+		return "completed", "completed (exit code 0)"
+	case s == "killed":
+		return "stopped", "was stopped"
+	case strings.HasPrefix(s, "exited: exit status "):
+		return "failed", "failed (exit code " + strings.TrimPrefix(s, "exited: exit status ") + ")"
+	}
+	return "failed", "failed: " + s
+}
