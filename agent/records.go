@@ -429,6 +429,10 @@ func endUnfinished(m *protocol.Message) {
 				no := false
 				b.Stage, b.Success, b.Error = protocol.StageEnd, &no, interruptedTool
 			}
+			// A subagent the crash cut ends with its call.
+			for k := range b.Messages {
+				endUnfinished(&b.Messages[k])
+			}
 		}
 	}
 }

@@ -145,13 +145,19 @@ func (a *agentTool) Run(ctx context.Context, _ *tool.Env, params json.RawMessage
 // offers (none when it has no Agent tool).
 func (s *Session) SubagentNames() []string {
 	names := []string{}
-	if s.tool(agentToolName) == nil {
-		return names
-	}
-	for _, d := range s.subagents() {
+	for _, d := range s.Subagents() {
 		names = append(names, d.Name)
 	}
 	return names
+}
+
+// Subagents returns the kinds of subagents the session's Agent tool
+// offers, general-purpose first (none when it has no Agent tool).
+func (s *Session) Subagents() []Subagent {
+	if s.tool(agentToolName) == nil {
+		return nil
+	}
+	return s.subagents()
 }
 
 // subagents are the kinds the Agent tool offers: general-purpose (or the

@@ -433,3 +433,39 @@ func TestSubagentPersisted(t *testing.T) {
 		t.Errorf("%d nested messages after reopening", n)
 	}
 }
+
+// TestSubagentCutByACrash: a crash while a subagent streams leaves its
+// text and calls in the session file; reopened, the call and every block
+// of the subagent are ended, none left running.
+func TestSubagentCutByACrash(t *testing.T) {
+	t.Parallel()
+	st, dir := store.NewJSONL(t.TempDir()), t.TempDir()
+	never := make(chan struct{})
+	p := &modeltest.Script{Respond: func(req *model.Request) []modeltest.Step {
+		if firstText(req) == "cut" {
+			open := modeltest.Text(0, "subagent-streamed-this")
+			open = open[:len(open)-1] // the block never stops
+			return modeltest.Response(modeltest.Start("c1"), open, modeltest.Gate(never))
+		}
+		return delegating("Agent", "cut")(req)
+	}}
+	s := newSession(t, p, func(o *agent.Options) {
+		o.Store, o.WorkDir, o.Subagents = st, dir, []agent.Subagent{}
+	})
+	if _, err := s.Submit(context.Background(), "go"); err != nil {
+		t.Fatal(err)
+	}
+	img := crashImage(t, st, dir, s.ID(), "subagent-streamed-this")
+	r, err := agent.Open(agent.Options{Provider: modeltest.NewScript(), Store: img, WorkDir: dir, Stream: modeltest.StreamOptions()}, s.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	call := r.Messages().Messages[1].Blocks[0]
+	if call.Stage != protocol.StageEnd || len(call.Messages) != 2 {
+		t.Fatalf("the call after the crash: %+v", call)
+	}
+	if b := call.Messages[1].Blocks[0]; b.Content != "subagent-streamed-this" || b.Stage != protocol.StageEnd {
+		t.Errorf("the subagent's text after the crash: %+v", b)
+	}
+}

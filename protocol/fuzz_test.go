@@ -206,7 +206,7 @@ func runReducerFuzz(t *testing.T, data []byte) {
 	g := &eventGen{data: data[1:], disturb: data[0]%2 == 1, list: &one}
 	for ev := g.event(); ev != nil && len(evs) < 400; ev = g.event() {
 		evs = append(evs, ev)
-		ev = protocol.WithHeader(ev, protocol.Header{SessionID: "s", Seq: one.Seq() + 1})
+		ev = protocol.WithHeader(ev, protocol.Header{SessionID: "s", Seq: one.Seq() + 1, ParentToolID: ev.Head().ParentToolID})
 		if one.Apply(ev) == nil {
 			fit = append(fit, ev)
 		}

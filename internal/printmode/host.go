@@ -379,7 +379,7 @@ func (h *host) initializeResponse(sess *agent.Session, mcpApplied bool) map[stri
 	}
 	resp := map[string]any{
 		"commands":                []any{},
-		"agents":                  []any{},
+		"agents":                  agentInfos(sess),
 		"output_style":            "default",
 		"available_output_styles": []string{"default"},
 		"models":                  models,
@@ -805,4 +805,18 @@ func mcpServerOf(name string) (string, bool) {
 	}
 	server, _, ok := strings.Cut(rest, "__")
 	return server, ok
+}
+
+// agentInfos are the session's subagent kinds as initialize's answer lists
+// them (the Agent SDK's AgentInfo: name, description, model).
+func agentInfos(sess *agent.Session) []map[string]any {
+	out := []map[string]any{}
+	for _, d := range sess.Subagents() {
+		info := map[string]any{"name": d.Name, "description": d.Description}
+		if d.Model != "" {
+			info["model"] = d.Model
+		}
+		out = append(out, info)
+	}
+	return out
 }
