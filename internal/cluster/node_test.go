@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -316,5 +317,71 @@ func TestOwnerCutOffFromTheDatabaseStops(t *testing.T) {
 	got = follow(t, got, sub, got.Seq+1)
 	if hb.Owner() != "b" || got.Messages[len(got.Messages)-1].Text() != "from b" {
 		t.Fatalf("owner %q, last answer %q", hb.Owner(), got.Messages[len(got.Messages)-1].Text())
+	}
+}
+
+// TestForwardedCommandsChangeEveryNodesView: rewind, bang and clear sent
+// on a node that does not run the session are run by the owner; their
+// answers carry the seq their events reach, which the asking node's
+// mirror then holds.
+func TestForwardedCommandsChangeEveryNodesView(t *testing.T) {
+	t.Parallel()
+	url, dsn, dir := natstest.URL(t), pgtest.DSN(t), t.TempDir()
+	a := startNode(t, "a", url, dsn, modeltest.NewScript(modeltest.Answer("m1", "first")))
+	b := startNode(t, "b", url, dsn, modeltest.NewScript())
+	ha, err := a.New(t.Context(), a.options(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := b.open(t, ha.ID())
+	id, err := hb.Submit(t.Context(), "one", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, sub := hb.SnapshotAndSubscribe()
+	defer sub.Close()
+	follow(t, snap, sub, 1)
+
+	seq, err := hb.Rewind(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := waitSeq(t, hb, seq); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(hb.Messages().Messages); n != 0 {
+		t.Fatalf("%d messages after rewinding to the first", n)
+	}
+
+	job, err := hb.SubmitBang(t.Context(), "echo forwarded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := job.Wait(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := waitSeq(t, hb, res.Seq); err != nil {
+		t.Fatal(err)
+	}
+	msgs := hb.Messages().Messages
+	if len(msgs) != 1 || msgs[0].ID != res.MessageID || !strings.Contains(msgs[0].Blocks[len(msgs[0].Blocks)-1].Result, "forwarded") {
+		t.Fatalf("after the bang: %+v", msgs)
+	}
+
+	seq, err = hb.Clear(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := waitSeq(t, hb, seq); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []rpc.Session{ha, hb} {
+		if err := waitSeq(t, s, seq); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(s.Messages().Messages); n != 0 {
+			t.Fatalf("%d messages after clear", n)
+		}
 	}
 }
