@@ -246,11 +246,12 @@ func newBus(sessionID string, snap protocol.Snapshot) *bus {
 // it to every subscriber. Called with b.mu held.
 func (b *bus) publishLocked(ev protocol.Event) (protocol.Event, error) {
 	ev = protocol.WithHeader(ev, protocol.Header{SessionID: b.sessionID, Seq: b.list.Seq() + 1, ParentToolID: ev.Head().ParentToolID})
-	if err := b.list.Apply(ev); err != nil {
+	ev, err := b.list.Publish(ev)
+	if err != nil {
 		// The agent built an event that does not fit its own list: a bug.
 		return nil, err
 	}
-	b.remember(ev)
+	b.remember(protocol.Plain(ev))
 	for s := range b.subs {
 		s.push(Item{Event: ev})
 	}

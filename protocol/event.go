@@ -82,6 +82,8 @@ type AssistantContentUpdated struct {
 	BlockIndex int    `json:"blockIndex"`
 	Chunk      string `json:"chunk"`
 	Stage      Stage  `json:"stage"`
+
+	grown grown // set by List.Publish; never on the wire
 }
 
 // AssistantReasoningUpdated is AssistantContentUpdated for a reasoning
@@ -94,6 +96,32 @@ type AssistantReasoningUpdated struct {
 	Stage      Stage  `json:"stage"`
 	StartedAt  int64  `json:"startedAt,omitempty"`
 	EndedAt    int64  `json:"endedAt,omitempty"`
+
+	grown grown // set by List.Publish; never on the wire
+}
+
+// grown is, on an event that List.Publish applied, its block's content in
+// that list before and after the chunk. A list in the same process whose
+// content is before (the very same string) takes after as its new content
+// instead of appending the chunk to a copy of its own: every face of a
+// session in one process shares one copy of a streamed text. Strings are
+// immutable, and before and after are the publisher's, so sharing them is
+// exact; a decoded event has none and is applied as usual.
+type grown struct{ before, after string }
+
+// Plain returns ev without what List.Publish attached to it for the lists
+// of this process: an event kept for later (a replay buffer, a journal)
+// must not keep the publisher's earlier buffers alive.
+func Plain(ev Event) Event {
+	switch e := ev.(type) {
+	case AssistantContentUpdated:
+		e.grown = grown{}
+		return e
+	case AssistantReasoningUpdated:
+		e.grown = grown{}
+		return e
+	}
+	return ev
 }
 
 // ToolBlockUpdated moves a tool block forward. By stage:

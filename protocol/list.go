@@ -50,6 +50,9 @@ type List struct {
 	queued []QueuedWork
 	// tasks are the background tasks running, oldest first.
 	tasks []Task
+	// grew is what the last text or reasoning chunk applied did to its
+	// block (Publish hands it on).
+	grew grown
 }
 
 // level is one list of messages: the session's own, or a child session's
@@ -154,6 +157,50 @@ func (l *List) Apply(ev Event) error {
 	return nil
 }
 
+// Publish is Apply for the list an event is published from: the event it
+// returns carries, invisibly (not in its JSON), the content it produced,
+// so that other lists of the same process applying it share that text
+// rather than copying it (see grown).
+func (l *List) Publish(ev Event) (Event, error) {
+	l.grew = grown{}
+	if err := l.Apply(ev); err != nil {
+		return nil, err
+	}
+	if l.grew.after == "" {
+		return ev, nil
+	}
+	switch e := ev.(type) {
+	case AssistantContentUpdated:
+		e.grown = l.grew
+		return e, nil
+	case AssistantReasoningUpdated:
+		e.grown = l.grew
+		return e, nil
+	}
+	return ev, nil
+}
+
+// grow appends chunk to a text or reasoning block's content, or adopts the
+// publisher's content when g says it is this content and the chunk.
+func (l *List) grow(s *string, buf *[]byte, chunk string, g grown) {
+	if chunk == "" {
+		return
+	}
+	before := *s
+	if g.after != "" && sameString(before, g.before) && len(g.after) == len(before)+len(chunk) {
+		*s, *buf = g.after, nil
+	} else {
+		appendString(s, buf, chunk)
+	}
+	l.grew = grown{before: before, after: *s}
+}
+
+// sameString reports whether a and b are the same string in memory, not
+// merely equal: O(1).
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (len(a) == 0 || unsafe.StringData(a) == unsafe.StringData(b))
+}
+
 func (l *List) apply(ev Event) error {
 	// The session-wide state: a child's run state, queue and notices
 	// change nothing, its permission requests and background tasks are
@@ -218,7 +265,7 @@ func (l *List) apply(ev Event) error {
 			return err
 		}
 		blk := &lv.msgs[i].Blocks[b]
-		appendString(&blk.Content, &lv.slots[i][b].buf, e.Chunk)
+		l.grow(&blk.Content, &lv.slots[i][b].buf, e.Chunk, e.grown)
 		blk.Stage = e.Stage
 	case AssistantReasoningUpdated:
 		i, b, err := lv.block(e.MessageID, e.BlockIndex, BlockReasoning)
@@ -226,7 +273,7 @@ func (l *List) apply(ev Event) error {
 			return err
 		}
 		blk := &lv.msgs[i].Blocks[b]
-		appendString(&blk.Content, &lv.slots[i][b].buf, e.Chunk)
+		l.grow(&blk.Content, &lv.slots[i][b].buf, e.Chunk, e.grown)
 		blk.Stage = e.Stage
 		if e.StartedAt != 0 {
 			blk.StartedAt = e.StartedAt

@@ -1,9 +1,11 @@
 package protocol_test
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/sluicehq/sluice/protocol"
 )
@@ -129,5 +131,89 @@ func TestBlockContent(t *testing.T) {
 		if got := l.BlockContent(tc.id, tc.block); got != tc.want {
 			t.Errorf("BlockContent(%q, %d) = %q, want %q", tc.id, tc.block, got, tc.want)
 		}
+	}
+}
+
+// TestPublishSharesText: the lists of one process applying the events a
+// list published share its text instead of copying it (also through a
+// queue's merged events), and nothing of that reaches the wire: a decoded
+// event applies as before.
+func TestPublishSharesText(t *testing.T) {
+	t.Parallel()
+	pub := protocol.NewList(protocol.Snapshot{})
+	var seq int64
+	publish := func(ev protocol.Event) protocol.Event {
+		t.Helper()
+		seq++
+		out, err := pub.Publish(protocol.WithHeader(ev, protocol.Header{SessionID: "s", Seq: seq}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	face := protocol.NewList(pub.Snapshot())
+	wired := protocol.NewList(pub.Snapshot())
+	apply := func(ev protocol.Event) {
+		t.Helper()
+		if err := face.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+		line, err := protocol.Encode(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, _ := protocol.Encode(protocol.Plain(ev))
+		if string(line) != string(plain) {
+			t.Fatalf("the wire form carries more than the event: %s", line)
+		}
+		var head struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if err := json.Unmarshal(line, &head); err != nil {
+			t.Fatal(err)
+		}
+		dec, err := protocol.Decode(head.Method, head.Params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := wired.Apply(dec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shared := func(what string) {
+		t.Helper()
+		got, want := face.BlockContent("a", 0), pub.BlockContent("a", 0)
+		if got != want || wired.BlockContent("a", 0) != want {
+			t.Fatalf("%s: face %q, wired %q, publisher %q", what, got, wired.BlockContent("a", 0), want)
+		}
+		if unsafe.StringData(got) != unsafe.StringData(want) {
+			t.Fatalf("%s: the face holds a copy of the publisher's text", what)
+		}
+	}
+	apply(publish(protocol.AssistantMessageAdded{Message: protocol.Message{ID: "a", Role: protocol.RoleAssistant}}))
+	for _, c := range []string{"Hello", ", ", "world"} {
+		apply(publish(protocol.AssistantContentUpdated{MessageID: "a", Chunk: c, Stage: protocol.StageStreaming}))
+		shared("after " + c)
+	}
+	// A queue merges adjacent deltas; the merged event is shared too.
+	var m protocol.Merger
+	merged := publish(protocol.AssistantContentUpdated{MessageID: "a", Chunk: strings.Repeat("x", 100), Stage: protocol.StageStreaming})
+	for range 50 {
+		next := publish(protocol.AssistantContentUpdated{MessageID: "a", Chunk: strings.Repeat("y", 100), Stage: protocol.StageStreaming})
+		var ok bool
+		if merged, ok = m.Merge(merged, next); !ok {
+			t.Fatal("adjacent deltas did not merge")
+		}
+	}
+	apply(merged)
+	shared("after a merged run")
+	if e := merged.(protocol.AssistantContentUpdated); len(e.Chunk) != 5100 || e.Chunk != pub.BlockContent("a", 0)[len("Hello, world"):] {
+		t.Fatalf("merged chunk %d bytes", len(e.Chunk))
+	}
+	// An event that is not the publisher's (decoded, or built) appends.
+	apply(protocol.AssistantContentUpdated{Header: protocol.Header{SessionID: "s", Seq: seq + 1}, MessageID: "a", Chunk: "!", Stage: protocol.StageStreaming})
+	if got := face.BlockContent("a", 0); got != pub.BlockContent("a", 0)+"!" {
+		t.Fatalf("after a plain event: %q", got[len(got)-3:])
 	}
 }

@@ -49,7 +49,7 @@ func (m *Merger) merge(prev, next Event) (Event, bool) {
 			return nil, false
 		}
 		p.Header = h
-		appendString(&p.Chunk, &m.buf, n.Chunk)
+		p.grown = m.concat(&p.Chunk, n.Chunk, p.grown, n.grown)
 		return p, true
 	case AssistantReasoningUpdated:
 		n, ok := next.(AssistantReasoningUpdated)
@@ -58,7 +58,7 @@ func (m *Merger) merge(prev, next Event) (Event, bool) {
 			return nil, false
 		}
 		p.Header = h
-		appendString(&p.Chunk, &m.buf, n.Chunk)
+		p.grown = m.concat(&p.Chunk, n.Chunk, p.grown, n.grown)
 		later(&p.StartedAt, n.StartedAt)
 		later(&p.EndedAt, n.EndedAt)
 		return p, true
@@ -95,6 +95,26 @@ func (m *Merger) merge(prev, next Event) (Event, bool) {
 		}
 	}
 	return nil, false
+}
+
+// concat appends next to *chunk, the chunks of two adjacent events of one
+// block whose publisher's content they grew as pg and ng say (see grown),
+// and returns what the merged event grew. When the two follow each other
+// in the publisher's list, the merged chunk is a substring of its content
+// rather than a copy — unless it is the smaller part of that content, so
+// that a short merged chunk never keeps a large old buffer alive.
+func (m *Merger) concat(chunk *string, next string, pg, ng grown) grown {
+	if pg.after == "" || ng.after == "" || !sameString(pg.after, ng.before) {
+		appendString(chunk, &m.buf, next)
+		return grown{}
+	}
+	g := grown{before: pg.before, after: ng.after}
+	if whole := ng.after[len(pg.before):]; 2*len(whole) >= len(ng.after) && len(whole) == len(*chunk)+len(next) {
+		*chunk, m.buf = whole, nil
+		return g
+	}
+	appendString(chunk, &m.buf, next)
+	return g
 }
 
 // later sets *v to next unless next is the zero value: what the reducer
