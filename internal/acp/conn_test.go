@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	sdk "github.com/coder/acp-go-sdk"
 )
 
 func TestFilterLines(t *testing.T) {
@@ -60,12 +62,15 @@ func FuzzFilterLines(f *testing.F) {
 		"not json\n[1]\n{}\n",
 		`{"jsonrpc":"2.0","id":{"a":1},"method":"x"}` + "\r\n" + `{"jsonrpc":"2.0","method":""}`,
 		strings.Repeat("x", 300) + "\n" + `{"jsonrpc":"2.0","id":"s","result":null}`,
+		`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"/btw why?"}]}}` + "\n",
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var out, errs bytes.Buffer
-		if err := filterLines(bytes.NewReader(data), &out, &errs, 128, nil, nil); err != nil {
+		// The requests also go to the /btw watch, with a session to count in.
+		srv := &Server{sessions: map[sdk.SessionId]*session{"s1": {}}}
+		if err := filterLines(bytes.NewReader(data), &out, &errs, 128, nil, srv.sawRequest); err != nil {
 			t.Fatal(err)
 		}
 		lines := bytes.Count(data, []byte("\n")) + 1
