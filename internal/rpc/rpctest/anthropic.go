@@ -19,6 +19,8 @@ import (
 //   - "bg:" → the same, with run_in_background (a background task);
 //   - "kill:" → a KillShell call stopping the background task named by
 //     the rest of the text;
+//   - "agent:" → an Agent call (a subagent) whose prompt is the rest of
+//     the text, after a line of text;
 //   - "think:" → a thinking block, then the text after the prefix;
 //   - "long:N" → an answer of N bytes in chunks of 64;
 //   - anything else → "You said: " and the text, in three chunks.
@@ -96,6 +98,14 @@ func (f *FakeAnthropic) serve(w http.ResponseWriter, r *http.Request) {
 			chunk, _ := json.Marshal(part)
 			sse.event("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":`+string(chunk)+`}}`)
 		}
+		sse.event("content_block_stop", `{"type":"content_block_stop","index":1}`)
+		stop = "tool_use"
+	case strings.HasPrefix(text, "agent:"):
+		sse.text(0, "Delegating.")
+		raw, _ := json.Marshal(map[string]any{"description": "delegate", "prompt": strings.TrimSpace(strings.TrimPrefix(text, "agent:"))})
+		chunk, _ := json.Marshal(string(raw))
+		sse.event("content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_fake_agent","name":"Agent","input":{}}}`)
+		sse.event("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":`+string(chunk)+`}}`)
 		sse.event("content_block_stop", `{"type":"content_block_stop","index":1}`)
 		stop = "tool_use"
 	case strings.HasPrefix(text, "think:"):
