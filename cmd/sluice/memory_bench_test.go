@@ -111,10 +111,13 @@ func BenchmarkHostileStream(b *testing.B) {
 	}
 }
 
-// BenchmarkLargeAnswer: a 32 MiB answer that succeeds.
+// BenchmarkLargeAnswer: a 32 MiB answer that succeeds, and a 16 KiB one
+// for the process's own footprint.
 func BenchmarkLargeAnswer(b *testing.B) {
-	for _, format := range []string{"text", "stream-json"} {
-		b.Run("format="+format, func(b *testing.B) { printRun(b, 32<<20, format, 0) })
+	for _, size := range []int64{16 << 10, 32 << 20} {
+		for _, format := range []string{"text", "stream-json"} {
+			b.Run(fmt.Sprintf("size=%dKiB/format=%s", size>>10, format), func(b *testing.B) { printRun(b, size, format, 0) })
+		}
 	}
 }
 
