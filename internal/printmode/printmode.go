@@ -226,7 +226,7 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 			in, pre = sent.in, sent.h
 		} else {
 			var ok bool
-			if in, ok = prompts.pop(ctx); !ok {
+			if in, ok = popIdle(ctx, prompts, sub, st, &h.tasks, w, cfg); !ok {
 				break
 			}
 		}

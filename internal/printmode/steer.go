@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/protocol"
@@ -128,6 +129,37 @@ func (st *steerer) setCarry(it agent.Item) {
 	st.mu.Lock()
 	st.carry = &it
 	st.mu.Unlock()
+}
+
+// popIdle waits for the host's next message. With stream-json input and
+// output, it reads meanwhile what the session publishes between runs (a
+// background command's end) so that its lines go out when it happens; the
+// first event of anything else is kept for the next run.
+func popIdle(ctx context.Context, prompts *queue[userInput], sub *agent.Subscription, st *steerer, tl *taskLines, w *writer, cfg Config) (userInput, bool) {
+	if sub == nil || st == nil || cfg.OutputFormat != FormatStreamJSON {
+		return prompts.pop(ctx)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		for {
+			it, err := sub.NextItem(rctx)
+			if err != nil {
+				return
+			}
+			if _, ok := it.Event.(protocol.TaskUpdated); !ok {
+				st.setCarry(it)
+				return
+			}
+			tl.take(w, it.Event, time.Now())
+			w.flush()
+		}
+	}()
+	in, ok := prompts.pop(ctx)
+	stop()
+	<-read
+	return in, ok
 }
 
 // submit gives one host message to the session.

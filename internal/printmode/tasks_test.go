@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -163,5 +164,54 @@ func TestBackgroundCommandLines(t *testing.T) {
 	wantKinds := []string{"background_tasks_changed", "task_started", "task_updated", "task_notification", "background_tasks_changed", "result"}
 	if !slices.Equal(kinds, wantKinds) {
 		t.Errorf("lines %q, want %q", kinds, wantKinds)
+	}
+}
+
+// With stream-json input, a background command that ends between the
+// host's messages has its lines written when it ends, not at the next run.
+func TestBackgroundCommandEndsBetweenMessages(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "go")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := modeltest.NewScript(
+		modeltest.Response(modeltest.Start("m1"),
+			modeltest.ToolUse(0, "toolu_bg", "Bash", map[string]any{"command": "read x < go", "run_in_background": true}),
+			modeltest.Stop("tool_use")),
+		modeltest.Answer("m2", "Started."),
+		modeltest.Answer("m3", "Again."),
+	)
+	sess, err := agent.New(agent.Options{Provider: p, WorkDir: dir, Stream: modeltest.StreamOptions(), PermissionMode: protocol.ModeBypassPermissions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	in, stdin := io.Pipe()
+	var stdout, stderr syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- Run(context.Background(), sess, "", Config{
+			OutputFormat: FormatStreamJSON, InputFormat: FormatStreamJSON, Stdin: in, Stdout: &stdout, Stderr: &stderr,
+		})
+	}()
+	io.WriteString(stdin, `{"type":"user","message":{"role":"user","content":"start it"}}`+"\n")
+	waitUntil(t, "the first result", func() bool { return strings.Contains(stdout.String(), `"type":"result"`) })
+	f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("go\n"))
+	f.Close()
+	waitUntil(t, "the task's end, while no run goes on", func() bool { return strings.Contains(stdout.String(), `"subtype":"task_notification"`) })
+	io.WriteString(stdin, `{"type":"user","message":{"role":"user","content":"again"}}`+"\n")
+	waitUntil(t, "the second result", func() bool { return strings.Count(stdout.String(), `"type":"result"`) == 2 })
+	stdin.Close()
+	if c := <-code; c != 0 {
+		t.Fatalf("exit %d: %s", c, stderr.String())
+	}
+	if n := strings.Count(stdout.String(), `"subtype":"task_notification"`); n != 1 {
+		t.Errorf("%d task_notification lines, want 1", n)
 	}
 }
