@@ -361,9 +361,20 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 		w.flush()
 		return err
 	}
+	stream := cfg.OutputFormat == FormatStreamJSON
+	// The hook lines' sink is attached before the prompt is submitted: the
+	// run's first hooks (SessionStart, UserPromptSubmit) fire as soon as
+	// the session takes the prompt, and a hook observed before the sink
+	// is there would have no line.
+	hl := newHookLines(w, stream && cfg.HookEvents != nil, cfg.IncludeHookEvents)
+	if hl.on {
+		cfg.HookEvents.attach(hl.observe)
+		defer cfg.HookEvents.attach(nil)
+	}
 	if h == nil {
 		var err error
 		if h, err = submit(ctx, sess, in); err != nil {
+			hl.end()
 			return err
 		}
 	}
@@ -385,7 +396,6 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	// message too (AfterFunc runs at once when ctx is already done).
 	stop := context.AfterFunc(ctx, func() { sess.Abort("interrupted") })
 	defer stop()
-	stream := cfg.OutputFormat == FormatStreamJSON
 	tr := newTranslator(w, cfg)
 	tr.requestModel = sess.Model()
 	tr.decided = hst.decision
@@ -442,11 +452,8 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	if it := r.st.takeCarry(); it != nil {
 		over = ends(*it)
 	}
-	hl := newHookLines(w, stream && cfg.HookEvents != nil, cfg.IncludeHookEvents)
-	if hl.on {
-		cfg.HookEvents.attach(hl.observe)
-		defer cfg.HookEvents.attach(nil)
-	}
+	// Ended before the steering feed is stopped (defers run last first):
+	// a hook of a message fed meanwhile must not wait for a line.
 	defer hl.end()
 	for !over {
 		it, err := sub.NextItem(hl.waitContext(done))
