@@ -44,6 +44,7 @@ var helpText = []string{
 	"Keys",
 	"  enter send · shift+enter, alt+enter or ctrl+j new line (or end a line with \\)",
 	"  ↑/↓ history · esc interrupt · ctrl+o expanded view · ctrl+c clear, twice to quit",
+	"  a message sent while the agent works joins its run at the next step (queued until then)",
 }
 
 // key handles a key press.
