@@ -66,8 +66,12 @@ type host struct {
 	w   *writer
 	// tasks follows the background commands of the run's subscription.
 	tasks taskLines
-	out   *outbox
-	open  OpenFunc
+	// st and prompts are the host's messages given to the session mid-run
+	// and those read but not yet given (stream-json input; Run sets them).
+	st      *steerer
+	prompts *queue[userInput]
+	out     *outbox
+	open    OpenFunc
 
 	openOnce sync.Once
 	opened   chan struct{}
@@ -429,7 +433,7 @@ func (h *host) answer(_ context.Context, sess *agent.Session, subtype string, ra
 		if sess.Running() {
 			sess.Interrupt("interrupted")
 		}
-		return map[string]any{"still_queued": []string{}}, nil
+		return map[string]any{"still_queued": h.stillQueued(sess)}, nil
 	case "set_permission_mode":
 		var req struct {
 			Mode string `json:"mode"`

@@ -216,6 +216,7 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 	var st *steerer
 	if streamIn {
 		st = &steerer{}
+		h.st, h.prompts = st, prompts
 	}
 	for {
 		var (

@@ -66,3 +66,10 @@ func (q *queue[T]) pop(ctx context.Context) (T, bool) {
 		}
 	}
 }
+
+// snapshot returns a copy of what the queue holds.
+func (q *queue[T]) snapshot() []T {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return append([]T(nil), q.items...)
+}

@@ -2,6 +2,7 @@ package printmode
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -160,6 +161,42 @@ func popIdle(ctx context.Context, prompts *queue[userInput], sub *agent.Subscrip
 	stop()
 	<-read
 	return in, ok
+}
+
+// stillQueued lists the uuids of the host's messages that an interrupt
+// leaves to run (its receipt, as Claude Code's interrupt_receipt_v1): those
+// the session holds queued, then those read and not yet given to it. Only
+// messages the host stamped with a uuid are listed.
+func (h *host) stillQueued(sess *agent.Session) []string {
+	out := []string{}
+	if h.st == nil {
+		return out
+	}
+	h.st.mu.Lock()
+	byID := map[string]json.RawMessage{}
+	for _, s := range h.st.sent {
+		if s.h != nil {
+			byID[s.h.ID()] = s.in.line
+		}
+	}
+	h.st.mu.Unlock()
+	add := func(line json.RawMessage) {
+		var m struct {
+			UUID string `json:"uuid"`
+		}
+		if json.Unmarshal(line, &m) == nil && m.UUID != "" {
+			out = append(out, m.UUID)
+		}
+	}
+	for _, q := range sess.Messages().Queued {
+		if line, ok := byID[q.MessageID]; ok && q.Kind == protocol.QueueMessage {
+			add(line)
+		}
+	}
+	for _, in := range h.prompts.snapshot() {
+		add(in.line)
+	}
+	return out
 }
 
 // submit gives one host message to the session.

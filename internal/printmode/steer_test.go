@@ -3,6 +3,7 @@ package printmode
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"strings"
 	"sync"
@@ -152,5 +153,61 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// The SDK's interrupt ends the turn in progress, and its receipt lists
+// the uuids of the host's messages that still run (interrupt_receipt_v1):
+// a message queued behind the turn runs next, with its own result.
+func TestInterruptKeepsQueuedMessages(t *testing.T) {
+	t.Parallel()
+	gate := make(chan struct{})
+	defer close(gate)
+	p := modeltest.NewScript(
+		modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, "Working"), modeltest.Gate(gate), modeltest.Stop("end_turn")),
+		modeltest.Answer("m2", "Only the tests."),
+	)
+	sess, err := agent.New(agent.Options{Provider: p, WorkDir: t.TempDir(), Stream: modeltest.StreamOptions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	in, stdin := io.Pipe()
+	var stdout, stderr syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- Run(context.Background(), sess, "", Config{
+			OutputFormat: FormatStreamJSON, InputFormat: FormatStreamJSON, Stdin: in, Stdout: &stdout, Stderr: &stderr,
+		})
+	}()
+	io.WriteString(stdin, `{"type":"user","message":{"role":"user","content":"find the Go files"},"uuid":"u-1"}`+"\n")
+	waitUntil(t, "the first request", func() bool { return p.Count() == 1 })
+	io.WriteString(stdin, `{"type":"user","message":{"role":"user","content":"only the tests"},"uuid":"u-2"}`+"\n")
+	waitUntil(t, "the second message queued", func() bool { return len(sess.Messages().Queued) == 1 })
+	io.WriteString(stdin, `{"type":"control_request","request_id":"i1","request":{"subtype":"interrupt"}}`+"\n")
+	waitUntil(t, "both results", func() bool { return strings.Count(stdout.String(), `{"type":"result"`) == 2 })
+	stdin.Close()
+	if c := <-code; c != 0 {
+		t.Fatalf("exit %d: %s", c, stderr.String())
+	}
+	var results []string
+	receipt := ""
+	for _, l := range lines(t, stdout.String()) {
+		switch l["type"] {
+		case "result":
+			results = append(results, l["subtype"].(string)+":"+l["result"].(string))
+		case "control_response":
+			r := l["response"].(map[string]any)
+			if r["request_id"] == "i1" {
+				b, _ := json.Marshal(r["response"])
+				receipt = string(b)
+			}
+		}
+	}
+	if receipt != `{"still_queued":["u-2"]}` {
+		t.Errorf("interrupt receipt %s, want u-2 still queued", receipt)
+	}
+	if len(results) != 2 || !strings.HasPrefix(results[0], "error_during_execution:") || results[1] != "success:Only the tests." {
+		t.Errorf("results %q", results)
 	}
 }
