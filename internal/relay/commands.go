@@ -55,9 +55,10 @@ func (r *Relay) command(ctx context.Context, c *chat, text string) {
 		c.mu.Lock()
 		jobs := c.jobs
 		c.jobs = nil
+		unsent := c.unsent() // the abort drops them from the agent (settle, from the inbox)
 		c.mu.Unlock()
 		r.drop(ctx, jobs)
-		dropped := len(jobs)
+		dropped := len(jobs) + unsent
 		msg := "Nothing is running."
 		if c.abort("stopped from the chat") {
 			msg = "Stopping; what the agent wrote so far follows."

@@ -79,6 +79,7 @@ type job struct {
 type steeredJob struct {
 	question int64
 	msgID    string
+	sent     bool // its userMessageAdded was seen
 }
 
 type chat struct {
@@ -523,15 +524,29 @@ func (r *Relay) settle(ctx context.Context, c *chat, sr backend.SteeredRun) {
 }
 
 // steeredQuestion is the question of the steered message msgID, or 0.
+// It notes the message sent.
 func (c *chat) steeredQuestion(msgID string) int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, s := range c.steered {
+	for i, s := range c.steered {
 		if s.msgID == msgID {
+			c.steered[i].sent = true
 			return s.question
 		}
 	}
 	return 0
+}
+
+// unsent counts the steered questions the agent has not read yet: an
+// abort drops them.
+func (c *chat) unsent() int {
+	n := 0
+	for _, s := range c.steered {
+		if !s.sent {
+			n++
+		}
+	}
+	return n
 }
 
 // reply queues the messages that answer a question (0: none) and takes
