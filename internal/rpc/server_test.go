@@ -170,8 +170,10 @@ func TestPermissionRoundTrip(t *testing.T) {
 			}
 			answerer = late
 		}
-		var empty wire.Empty
-		answerer.result("permissionResponse", map[string]any{"requestId": pr.RequestID, "decision": decision}, &empty)
+		// The answer's response and the events it causes come in no fixed
+		// order: the response is read after them, so that reading it
+		// cannot consume the events waited for.
+		answer := answerer.call("permissionResponse", map[string]any{"requestId": pr.RequestID, "decision": decision})
 		res := w.until(isMethod(protocol.MethodPermissionResolved)).(protocol.PermissionResolved)
 		if res.RequestID != pr.RequestID || res.Decision != decision {
 			t.Fatalf("resolved %+v", res)
@@ -184,6 +186,9 @@ func TestPermissionRoundTrip(t *testing.T) {
 			t.Fatalf("tool end after %s: %+v", decision, end)
 		}
 		w.until(isIdle)
+		if m := answerer.response(answer); m.Error != nil || string(m.Result) != "{}" {
+			t.Fatalf("permissionResponse: %s", m.raw)
+		}
 		if i == 0 {
 			w.call("sendMessage", map[string]any{"text": "again"})
 		}
