@@ -1,12 +1,9 @@
 package agent
 
 import (
-	"context"
-	"errors"
 	"fmt"
 
 	"github.com/sluicehq/sluice/protocol"
-	"github.com/sluicehq/sluice/store"
 )
 
 // Continue restores a stored session, as Open does, for a node that takes
@@ -19,38 +16,9 @@ import (
 // permission requests are denied, queued work and background tasks are
 // dropped, and a running session becomes idle.
 func Continue(opts Options, id string, snap protocol.Snapshot) (*Session, error) {
-	if opts.Store == nil {
-		return nil, errors.New("agent: Continue needs Options.Store")
-	}
-	s, err := newSession(opts, id)
-	if err != nil {
-		return nil, err
-	}
-	key := store.Key{WorkDir: s.toolEnv.WorkDir, ID: id}
-	recs, warnings, err := opts.Store.Load(context.Background(), key)
-	if err != nil {
-		return nil, err
-	}
-	for _, w := range warnings {
-		s.opts.Logger.Warn(w)
-	}
 	// The display list the records rebuild is dropped: snap is what was
 	// published. The context, the title and the rewind marks are kept.
-	if _, err := s.replay(recs); err != nil {
-		return nil, fmt.Errorf("agent: restore session %s: %w", id, err)
-	}
-	s.bus = newBus(id, snap)
-	l, err := opts.Store.Open(context.Background(), key)
-	if err != nil {
-		return nil, err
-	}
-	s.log = newJournal(l)
-	for _, ev := range Interrupted(snap) {
-		s.publish(ev)
-	}
-	s.startSource = "resume"
-	s.start()
-	return s, nil
+	return restore(opts, id, "Continue", func([]protocol.Message) protocol.Snapshot { return snap }, Interrupted(snap))
 }
 
 // Interrupted returns the events that end what snap left unfinished when

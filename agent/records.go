@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -191,8 +190,18 @@ type metaRecord struct {
 // restored list is the session's state at seq 0; later events continue
 // from there.
 func Open(opts Options, id string) (*Session, error) {
+	return restore(opts, id, "Open", func(display []protocol.Message) protocol.Snapshot {
+		return protocol.Snapshot{Messages: display}
+	}, nil)
+}
+
+// restore loads a stored session's records, rebuilds its context (and the
+// display, which view makes the session's state at seq 0 from), opens its
+// log for appending, publishes first (events with no seq yet) and starts
+// it: the one path of Open and Continue.
+func restore(opts Options, id, caller string, view func(display []protocol.Message) protocol.Snapshot, first []protocol.Event) (*Session, error) {
 	if opts.Store == nil {
-		return nil, errors.New("agent: Open needs Options.Store")
+		return nil, fmt.Errorf("agent: %s needs Options.Store", caller)
 	}
 	s, err := newSession(opts, id)
 	if err != nil {
@@ -210,12 +219,15 @@ func Open(opts Options, id string) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: restore session %s: %w", id, err)
 	}
-	s.bus = newBus(id, protocol.Snapshot{Messages: display})
+	s.bus = newBus(id, view(display))
 	l, err := opts.Store.Open(context.Background(), key)
 	if err != nil {
 		return nil, err
 	}
 	s.log = newJournal(l)
+	for _, ev := range first {
+		s.publish(ev)
+	}
 	s.startSource = "resume"
 	s.start()
 	return s, nil
