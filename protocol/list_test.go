@@ -217,3 +217,30 @@ func TestPublishSharesText(t *testing.T) {
 		t.Fatalf("after a plain event: %q", got[len(got)-3:])
 	}
 }
+
+func TestDigestOf(t *testing.T) {
+	t.Parallel()
+	ok := true
+	msgs := []protocol.Message{
+		{Role: protocol.RoleUser, Blocks: []protocol.Block{{Type: protocol.BlockText, Content: "the task"}}},
+		{Role: protocol.RoleAssistant, Blocks: []protocol.Block{
+			{Type: protocol.BlockText, Content: "first\nlooking "},
+			{Type: protocol.BlockTool, Name: "Bash", Stage: protocol.StageEnd, Success: &ok},
+		}},
+		{Role: protocol.RoleUser, Blocks: []protocol.Block{{Type: protocol.BlockText, Content: "ignored"}}},
+		{Role: protocol.RoleAssistant, Blocks: []protocol.Block{
+			{Type: protocol.BlockTool, Name: "Read"},
+			{Type: protocol.BlockText, Content: "  \n"},
+		}},
+	}
+	d := protocol.DigestOf(msgs)
+	if len(d.Tools) != 2 || d.Tools[0].Name != "Bash" || d.Tools[1].Name != "Read" {
+		t.Errorf("tools %+v", d.Tools)
+	}
+	if d.LastLine != "looking" {
+		t.Errorf("last line %q, want the last line of the latest non-blank text", d.LastLine)
+	}
+	if d := protocol.DigestOf(nil); d.LastLine != "" || d.Tools != nil {
+		t.Errorf("empty digest %+v", d)
+	}
+}

@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 )
 
 // Role says who wrote a message.
@@ -236,4 +237,37 @@ func (s Snapshot) Clone() Snapshot {
 		c.Messages[i] = m.Clone()
 	}
 	return c
+}
+
+// Digest is a subagent's work at a glance, as faces show it collapsed
+// under its Agent call: the tool calls of its assistant messages in order,
+// and the last line of its latest non-blank text.
+type Digest struct {
+	Tools    []Block
+	LastLine string
+}
+
+// DigestOf digests a subagent's messages (a tool block's Messages).
+func DigestOf(msgs []Message) Digest {
+	var d Digest
+	last := ""
+	for _, m := range msgs {
+		if m.Role != RoleAssistant {
+			continue
+		}
+		for _, b := range m.Blocks {
+			switch b.Type {
+			case BlockTool:
+				d.Tools = append(d.Tools, b)
+			case BlockText:
+				if t := strings.TrimSpace(b.Content); t != "" {
+					last = t
+				}
+			}
+		}
+	}
+	if last != "" {
+		d.LastLine = last[strings.LastIndexByte(last, '\n')+1:]
+	}
+	return d
 }

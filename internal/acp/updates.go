@@ -400,33 +400,21 @@ func nestedOf(l *protocol.List, toolID string) ([]protocol.Message, bool) {
 // subagentSummary is a subagent's work in a few lines: one per tool call
 // (the latest ones), then the last line of its latest text.
 func subagentSummary(msgs []protocol.Message) string {
+	d := protocol.DigestOf(msgs)
 	var calls []string
-	last := ""
-	for _, m := range msgs {
-		if m.Role != protocol.RoleAssistant {
-			continue
+	for _, b := range d.Tools {
+		mark := "…"
+		switch {
+		case b.Stage == protocol.StageEnd && b.Success != nil && *b.Success:
+			mark = "✓"
+		case b.Stage == protocol.StageEnd:
+			mark = "✗"
 		}
-		for _, b := range m.Blocks {
-			switch b.Type {
-			case protocol.BlockTool:
-				mark := "…"
-				switch {
-				case b.Stage == protocol.StageEnd && b.Success != nil && *b.Success:
-					mark = "✓"
-				case b.Stage == protocol.StageEnd:
-					mark = "✗"
-				}
-				line := mark + " " + b.Name
-				if b.CompactParams != "" {
-					line += " " + b.CompactParams
-				}
-				calls = append(calls, line)
-			case protocol.BlockText:
-				if s := strings.TrimSpace(b.Content); s != "" {
-					last = s
-				}
-			}
+		line := mark + " " + b.Name
+		if b.CompactParams != "" {
+			line += " " + b.CompactParams
 		}
+		calls = append(calls, line)
 	}
 	const shown = 8
 	var lines []string
@@ -435,9 +423,8 @@ func subagentSummary(msgs []protocol.Message) string {
 		calls = calls[n:]
 	}
 	lines = append(lines, calls...)
-	if last != "" {
-		ls := strings.Split(last, "\n")
-		lines = append(lines, ls[len(ls)-1])
+	if d.LastLine != "" {
+		lines = append(lines, d.LastLine)
 	}
 	return strings.Join(lines, "\n")
 }

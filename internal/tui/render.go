@@ -182,32 +182,18 @@ const subagentShown = 3
 // subagentLines renders a subagent's messages collapsed: its latest tool
 // calls, how many came before, and with live the last line of its text.
 func subagentLines(msgs []protocol.Message, width int, live bool) []string {
-	var calls []string
-	last := ""
-	for _, m := range msgs {
-		if m.Role != protocol.RoleAssistant {
-			continue
-		}
-		for _, b := range m.Blocks {
-			switch b.Type {
-			case protocol.BlockTool:
-				calls = append(calls, toolHeader(b, width))
-			case protocol.BlockText:
-				if t := strings.TrimSpace(b.Content); t != "" {
-					last = t
-				}
-			}
-		}
-	}
+	d := protocol.DigestOf(msgs)
 	var out []string
-	if n := len(calls) - subagentShown; n > 0 {
+	tools := d.Tools
+	if n := len(tools) - subagentShown; n > 0 {
 		out = append(out, stDim.Render(fmt.Sprintf("… +%d earlier tool uses", n)))
-		calls = calls[n:]
+		tools = tools[n:]
 	}
-	out = append(out, calls...)
-	if live && last != "" {
-		lines := strings.Split(last, "\n")
-		out = append(out, stDim.Render(ansi.Truncate(sanitize(lines[len(lines)-1]), width, "…")))
+	for _, b := range tools {
+		out = append(out, toolHeader(b, width))
+	}
+	if live && d.LastLine != "" {
+		out = append(out, stDim.Render(ansi.Truncate(sanitize(d.LastLine), width, "…")))
 	}
 	return out
 }
