@@ -397,7 +397,7 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	// message too (AfterFunc runs at once when ctx is already done).
 	stop := context.AfterFunc(ctx, func() { sess.Abort("interrupted") })
 	defer stop()
-	tr := newTranslator(w, cfg)
+	tr := newTranslator(w, cfg, &hst.tasks)
 	tr.requestModel = sess.Model()
 	tr.decided = hst.decision
 	defer func() {

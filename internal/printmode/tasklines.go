@@ -11,9 +11,12 @@ import (
 	"github.com/sluicehq/sluice/protocol"
 )
 
-// taskLines follows the background commands of the run's subscription in
-// a reduced list (every event of it goes through take), and writes Claude
-// Code's stream-json lines for them (task_type local_bash):
+// taskLines holds print mode's reduced list of the session, fed by the
+// run's subscription (every event of it goes through take): the one view
+// state the process keeps beside the agent's, whose text it shares. The
+// stream-json translator writes finished blocks from it (blockContent).
+// It follows the background commands in it and writes Claude Code's
+// stream-json lines for them (task_type local_bash):
 // background_tasks_changed (the whole set) and task_started when one
 // starts; task_updated, task_notification and background_tasks_changed
 // when one ends. Safe for concurrent use.
@@ -27,6 +30,14 @@ func (tl *taskLines) reset(snap protocol.Snapshot) {
 	tl.mu.Lock()
 	tl.list.Reset(snap)
 	tl.mu.Unlock()
+}
+
+// blockContent is the content of block b of message id (a subagent's
+// too), "" when there is none.
+func (tl *taskLines) blockContent(id string, b int) string {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	return tl.list.BlockContent(id, b)
 }
 
 // running lists the tasks running.

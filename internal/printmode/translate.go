@@ -38,12 +38,22 @@ type translator struct {
 	usage        model.Usage
 	// contextTokens is the input of the last response: the context's size.
 	contextTokens int
-	// acc holds the response's blocks as they stream: the one
-	// accumulation of their content, from which each finished block is
-	// written.
-	acc    model.Accumulator
-	starts map[int]blockStart
-	tools  map[string]bool // ids of the tool calls of this run
+	// acc holds the response's blocks as they stream, from which each
+	// finished block is written. Their text and reasoning it takes from
+	// view (Accumulator.TextFrom): the answer is held once in the
+	// process, by the session's reduced list, not again here.
+	acc model.Accumulator
+	// view is print mode's reduced list of the session: when an item is
+	// translated, every event before it has been applied to it.
+	view *taskLines
+	// display maps the response's block indices to the blocks of message
+	// sessMsg that show them, learnt from the events that follow each
+	// text or reasoning delta; lastDelta is the index of the delta just
+	// taken (-1 after any other part).
+	display   map[int]int
+	lastDelta int
+	starts    map[int]blockStart
+	tools     map[string]bool // ids of the tool calls of this run
 	// decided, when set, is the permission decision print mode's host
 	// made about a tool call (tool_result_meta).
 	decided func(toolID string) (permissionDecision, bool)
@@ -75,15 +85,39 @@ type blockStart struct {
 	raw      json.RawMessage
 }
 
-func newTranslator(w *writer, cfg Config) *translator {
-	return &translator{w: w, cfg: cfg, now: time.Now, starts: map[int]blockStart{}, tools: map[string]bool{}, subagents: map[string]*translator{}, calls: map[string]string{}}
+func newTranslator(w *writer, cfg Config, view *taskLines) *translator {
+	t := &translator{w: w, cfg: cfg, now: time.Now, view: view, display: map[int]int{}, lastDelta: -1,
+		starts: map[int]blockStart{}, tools: map[string]bool{}, subagents: map[string]*translator{}, calls: map[string]string{}}
+	t.acc.TextFrom = t.shownText
+	return t
+}
+
+// shownText is the text of response block index as the view shows it.
+// The agent shows every non-empty text or reasoning delta of a block in
+// one display block, in order, so that text is the block's deltas.
+func (t *translator) shownText(index int) string {
+	d, ok := t.display[index]
+	if !ok {
+		return ""
+	}
+	return t.view.blockContent(t.sessMsg, d)
+}
+
+// shows learns which display block a text or reasoning event grows: the
+// one showing the delta part just before it. The agent publishes a
+// part's events right after the part; other events in between (a
+// background task's, a permission request) are not of this message.
+func (t *translator) shows(msgID string, block int, chunk string) {
+	if t.lastDelta >= 0 && chunk != "" && msgID == t.sessMsg {
+		t.display[t.lastDelta] = block
+	}
 }
 
 // subagent returns the translator of the subagent that Agent call id runs.
 func (t *translator) subagent(id string) *translator {
 	sub := t.subagents[id]
 	if sub == nil {
-		sub = newTranslator(t.w, t.cfg)
+		sub = newTranslator(t.w, t.cfg, t.view)
 		sub.now = t.now
 		sub.cfg.IncludePartial = false // Claude Code streams only the session's own events
 		sub.parent = &id
@@ -114,8 +148,13 @@ func (t *translator) item(it agent.Item) {
 		t.subagent(p).childEvent(it)
 		return
 	}
-	if e, ok := it.Event.(protocol.AssistantMessageAdded); ok {
+	switch e := it.Event.(type) {
+	case protocol.AssistantMessageAdded:
 		t.sessMsg, t.lines = e.Message.ID, 0
+	case protocol.AssistantContentUpdated:
+		t.shows(e.MessageID, e.BlockIndex, e.Chunk)
+	case protocol.AssistantReasoningUpdated:
+		t.shows(e.MessageID, e.BlockIndex, e.Chunk)
 	}
 	if e, ok := it.Event.(protocol.ToolBlockUpdated); ok && e.Stage == protocol.StageRunning && e.Parameters != "" {
 		t.calls[e.ToolID] = e.Parameters
@@ -247,8 +286,10 @@ func (t *translator) part(p model.Part) {
 	// A part that does not fit the stream (a delta of a block never
 	// started) is still shown as an event; its block is not accumulated.
 	t.acc.Add(p)
+	t.lastDelta = -1
 	switch p.Type {
 	case model.PartMessageStart:
+		clear(t.display)
 		t.msgID, t.model, t.usage = p.ID, p.Model, p.Usage
 		t.contextTokens = p.Usage.InputTokens + p.Usage.CacheReadInputTokens + p.Usage.CacheCreationInputTokens
 		if t.msgID == "" {
@@ -267,8 +308,10 @@ func (t *translator) part(p model.Part) {
 		var delta any
 		switch p.Delta {
 		case model.DeltaText:
+			t.lastDelta = p.Index
 			delta = api.TextDelta{Type: "text_delta", Text: p.Text}
 		case model.DeltaReasoning:
+			t.lastDelta = p.Index
 			delta = api.ThinkingDelta{Type: "thinking_delta", Thinking: p.Text}
 		case model.DeltaSignature:
 			delta = api.SignatureDelta{Type: "signature_delta", Signature: p.Text}
@@ -311,6 +354,7 @@ func (t *translator) part(p model.Part) {
 	case model.PartMessageStop:
 		t.event(api.MessageStopEvent{Type: "message_stop"})
 	case model.PartRetry:
+		clear(t.display)
 		if r := p.Retry; r != nil && r.Model != "" {
 			trigger, _ := errorKind(r.Err)
 			t.w.line(modelFallbackLine{
