@@ -1,5 +1,6 @@
 // Package store keeps the relay's state in one SQLite file
-// (modernc.org/sqlite, no cgo): the outbox of messages not yet taken by the
+// (modernc.org/sqlite, no cgo), or — in cluster mode — in PostgreSQL,
+// shared by the relay nodes of one chat account (OpenPostgres): the outbox of messages not yet taken by the
 // platform, the inbox of users' questions not yet answered, the inbound
 // messages already seen (de-duplication), and small values such as the
 // long-poll cursor, WeChat's context tokens and the Claude Code session of
@@ -13,6 +14,12 @@
 // Message text lives here until delivered; credentials never do (the
 // channels keep them in their own 0600 file).
 //
+// In PostgreSQL every write is fenced by the node's channel lease (Fence):
+// its transaction first takes a share lock on the lease's row and goes on
+// only if the row still names this node and epoch, so a node that lost the
+// channel (it was paused past the lease's TTL) changes nothing once another
+// took it, and a takeover waits for the writes in flight.
+//
 // A Store is safe for concurrent use. Close it once, after its users.
 package store
 
@@ -23,17 +30,42 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
 
 // ErrNotFound is returned by Get for a key that has no value.
 var ErrNotFound = errors.New("store: not found")
 
-// Store is an open state file.
+// ErrFenced is returned by a write of a PostgreSQL store whose node does
+// not hold the channel's lease (never had it, or lost it).
+var ErrFenced = errors.New("store: this node does not hold the channel's lease")
+
+// Store is an open state file, or a relay account's state in PostgreSQL.
 type Store struct {
 	db *sql.DB
+	// pool is the PostgreSQL connection pool under db; nil for SQLite.
+	pool *pgxpool.Pool
+	// prefix starts the channel and key values of this store's rows (the
+	// account, in PostgreSQL; "" in a file of its own).
+	prefix string
+
+	mu    sync.Mutex
+	lease Lease // the fence of PostgreSQL writes; zero: none held
+}
+
+// Lease names the channel lease a PostgreSQL store's writes are fenced
+// by: the row of the leases table (store/pgstore) with this key, node and
+// epoch.
+type Lease struct {
+	Key, Node string
+	Epoch     int64
 }
 
 const schema = `
@@ -87,8 +119,85 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return &Store{db: db}, nil
 }
 
-// Close closes the file.
-func (s *Store) Close() error { return s.db.Close() }
+// Schema is the PostgreSQL schema of the relay's tables (created by
+// store/pgstore's migrations).
+const Schema = "sluice_relay"
+
+// OpenPostgres opens the state of relay account (for instance
+// "telegram/123456") in the PostgreSQL database named by dsn, whose schema
+// store/pgstore's Open has brought up to date. Its writes fail with
+// ErrFenced until Fence names a lease this node holds.
+func OpenPostgres(ctx context.Context, dsn, account string) (*Store, error) {
+	if account == "" || strings.Contains(account, "|") {
+		return nil, fmt.Errorf("store: account %q is empty or holds '|'", account)
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// The DSN may hold a password: pgx's error does not repeat it.
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	// The relay's tables first, then what the connection string says (the
+	// leases table is where store/pgstore made it).
+	path := cfg.ConnConfig.RuntimeParams["search_path"]
+	if path == "" {
+		path = `"$user", public`
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = Schema + ", " + path
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_namespace WHERE nspname = $1`, Schema).Scan(&n); err != nil || n == 0 {
+		db.Close()
+		pool.Close()
+		if err == nil {
+			err = fmt.Errorf("schema %s is missing (store/pgstore's migrations create it)", Schema)
+		}
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	return &Store{db: db, pool: pool, prefix: account + "|"}, nil
+}
+
+// Fence makes l the lease this store's writes are fenced by (PostgreSQL
+// only; the zero Lease fences every write out).
+func (s *Store) Fence(l Lease) {
+	s.mu.Lock()
+	s.lease = l
+	s.mu.Unlock()
+}
+
+// Close closes the file or the connections.
+func (s *Store) Close() error {
+	err := s.db.Close()
+	if s.pool != nil {
+		s.pool.Close()
+	}
+	return err
+}
+
+// q is a statement in the store's SQL: its ? placeholders become $1, $2…
+// for PostgreSQL (no statement here holds a literal '?').
+func (s *Store) q(query string) string {
+	if s.pool == nil {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// ch is a channel name or a key as this store's rows hold it.
+func (s *Store) ch(name string) string { return s.prefix + name }
 
 // Item is a message in the outbox.
 type Item struct {
@@ -117,18 +226,15 @@ func (s *Store) Answer(ctx context.Context, items []Item, question int64) ([]Ite
 	out := slices.Clone(items)
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		for i, it := range out {
-			res, err := tx.ExecContext(ctx,
-				`INSERT INTO outbox(channel, chat, kind, text, created_ms) VALUES(?, ?, ?, ?, ?)`,
-				it.Channel, it.Chat, it.Kind, it.Text, it.Created.UnixMilli())
+			err := tx.QueryRowContext(ctx,
+				s.q(`INSERT INTO outbox(channel, chat, kind, text, created_ms) VALUES(?, ?, ?, ?, ?) RETURNING id`),
+				s.ch(it.Channel), it.Chat, it.Kind, it.Text, it.Created.UnixMilli()).Scan(&out[i].ID)
 			if err != nil {
-				return err
-			}
-			if out[i].ID, err = res.LastInsertId(); err != nil {
 				return err
 			}
 		}
 		if question != 0 {
-			_, err := tx.ExecContext(ctx, `DELETE FROM inbox WHERE id = ?`, question)
+			_, err := tx.ExecContext(ctx, s.q(`DELETE FROM inbox WHERE id = ?`), question)
 			return err
 		}
 		return nil
@@ -139,11 +245,29 @@ func (s *Store) Answer(ctx context.Context, items []Item, question int64) ([]Ite
 	return out, nil
 }
 
-// tx runs f in a transaction, committed when f returns nil.
+// tx runs f in a transaction, committed when f returns nil. In
+// PostgreSQL it first checks the fence, holding the lease's row (FOR
+// SHARE) until the commit: a takeover of the lease waits for it, and a
+// transaction after the takeover finds the row changed.
 func (s *Store) tx(ctx context.Context, f func(*sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
+	}
+	if s.pool != nil {
+		s.mu.Lock()
+		l := s.lease
+		s.mu.Unlock()
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM leases WHERE session = $1 AND node = $2 AND epoch = $3 FOR SHARE`,
+			l.Key, l.Node, l.Epoch).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = ErrFenced
+		}
+		if err != nil {
+			tx.Rollback()
+			return err
+		}
 	}
 	if err := f(tx); err != nil {
 		tx.Rollback()
@@ -172,7 +296,7 @@ func (s *Store) Ask(ctx context.Context, key string, q Question) (Question, bool
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		if key != "" {
 			res, err := tx.ExecContext(ctx,
-				`INSERT OR IGNORE INTO seen(channel, key, at_ms) VALUES(?, ?, ?)`, q.Channel, key, q.Created.UnixMilli())
+				s.q(`INSERT INTO seen(channel, key, at_ms) VALUES(?, ?, ?) ON CONFLICT DO NOTHING`), s.ch(q.Channel), key, q.Created.UnixMilli())
 			if err != nil {
 				return err
 			}
@@ -184,14 +308,9 @@ func (s *Store) Ask(ctx context.Context, key string, q Question) (Question, bool
 				return nil
 			}
 		}
-		res, err := tx.ExecContext(ctx,
-			`INSERT INTO inbox(channel, chat, text, created_ms) VALUES(?, ?, ?, ?)`,
-			q.Channel, q.Chat, q.Text, q.Created.UnixMilli())
-		if err != nil {
-			return err
-		}
-		q.ID, err = res.LastInsertId()
-		return err
+		return tx.QueryRowContext(ctx,
+			s.q(`INSERT INTO inbox(channel, chat, text, created_ms) VALUES(?, ?, ?, ?) RETURNING id`),
+			s.ch(q.Channel), q.Chat, q.Text, q.Created.UnixMilli()).Scan(&q.ID)
 	})
 	if err != nil {
 		return Question{}, false, fmt.Errorf("store: ask: %w", err)
@@ -202,7 +321,7 @@ func (s *Store) Ask(ctx context.Context, key string, q Question) (Question, bool
 // Questions returns the inbox of a channel, oldest first.
 func (s *Store) Questions(ctx context.Context, channel string) ([]Question, error) {
 	rows, err := s.db.QueryContext(ctx,
-		`SELECT id, chat, text, started, created_ms FROM inbox WHERE channel = ? ORDER BY id`, channel)
+		s.q(`SELECT id, chat, text, started, created_ms FROM inbox WHERE channel = ? ORDER BY id`), s.ch(channel))
 	if err != nil {
 		return nil, fmt.Errorf("store: questions: %w", err)
 	}
@@ -211,10 +330,11 @@ func (s *Store) Questions(ctx context.Context, channel string) ([]Question, erro
 	for rows.Next() {
 		q := Question{Channel: channel}
 		var ms int64
-		if err := rows.Scan(&q.ID, &q.Chat, &q.Text, &q.Started, &ms); err != nil {
+		var started int
+		if err := rows.Scan(&q.ID, &q.Chat, &q.Text, &started, &ms); err != nil {
 			return nil, fmt.Errorf("store: questions: %w", err)
 		}
-		q.Created = time.UnixMilli(ms)
+		q.Started, q.Created = started != 0, time.UnixMilli(ms)
 		qs = append(qs, q)
 	}
 	if err := rows.Err(); err != nil {
@@ -225,7 +345,7 @@ func (s *Store) Questions(ctx context.Context, channel string) ([]Question, erro
 
 // Start marks a question as being answered.
 func (s *Store) Start(ctx context.Context, id int64) error {
-	if _, err := s.db.ExecContext(ctx, `UPDATE inbox SET started = 1 WHERE id = ?`, id); err != nil {
+	if err := s.exec(ctx, `UPDATE inbox SET started = 1 WHERE id = ?`, id); err != nil {
 		return fmt.Errorf("store: start: %w", err)
 	}
 	return nil
@@ -236,7 +356,7 @@ func (s *Store) Start(ctx context.Context, id int64) error {
 func (s *Store) Drop(ctx context.Context, ids ...int64) error {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		for _, id := range ids {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM inbox WHERE id = ?`, id); err != nil {
+			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM inbox WHERE id = ?`), id); err != nil {
 				return err
 			}
 		}
@@ -251,7 +371,7 @@ func (s *Store) Drop(ctx context.Context, ids ...int64) error {
 // Pending returns the outbox of a channel, oldest first.
 func (s *Store) Pending(ctx context.Context, channel string) ([]Item, error) {
 	rows, err := s.db.QueryContext(ctx,
-		`SELECT id, chat, kind, text, created_ms FROM outbox WHERE channel = ? ORDER BY id`, channel)
+		s.q(`SELECT id, chat, kind, text, created_ms FROM outbox WHERE channel = ? ORDER BY id`), s.ch(channel))
 	if err != nil {
 		return nil, fmt.Errorf("store: pending: %w", err)
 	}
@@ -274,7 +394,7 @@ func (s *Store) Pending(ctx context.Context, channel string) ([]Item, error) {
 
 // Delivered removes a message from the outbox.
 func (s *Store) Delivered(ctx context.Context, id int64) error {
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM outbox WHERE id = ?`, id); err != nil {
+	if err := s.exec(ctx, `DELETE FROM outbox WHERE id = ?`, id); err != nil {
 		return fmt.Errorf("store: delivered: %w", err)
 	}
 	return nil
@@ -283,21 +403,27 @@ func (s *Store) Delivered(ctx context.Context, id int64) error {
 // Claim records an inbound message key of a channel and reports whether it
 // is new: false means it was seen before and must not be handled again.
 func (s *Store) Claim(ctx context.Context, channel, key string, at time.Time) (bool, error) {
-	res, err := s.db.ExecContext(ctx,
-		`INSERT OR IGNORE INTO seen(channel, key, at_ms) VALUES(?, ?, ?)`, channel, key, at.UnixMilli())
-	if err != nil {
-		return false, fmt.Errorf("store: claim: %w", err)
-	}
-	n, err := res.RowsAffected()
+	var n int64
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx,
+			s.q(`INSERT INTO seen(channel, key, at_ms) VALUES(?, ?, ?) ON CONFLICT DO NOTHING`), s.ch(channel), key, at.UnixMilli())
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("store: claim: %w", err)
 	}
 	return n == 1, nil
 }
 
-// Forget drops the inbound keys recorded before t.
+// Forget drops the inbound keys of this store's channels recorded before t.
 func (s *Store) Forget(ctx context.Context, before time.Time) error {
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM seen WHERE at_ms < ?`, before.UnixMilli()); err != nil {
+	// The prefix holds no LIKE wildcard that matters: '|' ends it, and a
+	// '_' or '%' in it only widens the match to keys of the same age.
+	if err := s.exec(ctx, `DELETE FROM seen WHERE at_ms < ? AND channel LIKE ?`, before.UnixMilli(), s.prefix+"%"); err != nil {
 		return fmt.Errorf("store: forget: %w", err)
 	}
 	return nil
@@ -306,7 +432,7 @@ func (s *Store) Forget(ctx context.Context, before time.Time) error {
 // Get returns the value of key, or ErrNotFound.
 func (s *Store) Get(ctx context.Context, key string) (string, error) {
 	var v string
-	err := s.db.QueryRowContext(ctx, `SELECT value FROM kv WHERE key = ?`, key).Scan(&v)
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT value FROM kv WHERE key = ?`), s.ch(key)).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", ErrNotFound
 	}
@@ -320,13 +446,21 @@ func (s *Store) Get(ctx context.Context, key string) (string, error) {
 func (s *Store) Put(ctx context.Context, key, value string) error {
 	var err error
 	if value == "" {
-		_, err = s.db.ExecContext(ctx, `DELETE FROM kv WHERE key = ?`, key)
+		err = s.exec(ctx, `DELETE FROM kv WHERE key = ?`, s.ch(key))
 	} else {
-		_, err = s.db.ExecContext(ctx,
-			`INSERT INTO kv(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`, key, value)
+		err = s.exec(ctx,
+			`INSERT INTO kv(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`, s.ch(key), value)
 	}
 	if err != nil {
 		return fmt.Errorf("store: put %s: %w", key, err)
 	}
 	return nil
+}
+
+// exec runs one write statement (in a fenced transaction in PostgreSQL).
+func (s *Store) exec(ctx context.Context, query string, args ...any) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, s.q(query), args...)
+		return err
+	})
 }
