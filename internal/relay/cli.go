@@ -14,7 +14,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/sluicehq/sluice/internal/hooks"
 	"github.com/sluicehq/sluice/internal/provider"
 	"github.com/sluicehq/sluice/internal/relay/backend"
@@ -28,6 +31,7 @@ import (
 	"github.com/sluicehq/sluice/internal/relay/store"
 	"github.com/sluicehq/sluice/protocol"
 	sessionstore "github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/store/pgstore"
 )
 
 const usage = `Usage:
@@ -160,6 +164,7 @@ type runFlags struct {
 	minInterval, chatInterval, cooldown, breakerOpen, sendTimeout                   time.Duration
 	breakerFailures, dailyBudget                                                    int
 	webhookURL, webhookListen                                                       string
+	cluster                                                                         cli.ClusterFlags
 }
 
 func runMain(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
@@ -197,11 +202,17 @@ func runMain(ctx context.Context, name string, args []string, stdout, stderr io.
 		fs.StringVar(&f.webhookURL, "webhook-url", "", "receive by webhook at this public HTTPS URL instead of long polling (secret: TELEGRAM_WEBHOOK_SECRET)")
 		fs.StringVar(&f.webhookListen, "webhook-listen", "127.0.0.1:8443", "address the webhook server listens on")
 	}
+	f.cluster.Register(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "sluice relay %s: unexpected arguments %q\n", name, fs.Args())
+		return 2
+	}
+	clustered, err := f.cluster.Resolve(os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice relay %s: %v\n", name, err)
 		return 2
 	}
 	pacing.MinInterval, pacing.ChatInterval, pacing.Cooldown = f.minInterval, f.chatInterval, f.cooldown
@@ -212,28 +223,67 @@ func runMain(ctx context.Context, name string, args []string, stdout, stderr io.
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	if err := run(ctx, name, f, pacing, log, stdout); err != nil && !errors.Is(err, context.Canceled) {
+	if err := run(ctx, name, f, clustered, pacing, log, stdout); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(stderr, "sluice relay %s: %v\n", name, err)
 		return 1
 	}
 	return 0
 }
 
-func run(ctx context.Context, name string, f runFlags, pacing deliver.Pacing, log *slog.Logger, stdout io.Writer) error {
+func run(ctx context.Context, name string, f runFlags, clustered bool, pacing deliver.Pacing, log *slog.Logger, stdout io.Writer) error {
 	if err := os.MkdirAll(f.stateDir, 0o700); err != nil {
 		return err
 	}
-	st, err := store.Open(ctx, filepath.Join(f.stateDir, name+".db"))
-	if err != nil {
-		return err
-	}
-	defer st.Close()
 	var allow []string
 	for _, a := range strings.Split(f.allow, ",") {
 		if a = strings.TrimSpace(a); a != "" {
 			allow = append(allow, a)
 		}
 	}
+	// The account's state: a file of this machine's, or — in cluster
+	// mode — PostgreSQL's, shared by the account's nodes. The channel
+	// reads its credentials before the store is opened: the account's
+	// name is the bot's id.
+	var (
+		st      *store.Store
+		cluster *Cluster
+		pg      *pgstore.Store
+		nc      *nats.Conn
+		err     error
+	)
+	openStore := func(account string) error {
+		if !clustered {
+			st, err = store.Open(ctx, filepath.Join(f.stateDir, name+".db"))
+			return err
+		}
+		if nc, err = nats.Connect(f.cluster.NATS, nats.Name("sluice relay "+f.cluster.NodeID), nats.MaxReconnects(-1)); err != nil {
+			return fmt.Errorf("cluster: NATS: %w", err)
+		}
+		if pg, err = pgstore.Open(ctx, f.cluster.Postgres); err != nil {
+			// The DSN may hold a password: it is not repeated.
+			return fmt.Errorf("cluster: PostgreSQL: %w", err)
+		}
+		if st, err = store.OpenPostgres(ctx, f.cluster.Postgres, account); err != nil {
+			return fmt.Errorf("cluster: PostgreSQL: %w", err)
+		}
+		ttl := f.cluster.LeaseTTL
+		if ttl == 0 {
+			ttl = defaultLeaseTTL
+		}
+		cluster = &Cluster{Leases: pg, Store: st, Key: "relay/" + account, Node: f.cluster.NodeID, TTL: ttl, Logger: log}
+		return nil
+	}
+	defer func() {
+		if st != nil {
+			st.Close()
+		}
+		if pg != nil {
+			pg.Close()
+		}
+		if nc != nil {
+			nc.Close()
+		}
+	}()
 	var ch channel.Channel
 	switch name {
 	case "wechat":
@@ -256,11 +306,19 @@ func run(ctx context.Context, name string, f runFlags, pacing deliver.Pacing, lo
 			// The bot's owner: who scanned the login code.
 			allow = []string{creds.UserID}
 		}
+		if err := openStore("wechat/" + creds.BotID); err != nil {
+			return err
+		}
 		ch = wechat.New(wechat.Config{BaseURL: base, Token: creds.Token, BotID: creds.BotID, KV: st, Logger: log})
 	case "telegram":
 		token := os.Getenv("TELEGRAM_BOT_TOKEN")
 		if token == "" {
 			return errors.New("set TELEGRAM_BOT_TOKEN (from @BotFather)")
+		}
+		// The bot's id is the token's part before the colon (not secret).
+		botID, _, _ := strings.Cut(token, ":")
+		if err := openStore("telegram/" + botID); err != nil {
+			return err
 		}
 		tg := telegram.New(telegram.Config{BaseURL: f.baseURL, Token: token, KV: st, Logger: log})
 		ch = tg
@@ -278,27 +336,43 @@ func run(ctx context.Context, name string, f runFlags, pacing deliver.Pacing, lo
 	if len(allow) == 0 && !f.allowAll {
 		return errors.New("say which chats may use the agent with --allow ID[,ID] (a stranger's message is answered with its id), or --allow-all")
 	}
-	be, err := newBackend(f, st, log)
-	if err != nil {
-		return err
-	}
-	defer be.Close()
 	silence := f.silence
 	if silence == 0 {
 		silence = -1
 	}
-	r, err := New(ctx, Options{
-		Channel: ch, Backend: be, Store: st, Pacing: pacing, Logger: log,
-		Allow: allow, Silence: silence, TypingEvery: f.typingEvery, Interrupt: f.interrupt,
-	})
-	if err != nil {
-		return err
+	// term relays until ctx ends: the whole run of a single process, or
+	// one holding of the channel's lease in cluster mode.
+	term := func(ctx context.Context) error {
+		be, err := newBackend(f, st, pg, log)
+		if err != nil {
+			return err
+		}
+		defer be.Close()
+		r, err := New(ctx, Options{
+			Channel: ch, Backend: be, Store: st, Pacing: pacing, Logger: log,
+			Allow: allow, Silence: silence, TypingEvery: f.typingEvery, Interrupt: f.interrupt,
+		})
+		if err != nil {
+			return err
+		}
+		log.Info("relay: running", "channel", name, "backend", be.Name(), "allowed", allow)
+		return r.Run(ctx)
 	}
-	log.Info("relay: running", "channel", name, "backend", be.Name(), "allowed", allow)
-	return r.Run(ctx)
+	if cluster == nil {
+		return term(ctx)
+	}
+	log.Info("relay: cluster mode", "node", f.cluster.NodeID, "lease", cluster.Key, "ttl", cluster.TTL)
+	return cluster.Hold(ctx, term)
 }
 
-func newBackend(f runFlags, st *store.Store, log *slog.Logger) (backend.Backend, error) {
+// defaultLeaseTTL is the channel lease's TTL without --lease-ttl: the
+// sessions' (cluster.DefaultLeaseTTL).
+const defaultLeaseTTL = 10 * time.Second
+
+// newBackend makes the agent backend. In cluster mode (pg set) the sluice
+// agent's sessions are kept in PostgreSQL, where any relay node of the
+// account restores a chat's session and `sluice serve` nodes list it.
+func newBackend(f runFlags, st *store.Store, pg *pgstore.Store, log *slog.Logger) (backend.Backend, error) {
 	workDir := f.workDir
 	if workDir == "" {
 		wd, err := os.Getwd()
@@ -321,11 +395,14 @@ func newBackend(f runFlags, st *store.Store, log *slog.Logger) (backend.Backend,
 		if err != nil {
 			return nil, err
 		}
-		root, err := sessionstore.DefaultRoot()
-		if err != nil {
-			return nil, err
+		var sessions sessionstore.Store = pg
+		if pg == nil {
+			root, err := sessionstore.DefaultRoot()
+			if err != nil {
+				return nil, err
+			}
+			sessions = sessionstore.NewJSONL(root)
 		}
-		sessions := sessionstore.NewJSONL(root)
 		// The user's command hooks, as every face of sluice runs them.
 		hks, err := hooks.ForProject(os.Getenv("HOME"), workDir, nil, log)
 		if err != nil {

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/pgtest"
 	"github.com/sluicehq/sluice/internal/relay/backend"
 	"github.com/sluicehq/sluice/internal/relay/backend/claudecode"
 	"github.com/sluicehq/sluice/internal/relay/backend/claudecode/fakeclaude"
@@ -31,6 +32,7 @@ import (
 	"github.com/sluicehq/sluice/internal/relay/deliver"
 	"github.com/sluicehq/sluice/internal/relay/split"
 	"github.com/sluicehq/sluice/internal/relay/store"
+	"github.com/sluicehq/sluice/internal/testbin"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
@@ -51,7 +53,16 @@ func TestMain(m *testing.M) {
 		os.Exit(code)
 	}
 	fakeclaude.Main()
-	goleak.VerifyTestMain(m)
+	code := m.Run()
+	pgtest.Stop()
+	testbin.Cleanup()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // fast paces nothing: pacing has its own tests with a fake clock.
