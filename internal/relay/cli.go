@@ -284,6 +284,16 @@ func run(ctx context.Context, name string, f runFlags, clustered bool, pacing de
 			nc.Close()
 		}
 	}()
+	// In cluster mode with a webhook, the node's webhook server: its
+	// failure stops the node (stopServing's cause).
+	stopServing := context.CancelCauseFunc(func(error) {})
+	var served chan struct{} // closed when the server stopped; nil: none
+	defer func() {
+		stopServing(nil)
+		if served != nil {
+			<-served
+		}
+	}()
 	var ch channel.Channel
 	switch name {
 	case "wechat":
@@ -327,10 +337,30 @@ func run(ctx context.Context, name string, f runFlags, clustered bool, pacing de
 			if secret == "" {
 				return errors.New("a webhook needs TELEGRAM_WEBHOOK_SECRET")
 			}
+			if cluster != nil {
+				// Every node serves the webhook for as long as it runs,
+				// holding the channel or not: bound first, so that a
+				// node that cannot listen fails at once.
+				ln, err := net.Listen("tcp", f.webhookListen)
+				if err != nil {
+					return fmt.Errorf("webhook: %w", err)
+				}
+				fw := newForwarder(nc, "telegram/"+botID, 5*time.Second)
+				ctx, stopServing = context.WithCancelCause(ctx)
+				served = make(chan struct{})
+				go func(ctx context.Context) {
+					defer close(served)
+					if err := serveWebhook(ctx, ln, telegram.WebhookHandler(secret, fw.accept)); err != nil {
+						stopServing(err)
+					}
+				}(ctx)
+				ch = &clusterWebhook{Client: tg, fw: fw}
+			} else {
+				ch = &webhookChannel{Client: tg, secret: secret, listen: f.webhookListen, log: log}
+			}
 			if err := tg.SetWebhook(ctx, f.webhookURL, secret); err != nil {
 				return err
 			}
-			ch = &webhookChannel{Client: tg, secret: secret, listen: f.webhookListen, log: log}
 		}
 	}
 	if len(allow) == 0 && !f.allowAll {
@@ -362,7 +392,11 @@ func run(ctx context.Context, name string, f runFlags, clustered bool, pacing de
 		return term(ctx)
 	}
 	log.Info("relay: cluster mode", "node", f.cluster.NodeID, "lease", cluster.Key, "ttl", cluster.TTL)
-	return cluster.Hold(ctx, term)
+	err = cluster.Hold(ctx, term)
+	if cause := context.Cause(ctx); ctx.Err() != nil && !errors.Is(cause, context.Canceled) {
+		return cause // the webhook server failed
+	}
+	return err
 }
 
 // defaultLeaseTTL is the channel lease's TTL without --lease-ttl: the
@@ -448,15 +482,33 @@ type webhookChannel struct {
 // Receive serves the webhook until ctx is done. It returns at once with
 // the cause when it cannot listen, or when the server fails.
 func (w *webhookChannel) Receive(ctx context.Context, handle func(context.Context, channel.Inbound)) error {
+	return w.ReceiveAccepting(ctx, func(ctx context.Context, in channel.Inbound) error {
+		handle(ctx, in)
+		return nil
+	})
+}
+
+// ReceiveAccepting is Receive, answering 503 for an update accept refused.
+func (w *webhookChannel) ReceiveAccepting(ctx context.Context, accept func(context.Context, channel.Inbound) error) error {
 	ln, err := net.Listen("tcp", w.listen)
 	if err != nil {
 		return fmt.Errorf("webhook: %w", err)
 	}
-	srv := &http.Server{Handler: telegram.WebhookHandler(w.secret, func(_ context.Context, in channel.Inbound) {
+	err = serveWebhook(ctx, ln, telegram.WebhookHandler(w.secret, func(_ context.Context, in channel.Inbound) error {
 		// The request ends before the agent does: hand over the relay's
 		// context, not the request's.
-		handle(ctx, in)
-	}), ReadHeaderTimeout: 10 * time.Second}
+		return accept(ctx, in)
+	}))
+	if err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// serveWebhook serves h on ln until ctx is done (then it shuts the server
+// down, giving the requests in flight 5 s) or the server fails.
+func serveWebhook(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	serving, stop := context.WithCancel(ctx)
 	stopped := make(chan struct{})
 	go func() {
@@ -466,11 +518,11 @@ func (w *webhookChannel) Receive(ctx context.Context, handle func(context.Contex
 		defer cancel()
 		srv.Shutdown(shutdown)
 	}()
-	err = srv.Serve(ln)
+	err := srv.Serve(ln)
 	stop()
 	<-stopped
 	if !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("webhook server: %w", err)
 	}
-	return ctx.Err()
+	return nil
 }

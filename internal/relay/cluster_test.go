@@ -1,17 +1,19 @@
 package relay
 
 import (
+	"bytes"
 	"context"
+	"net"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/natstest"
 	"github.com/sluicehq/sluice/internal/pgtest"
 	"github.com/sluicehq/sluice/internal/relay/channel/telegram/telegramfake"
 	"github.com/sluicehq/sluice/internal/relay/store"
@@ -61,7 +63,7 @@ func startRelayNode(t *testing.T, bin, id string, args []string, env []string) *
 func TestClusterFailover(t *testing.T) {
 	t.Parallel()
 	bin := testbin.Sluice(t)
-	natsURL := natstest.URL(t)
+	nats := natsURL(t)
 	dsn := pgtest.DSN(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
@@ -100,7 +102,7 @@ func TestClusterFailover(t *testing.T) {
 	args := func() []string {
 		return []string{"--state-dir", t.TempDir(), "--base-url", tgSrv.URL, "--allow", "5", "--workdir", work,
 			"--min-interval", "0", "--chat-interval", "0", "--silence", "0", "-v",
-			"--nats", natsURL, "--postgres", dsn, "--lease-ttl", "2s"}
+			"--nats", nats, "--postgres", dsn, "--lease-ttl", "2s"}
 	}
 	nodes := map[string]*relayNode{}
 	for _, id := range []string{"r1", "r2"} {
@@ -223,5 +225,63 @@ func TestClusterFailover(t *testing.T) {
 	}
 	if h := holder(); h != "" {
 		t.Errorf("after a graceful stop the channel is still held by %q", h)
+	}
+}
+
+// TestClusterCommandLine: cluster mode's flags (and the settings file's
+// keys) are checked before anything runs — one engine without the other,
+// a NATS server or a database that cannot be reached are clear errors
+// (the DSN's password never shown), and a node that cannot bind its
+// webhook exits 1.
+func TestClusterCommandLine(t *testing.T) {
+	f := telegramfake.New()
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	nats := natsURL(t)
+	dsn := pgtest.DSN(t)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { taken.Close() })
+	settings := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(settings, []byte(`{"nats": "nats://127.0.0.1:1", "postgres": "postgres://u:hunter2@127.0.0.1:1/db", "nodeId": "from-settings"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TELEGRAM_BOT_TOKEN", telegramfake.Token)
+	t.Setenv("TELEGRAM_WEBHOOK_SECRET", "s3cret")
+	t.Setenv("SLUICE_FAKE_CLAUDE_DIR", runs(t))
+	for _, tt := range []struct {
+		name     string
+		settings string
+		args     []string
+		code     int
+		want     string
+	}{
+		{"nats without postgres", "", []string{"--nats", nats}, 2, "needs --postgres"},
+		{"postgres without nats", "", []string{"--postgres", dsn}, 2, "needs --nats"},
+		{"NATS unreachable", "", []string{"--nats", "nats://127.0.0.1:1", "--postgres", dsn}, 1, "cluster: NATS"},
+		{"database unreachable", "", []string{"--nats", nats, "--postgres", "postgres://u:hunter2@127.0.0.1:1/db"}, 1, "cluster: PostgreSQL"},
+		{"bad DSN", "", []string{"--nats", nats, "--postgres", "postgres://u:hunter2@127.0.0.1:notaport/db"}, 1, "cluster: PostgreSQL"},
+		{"settings file", settings, nil, 1, "cluster: NATS"},
+		{"webhook address taken", "", []string{"--nats", nats, "--postgres", dsn,
+			"--webhook-url", "https://example.test/hook", "--webhook-listen", taken.Addr().String()}, 1, "address already in use"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("SLUICE_CONFIG", tt.settings)
+			if tt.settings == "" {
+				t.Setenv("SLUICE_CONFIG", filepath.Join(t.TempDir(), "none.json"))
+			}
+			args := append([]string{"telegram", "--state-dir", t.TempDir(), "--base-url", srv.URL, "--allow", "42",
+				"--backend", "claude", "--claude-bin", os.Args[0]}, tt.args...)
+			var stderr bytes.Buffer
+			code := Main(waitCtx(t), args, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+			if code != tt.code || !strings.Contains(stderr.String(), tt.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr.String(), tt.code, tt.want)
+			}
+			if strings.Contains(stderr.String(), "hunter2") {
+				t.Error("the database password is in the output")
+			}
+		})
 	}
 }

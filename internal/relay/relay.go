@@ -187,7 +187,12 @@ func (r *Relay) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); r.queue.Run(ctx) }()
 	go func() {
 		defer wg.Done()
-		err := r.opts.Channel.Receive(ctx, r.handle)
+		var err error
+		if a, ok := r.opts.Channel.(channel.Acceptor); ok {
+			err = a.ReceiveAccepting(ctx, r.accept)
+		} else {
+			err = r.opts.Channel.Receive(ctx, r.handle)
+		}
 		if ctx.Err() != nil {
 			return
 		}
@@ -239,9 +244,21 @@ func interrupted(question string) string {
 	return fmt.Sprintf("⚠️ The relay stopped while the agent was answering “%s”; the answer was cut off. Send it again to retry.", question)
 }
 
-// handle takes one inbound message: de-duplicated, checked against the
-// allow list, then a command or a question for the chat's worker.
+// handle takes one inbound message (Channel.Receive's callback): see
+// accept.
 func (r *Relay) handle(ctx context.Context, in channel.Inbound) {
+	if err := r.accept(ctx, in); err != nil {
+		r.opts.Logger.Warn("relay: inbound message refused", "chat", in.Chat, "err", err)
+	}
+}
+
+// accept takes one inbound message: de-duplicated, checked against the
+// allow list, then a command or a question for the chat's worker. It
+// refuses the message, doing nothing, only when the store is fenced (in
+// cluster mode this node lost the channel: the node that took it handles
+// the message when the platform delivers it again); any other storage
+// failure is logged and the message handled all the same.
+func (r *Relay) accept(ctx context.Context, in channel.Inbound) error {
 	log := r.opts.Logger
 	allowed := len(r.opts.Allow) == 0 || slices.Contains(r.opts.Allow, in.Chat)
 	text := strings.TrimSpace(in.Text)
@@ -250,6 +267,8 @@ func (r *Relay) handle(ctx context.Context, in channel.Inbound) {
 		// from now on a crash cannot make it vanish.
 		q, fresh, err := r.opts.Store.Ask(ctx, in.Key, store.Question{Channel: r.opts.Channel.Name(), Chat: in.Chat, Text: text, Created: r.opts.Clock.Now()})
 		switch {
+		case errors.Is(err, store.ErrFenced):
+			return err
 		case err != nil:
 			// Answered all the same; only a crash before the answer
 			// would lose it now.
@@ -257,30 +276,34 @@ func (r *Relay) handle(ctx context.Context, in channel.Inbound) {
 			q = store.Question{Chat: in.Chat, Text: text}
 		case !fresh:
 			log.Debug("relay: duplicate inbound message dropped", "chat", in.Chat)
-			return
+			return nil
 		}
 		r.queue.Wake(in.Chat)
 		r.ask(q)
-		return
+		return nil
 	}
 	if in.Key != "" {
 		fresh, err := r.opts.Store.Claim(ctx, r.opts.Channel.Name(), in.Key, r.opts.Clock.Now())
-		if err != nil {
+		switch {
+		case errors.Is(err, store.ErrFenced):
+			return err
+		case err != nil:
 			log.Error("relay: cannot record an inbound message", "err", err)
-		} else if !fresh {
+		case !fresh:
 			log.Debug("relay: duplicate inbound message dropped", "chat", in.Chat)
-			return
+			return nil
 		}
 	}
 	if !allowed {
 		log.Warn("relay: message from a chat not allowed", "chat", in.Chat)
 		r.say(ctx, in.Chat, KindCommand, fmt.Sprintf("This bot is private. Its owner can allow this chat with --allow %s.", in.Chat))
-		return
+		return nil
 	}
 	r.queue.Wake(in.Chat)
 	if text != "" {
 		r.command(ctx, r.chat(in.Chat), text)
 	}
+	return nil
 }
 
 // ask queues a question for its chat's worker. While a run of an agent

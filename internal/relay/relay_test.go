@@ -54,6 +54,7 @@ func TestMain(m *testing.M) {
 	}
 	fakeclaude.Main()
 	code := m.Run()
+	stopNATS()
 	pgtest.Stop()
 	testbin.Cleanup()
 	if code == 0 {

@@ -34,3 +34,13 @@ type Channel interface {
 	// indicator.
 	Typing(ctx context.Context, chat string, on bool) error
 }
+
+// Acceptor is a Channel that can tell the platform a message was not
+// taken, so that the platform delivers it again (a webhook answering an
+// error status). The relay then receives with ReceiveAccepting, whose
+// accept returns an error for a message it refused; Receive's rules hold
+// otherwise.
+type Acceptor interface {
+	Channel
+	ReceiveAccepting(ctx context.Context, accept func(context.Context, Inbound) error) error
+}

@@ -260,9 +260,10 @@ func (c *Client) SetWebhook(ctx context.Context, url, secret string) error {
 	return c.call(ctx, "setWebhook", map[string]any{"url": url, "secret_token": secret, "allowed_updates": []string{"message"}}, nil)
 }
 
-// WebhookHandler serves the updates Telegram posts, calling handle for each
-// text message. Requests without the secret are refused.
-func WebhookHandler(secret string, handle func(context.Context, channel.Inbound)) http.Handler {
+// WebhookHandler serves the updates Telegram posts, calling accept for each
+// text message. Requests without the secret are refused. An update accept
+// refuses is answered 503, and Telegram posts it again later.
+func WebhookHandler(secret string, accept func(context.Context, channel.Inbound) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got := r.Header.Get("X-Telegram-Bot-Api-Secret-Token")
 		if r.Method != http.MethodPost || subtle.ConstantTimeCompare([]byte(got), []byte(secret)) != 1 {
@@ -275,7 +276,10 @@ func WebhookHandler(secret string, handle func(context.Context, channel.Inbound)
 			return
 		}
 		if in, ok := u.inbound(); ok {
-			handle(r.Context(), in)
+			if err := accept(r.Context(), in); err != nil {
+				http.Error(w, "not taken, try again", http.StatusServiceUnavailable)
+				return
+			}
 		}
 		w.WriteHeader(http.StatusOK)
 	})

@@ -145,13 +145,20 @@ func TestWebhook(t *testing.T) {
 		t.Errorf("webhook %q", f.Webhook())
 	}
 	var got []channel.Inbound
-	h := WebhookHandler("s3cret", func(_ context.Context, in channel.Inbound) { got = append(got, in) })
+	h := WebhookHandler("s3cret", func(_ context.Context, in channel.Inbound) error {
+		if in.Text == "refused" {
+			return errors.New("not now")
+		}
+		got = append(got, in)
+		return nil
+	})
 	body := `{"update_id": 77, "message": {"message_id": 1, "text": "via hook", "chat": {"id": -100}}}`
 	for _, tt := range []struct {
 		secret string
 		code   int
-	}{{"wrong", 403}, {"s3cret", 200}} {
-		req := httptest.NewRequest(http.MethodPost, "/hook", strings.NewReader(body))
+		body   string
+	}{{"wrong", 403, body}, {"s3cret", 200, body}, {"s3cret", 503, strings.Replace(body, "via hook", "refused", 1)}} {
+		req := httptest.NewRequest(http.MethodPost, "/hook", strings.NewReader(tt.body))
 		req.Header.Set("X-Telegram-Bot-Api-Secret-Token", tt.secret)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
