@@ -3,7 +3,9 @@ package relay
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -14,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/pgtest"
 	"github.com/sluicehq/sluice/internal/relay/channel/telegram/telegramfake"
 	"github.com/sluicehq/sluice/internal/relay/store"
@@ -211,6 +214,13 @@ func TestClusterFailover(t *testing.T) {
 	if !restored {
 		t.Errorf("the survivor did not restore the chat's session: %+v", requests)
 	}
+	// One session for the chat, across both nodes, in the cluster's
+	// session store: what listSessions of a `sluice serve --postgres`
+	// node reads.
+	infos, err := agent.ListSessions(ctx, pg, work)
+	if err != nil || len(infos) != 1 {
+		t.Errorf("sessions of the relay's working directory: %+v %v, want the chat's one", infos, err)
+	}
 
 	// A graceful stop releases the channel and exits 0.
 	survivor := nodes[other]
@@ -284,4 +294,162 @@ func TestClusterCommandLine(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestClusterWebhook: two relay nodes receiving by webhook, the test
+// playing Telegram (it posts each update and posts it again while it is
+// answered 503). An update posted to the node that does not hold the
+// channel is answered by the holder; after the holder is killed, an
+// update posted to the survivor is refused until it takes the channel and
+// then answered, once.
+func TestClusterWebhook(t *testing.T) {
+	t.Parallel()
+	bin := testbin.Sluice(t)
+	nats := natsURL(t)
+	dsn := pgtest.DSN(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	fm := fakemodel.New(func(r fakemodel.Request) fakemodel.Answer {
+		return fakemodel.Answer{Text: []string{"Re: " + r.LastUserText}}
+	})
+	defer fm.Close()
+	tg := telegramfake.New()
+	tgSrv := httptest.NewServer(tg)
+	defer tgSrv.Close()
+	home := t.TempDir()
+	const secret = "hook-secret"
+	env := append(os.Environ(), "TELEGRAM_BOT_TOKEN="+telegramfake.Token, "TELEGRAM_WEBHOOK_SECRET="+secret,
+		"ANTHROPIC_API_KEY=test-key", "ANTHROPIC_BASE_URL="+fm.URL(), "SLUICE_HOME="+home, "HOME="+home, "XDG_CONFIG_HOME="+home)
+	work := t.TempDir()
+	nodes := map[string]*relayNode{}
+	hooks := map[string]string{}
+	for _, id := range []string{"w1", "w2"} {
+		addr := freeAddr(t)
+		hooks[id] = "http://" + addr + "/"
+		nodes[id] = startRelayNode(t, bin, id, []string{"--state-dir", t.TempDir(), "--base-url", tgSrv.URL, "--allow", "5",
+			"--workdir", work, "--min-interval", "0", "--chat-interval", "0", "--silence", "0", "-v",
+			"--nats", nats, "--postgres", dsn, "--lease-ttl", "2s",
+			"--webhook-url", "https://bot.example.test/hook", "--webhook-listen", addr}, env)
+	}
+	defer func() {
+		if t.Failed() {
+			for id, n := range nodes {
+				t.Logf("node %s:\n%s", id, n.stderr.String())
+			}
+		}
+	}()
+	pg, err := pgstore.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	holder := func() string {
+		l, err := pg.Owner(ctx, "relay/telegram/123456")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Node
+	}
+	// deliver posts an update to node as Telegram does: again and again
+	// while it is not taken (503, or the server not listening yet).
+	refused := 0
+	deliver := func(node string, id int, text string) {
+		t.Helper()
+		body := fmt.Sprintf(`{"update_id": %d, "message": {"message_id": %d, "text": %q, "chat": {"id": 5}}}`, id, id, text)
+		for {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, hooks[node], strings.NewReader(body))
+			req.Header.Set("X-Telegram-Bot-Api-Secret-Token", secret)
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return
+				}
+				refused++
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("update %d never taken by %s: %v", id, node, err)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	var first string
+	for first == "" {
+		first = holder()
+		select {
+		case <-ctx.Done():
+			t.Fatal("no node holds the channel")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	other := map[string]string{"w1": "w2", "w2": "w1"}[first]
+	deliver(other, 1, "question one")
+	sent, err := tg.WaitSent(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent[0].Text != "Re: question one" {
+		t.Errorf("forwarded question's answer: %q", sent[0].Text)
+	}
+
+	// The kill comes after the holder recorded the answer delivered: in
+	// the gap between the platform's accepting a message and the record
+	// a failover sends it again (at least once, README).
+	st, err := store.OpenPostgres(ctx, dsn, "telegram/123456")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for {
+		items, err := st.Pending(ctx, "telegram")
+		if err == nil && len(items) == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the answer stays in the outbox: %+v %v", items, err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	nodes[first].cmd.Process.Signal(syscall.SIGKILL)
+	<-nodes[first].done
+	refused = 0
+	deliver(other, 2, "question two")
+	if sent, err = tg.WaitSent(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if sent[1].Text != "Re: question two" {
+		t.Errorf("answer after the failover: %q", sent[1].Text)
+	}
+	if got := holder(); got != other {
+		t.Errorf("holder after the failover: %q, want %q", got, other)
+	}
+	t.Logf("posts refused while no node held the channel: %d", refused)
+	// The same update delivered again (Telegram's at-least-once) is not
+	// answered again.
+	deliver(other, 2, "question two")
+	deliver(other, 3, "question three")
+	if _, err := tg.WaitSent(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	if got := tg.Sent(); len(got) != 3 || got[2].Text != "Re: question three" {
+		t.Errorf("messages sent: %+v", got)
+	}
+	if wh := tg.Webhook(); wh != "https://bot.example.test/hook" {
+		t.Errorf("webhook set: %q", wh)
+	}
+}
+
+// freeAddr is a loopback address nothing listens on (the port of a
+// listener just closed).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }

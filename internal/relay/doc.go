@@ -17,4 +17,13 @@
 // answer, so after a crash it is answered, or — if the agent was already
 // answering it — its chat is told the answer was cut off. Delivery is at
 // least once (README.md, "What a crash does").
+//
+// Cluster mode (Cluster, README.md "Running a cluster"): several relay
+// processes on one bot account share a PostgreSQL database and a NATS
+// server. The node holding the account's channel lease (store/pgstore's
+// leases, with an epoch and a TTL) is the relay above, its state in
+// PostgreSQL and every write fenced by the lease; the others stand by and
+// one takes over, as a restart would, when the lease expires. Webhook
+// updates posted to a node that does not hold the channel are forwarded
+// to the holder over NATS and acknowledged only once stored.
 package relay
