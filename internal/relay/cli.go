@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/cli"
+	"github.com/sluicehq/sluice/internal/cluster"
 	"github.com/sluicehq/sluice/internal/hooks"
 	"github.com/sluicehq/sluice/internal/provider"
 	"github.com/sluicehq/sluice/internal/relay/backend"
@@ -245,11 +246,11 @@ func run(ctx context.Context, name string, f runFlags, clustered bool, pacing de
 	// reads its credentials before the store is opened: the account's
 	// name is the bot's id.
 	var (
-		st      *store.Store
-		cluster *Cluster
-		pg      *pgstore.Store
-		nc      *nats.Conn
-		err     error
+		st   *store.Store
+		node *Cluster
+		pg   *pgstore.Store
+		nc   *nats.Conn
+		err  error
 	)
 	openStore := func(account string) error {
 		if !clustered {
@@ -268,9 +269,9 @@ func run(ctx context.Context, name string, f runFlags, clustered bool, pacing de
 		}
 		ttl := f.cluster.LeaseTTL
 		if ttl == 0 {
-			ttl = defaultLeaseTTL
+			ttl = cluster.DefaultLeaseTTL // as the sessions'
 		}
-		cluster = &Cluster{Leases: pg, Store: st, Key: "relay/" + account, Node: f.cluster.NodeID, TTL: ttl, Logger: log}
+		node = &Cluster{Leases: pg, Store: st, Key: "relay/" + account, Node: f.cluster.NodeID, TTL: ttl, Logger: log}
 		return nil
 	}
 	defer func() {
@@ -337,7 +338,7 @@ func run(ctx context.Context, name string, f runFlags, clustered bool, pacing de
 			if secret == "" {
 				return errors.New("a webhook needs TELEGRAM_WEBHOOK_SECRET")
 			}
-			if cluster != nil {
+			if node != nil {
 				// Every node serves the webhook for as long as it runs,
 				// holding the channel or not: bound first, so that a
 				// node that cannot listen fails at once.
@@ -388,20 +389,16 @@ func run(ctx context.Context, name string, f runFlags, clustered bool, pacing de
 		log.Info("relay: running", "channel", name, "backend", be.Name(), "allowed", allow)
 		return r.Run(ctx)
 	}
-	if cluster == nil {
+	if node == nil {
 		return term(ctx)
 	}
-	log.Info("relay: cluster mode", "node", f.cluster.NodeID, "lease", cluster.Key, "ttl", cluster.TTL)
-	err = cluster.Hold(ctx, term)
+	log.Info("relay: cluster mode", "node", f.cluster.NodeID, "lease", node.Key, "ttl", node.TTL)
+	err = node.Hold(ctx, term)
 	if cause := context.Cause(ctx); ctx.Err() != nil && !errors.Is(cause, context.Canceled) {
 		return cause // the webhook server failed
 	}
 	return err
 }
-
-// defaultLeaseTTL is the channel lease's TTL without --lease-ttl: the
-// sessions' (cluster.DefaultLeaseTTL).
-const defaultLeaseTTL = 10 * time.Second
 
 // newBackend makes the agent backend. In cluster mode (pg set) the sluice
 // agent's sessions are kept in PostgreSQL, where any relay node of the

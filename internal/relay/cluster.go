@@ -31,11 +31,9 @@ type Cluster struct {
 	// are fenced by the lease while this node holds it.
 	Store *store.Store
 	// Key names the channel lease ("relay/telegram/123456").
-	Key  string
-	Node string
-	TTL  time.Duration
-	// Held, when set, is called each time this node takes the lease.
-	Held   func(pgstore.Lease)
+	Key    string
+	Node   string
+	TTL    time.Duration
 	Logger *slog.Logger
 }
 
@@ -92,9 +90,6 @@ func (c Cluster) Hold(ctx context.Context, term func(context.Context) error) err
 func (c Cluster) term(ctx context.Context, l pgstore.Lease, term func(context.Context) error) error {
 	c.Store.Fence(store.Lease{Key: l.Session, Node: l.Node, Epoch: l.Epoch})
 	defer c.Store.Fence(store.Lease{})
-	if c.Held != nil {
-		c.Held(l)
-	}
 	tctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	renewed := make(chan pgstore.Lease, 1)
