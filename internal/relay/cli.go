@@ -23,6 +23,7 @@ import (
 	"github.com/sluicehq/sluice/internal/provider"
 	"github.com/sluicehq/sluice/internal/relay/backend"
 	"github.com/sluicehq/sluice/internal/relay/backend/claudecode"
+	"github.com/sluicehq/sluice/internal/relay/backend/clustered"
 	"github.com/sluicehq/sluice/internal/relay/backend/sluiceagent"
 	"github.com/sluicehq/sluice/internal/relay/channel"
 	"github.com/sluicehq/sluice/internal/relay/channel/telegram"
@@ -373,11 +374,24 @@ func run(ctx context.Context, name string, f runFlags, clustered bool, pacing de
 	}
 	// term relays until ctx ends: the whole run of a single process, or
 	// one holding of the channel's lease in cluster mode.
-	term := func(ctx context.Context) error {
-		be, err := newBackend(f, st, pg, log)
-		if err != nil {
-			return err
+	agentSet, err := setUpAgent(f, pg, log)
+	if err != nil {
+		return err
+	}
+	if node != nil && agentSet.options != nil {
+		// The chats' sessions run on this process's cluster node, which
+		// also takes over, while standing by, the sessions of a node
+		// that died mid-run.
+		if agentSet.host, err = cluster.Start(ctx, cluster.Config{
+			NodeID: f.cluster.NodeID, NATS: nc, Leases: cluster.PG(pg), LeaseTTL: node.TTL, Logger: log,
+			Options: func(_ context.Context, dir string) (agent.Options, error) { return agentSet.options(dir), nil },
+		}); err != nil {
+			return fmt.Errorf("cluster: %w", err)
 		}
+		defer agentSet.host.Close()
+	}
+	term := func(ctx context.Context) error {
+		be := newBackend(f, agentSet, st, log)
 		defer be.Close()
 		r, err := New(ctx, Options{
 			Channel: ch, Backend: be, Store: st, Pacing: pacing, Logger: log,
@@ -400,56 +414,81 @@ func run(ctx context.Context, name string, f runFlags, clustered bool, pacing de
 	return err
 }
 
-// newBackend makes the agent backend. In cluster mode (pg set) the sluice
-// agent's sessions are kept in PostgreSQL, where any relay node of the
-// account restores a chat's session and `sluice serve` nodes list it.
-func newBackend(f runFlags, st *store.Store, pg *pgstore.Store, log *slog.Logger) (backend.Backend, error) {
-	workDir := f.workDir
-	if workDir == "" {
+// agentSetup is what the agent backend is made of, set up once per
+// process: the working directory, and for the sluice backend its
+// sessions' options and — in cluster mode — the cluster node that runs
+// them.
+type agentSetup struct {
+	workDir string
+	options func(workDir string) agent.Options // sluice backend
+	host    *cluster.Node                      // cluster mode, sluice backend
+}
+
+// setUpAgent checks the backend flags and sets up the sluice agent's
+// sessions: in JSONL files, or in PostgreSQL (pg) in cluster mode.
+func setUpAgent(f runFlags, pg *pgstore.Store, log *slog.Logger) (agentSetup, error) {
+	a := agentSetup{workDir: f.workDir}
+	if a.workDir == "" {
 		wd, err := os.Getwd()
 		if err != nil {
-			return nil, err
+			return a, err
 		}
-		workDir = wd
+		a.workDir = wd
 	}
 	switch f.backend {
 	case "claude":
-		return claudecode.New(claudecode.Config{
-			Command: f.claudeBin, WorkDir: workDir, PermissionMode: f.permissionMode, Model: f.model, KV: st, Logger: log,
-		}), nil
+		return a, nil
 	case "sluice":
-		mode, err := protocol.ParsePermissionMode(f.permissionMode)
-		if err != nil {
-			return nil, err
-		}
-		sel, err := openProvider(f.provider, f.model, os.Getenv)
-		if err != nil {
-			return nil, err
-		}
-		var sessions sessionstore.Store = pg
-		if pg == nil {
-			root, err := sessionstore.DefaultRoot()
-			if err != nil {
-				return nil, err
-			}
-			sessions = sessionstore.NewJSONL(root)
-		}
-		// The user's command hooks, as every face of sluice runs them.
-		hks, err := hooks.ForProject(os.Getenv("HOME"), workDir, nil, log)
-		if err != nil {
-			return nil, err
-		}
-		return sluiceagent.New(sluiceagent.Config{
-			KV: st, Logger: log,
-			Options: func(string) agent.Options {
-				return agent.Options{
-					Provider: sel.Provider, Model: sel.Model, WorkDir: workDir, PermissionMode: mode,
-					Stream: sel.StreamOptions, Store: sessions, Logger: log, Hooks: hks,
-				}
-			},
-		}), nil
+	default:
+		return a, fmt.Errorf("unknown --backend %q (want sluice or claude)", f.backend)
 	}
-	return nil, fmt.Errorf("unknown --backend %q (want sluice or claude)", f.backend)
+	mode, err := protocol.ParsePermissionMode(f.permissionMode)
+	if err != nil {
+		return a, err
+	}
+	sel, err := openProvider(f.provider, f.model, os.Getenv)
+	if err != nil {
+		return a, err
+	}
+	var sessions sessionstore.Store = pg
+	if pg == nil {
+		root, err := sessionstore.DefaultRoot()
+		if err != nil {
+			return a, err
+		}
+		sessions = sessionstore.NewJSONL(root)
+	}
+	// The user's command hooks, as every face of sluice runs them.
+	hks, err := hooks.ForProject(os.Getenv("HOME"), a.workDir, nil, log)
+	if err != nil {
+		return a, err
+	}
+	a.options = func(dir string) agent.Options {
+		return agent.Options{
+			Provider: sel.Provider, Model: sel.Model, WorkDir: dir, PermissionMode: mode,
+			Stream: sel.StreamOptions, Store: sessions, Logger: log, Hooks: hks,
+		}
+	}
+	return a, nil
+}
+
+// newBackend makes the agent backend. In cluster mode the sluice agent's
+// sessions are the cluster's (package clustered): run by the node holding
+// each one's lease, restored by any node, listed and opened by
+// `sluice serve` nodes.
+func newBackend(f runFlags, a agentSetup, st *store.Store, log *slog.Logger) backend.Backend {
+	switch {
+	case f.backend == "claude":
+		return claudecode.New(claudecode.Config{
+			Command: f.claudeBin, WorkDir: a.workDir, PermissionMode: f.permissionMode, Model: f.model, KV: st, Logger: log,
+		})
+	case a.host != nil:
+		return clustered.New(clustered.Config{Host: a.host, Options: a.options, WorkDir: a.workDir, KV: st, Logger: log})
+	}
+	return sluiceagent.New(sluiceagent.Config{
+		KV: st, Logger: log,
+		Options: func(string) agent.Options { return a.options(a.workDir) },
+	})
 }
 
 // openProvider picks the sluice backend's model provider as sluice itself

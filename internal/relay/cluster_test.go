@@ -17,11 +17,13 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/cluster/clustertest"
 	"github.com/sluicehq/sluice/internal/pgtest"
 	"github.com/sluicehq/sluice/internal/relay/channel/telegram/telegramfake"
 	"github.com/sluicehq/sluice/internal/relay/store"
 	"github.com/sluicehq/sluice/internal/testbin"
 	"github.com/sluicehq/sluice/internal/web/fakemodel"
+	"github.com/sluicehq/sluice/protocol"
 	"github.com/sluicehq/sluice/store/pgstore"
 )
 
@@ -203,7 +205,7 @@ func TestClusterFailover(t *testing.T) {
 	}
 	mu.Lock()
 	// The second question was answered in the chat's session as the dead
-	// node stored it: its request carries the first question.
+	// node left it: its request carries the first question.
 	var restored bool
 	for _, r := range requests {
 		if strings.Contains(r.LastUserText, "second question") {
@@ -214,12 +216,48 @@ func TestClusterFailover(t *testing.T) {
 	if !restored {
 		t.Errorf("the survivor did not restore the chat's session: %+v", requests)
 	}
-	// One session for the chat, across both nodes, in the cluster's
-	// session store: what listSessions of a `sluice serve --postgres`
-	// node reads.
+	// One session for the chat, across both nodes: a session of the
+	// cluster, listed by the session store as `sluice serve` lists it,
+	// run by the survivor, and opened by a serve node from the log — the
+	// interrupted run ended visibly, then the two answers.
 	infos, err := agent.ListSessions(ctx, pg, work)
 	if err != nil || len(infos) != 1 {
-		t.Errorf("sessions of the relay's working directory: %+v %v, want the chat's one", infos, err)
+		t.Fatalf("sessions of the relay's working directory: %+v %v, want the chat's one", infos, err)
+	}
+	session, err := st.Get(ctx, "sluice/session/5")
+	if err != nil || session != infos[0].ID {
+		t.Errorf("the chat's session %q (%v), listed %q", session, err, infos[0].ID)
+	}
+	serve, err := clustertest.Start(ctx, clustertest.NodeConfig{Bin: bin, NATS: nats, Postgres: dsn, ModelURL: fm.URL(),
+		Home: t.TempDir(), LeaseTTL: 2 * time.Second}, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer serve.Kill()
+	snap, owner, err := clustertest.Snapshot(ctx, serve.WS, session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if owner != other {
+		t.Errorf("the chat's session is run by %q, want %q", owner, other)
+	}
+	var users, answers []string
+	interrupted := false
+	for _, m := range snap.Messages {
+		for _, b := range m.Blocks {
+			switch {
+			case m.Role == protocol.RoleUser && b.Type == protocol.BlockText:
+				users = append(users, b.Content)
+			case m.Role == protocol.RoleAssistant && b.Type == protocol.BlockText && strings.HasPrefix(b.Content, "Answer"):
+				answers = append(answers, b.Content)
+			case b.Type == protocol.BlockError && len(users) == 1:
+				interrupted = true
+			}
+		}
+	}
+	if strings.Join(users, "|") != "first question, please|second question|third question" ||
+		strings.Join(answers, "|") != "Answer to second question|Answer to third question" || !interrupted {
+		t.Errorf("the chat's session as a serve node sees it: users %q, answers %q, interrupted %v", users, answers, interrupted)
 	}
 
 	// A graceful stop releases the channel and exits 0.
