@@ -7,6 +7,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -54,6 +55,7 @@ func checkID(session string) error {
 // Log is the sessions' event log. It is safe for concurrent use.
 type Log struct {
 	js     jetstream.JetStream
+	nc     *nats.Conn
 	stream jetstream.Stream
 }
 
@@ -74,7 +76,7 @@ func OpenLog(ctx context.Context, js jetstream.JetStream) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: create the %s stream: %w", StreamName, err)
 	}
-	return &Log{js: js, stream: st}, nil
+	return &Log{js: js, nc: js.Conn(), stream: st}, nil
 }
 
 // Position is where a session's log ends: the seq of its last event and
@@ -112,11 +114,18 @@ func msgSeq(h nats.Header) (int64, error) {
 }
 
 // Writer appends one session's events. Only the session's owner has one;
-// it is not safe for concurrent use.
+// it is not safe for concurrent use. Close it when done.
 type Writer struct {
 	log     *Log
 	session string
 	pos     Position
+	// acks receives the stream's answers to this writer's publishes, on
+	// inbox.<attempt>: straight from the connection's reader, without the
+	// shared request multiplexer's extra hand-over (one goroutine less to
+	// wake for every event, on a path every client waits on).
+	acks    *nats.Subscription
+	inbox   string
+	attempt uint64
 }
 
 // Writer returns a writer that continues the session's log where it ends
@@ -126,11 +135,30 @@ func (l *Log) Writer(ctx context.Context, session string) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Writer{log: l, session: session, pos: pos}, nil
+	inbox := l.nc.NewRespInbox()
+	acks, err := l.nc.SubscribeSync(inbox + ".*")
+	if err != nil {
+		return nil, fmt.Errorf("cluster: subscribe to the acks of %s: %w", session, err)
+	}
+	return &Writer{log: l, session: session, pos: pos, acks: acks, inbox: inbox + "."}, nil
 }
+
+// Close ends the writer's subscription to its acks.
+func (w *Writer) Close() error { return w.acks.Unsubscribe() }
 
 // Position is where the log ends after the writer's last append.
 func (w *Writer) Position() Position { return w.pos }
+
+// pubAck is the stream's answer to a publish.
+type pubAck struct {
+	Seq       uint64 `json:"seq"`
+	Duplicate bool   `json:"duplicate"`
+	Error     *struct {
+		Code        int                 `json:"code"`
+		ErrorCode   jetstream.ErrorCode `json:"err_code"`
+		Description string              `json:"description"`
+	} `json:"error"`
+}
 
 // Append publishes ev, whose seq must continue the log (a merged event's
 // first seq, for one that covers several). It returns once the stream
@@ -147,31 +175,55 @@ func (w *Writer) Append(ctx context.Context, ev protocol.Event) error {
 	if err != nil {
 		return err
 	}
-	msg := &nats.Msg{Subject: Subject(w.session), Data: data, Header: nats.Header{}}
-	msg.Header.Set(headerSeq, strconv.FormatInt(h.Seq, 10))
-	ack, err := w.log.js.PublishMsg(ctx, msg,
-		jetstream.WithMsgID(w.session+":"+strconv.FormatInt(h.Seq, 10)),
-		jetstream.WithExpectLastSequencePerSubject(w.pos.Stream))
-	var apiErr *jetstream.APIError
+	seq := strconv.FormatInt(h.Seq, 10)
+	w.attempt++
+	reply := w.inbox + strconv.FormatUint(w.attempt, 10)
+	msg := &nats.Msg{Subject: Subject(w.session), Reply: reply, Data: data, Header: nats.Header{
+		headerSeq:                           {seq},
+		jetstream.MsgIDHeader:               {w.session + ":" + seq},
+		jetstream.ExpectedLastSubjSeqHeader: {strconv.FormatUint(w.pos.Stream, 10)},
+	}}
+	if err := w.log.nc.PublishMsg(msg); err != nil {
+		return fmt.Errorf("cluster: publish %s seq %d: %w", w.session, h.Seq, err)
+	}
+	var resp *nats.Msg
+	for {
+		if resp, err = w.acks.NextMsgWithContext(ctx); err != nil {
+			return fmt.Errorf("cluster: publish %s seq %d: %w", w.session, h.Seq, err)
+		}
+		if resp.Subject == reply {
+			break
+		}
+		// The late answer to an earlier attempt, given up on: what it
+		// did is found out below, from the subject's last message.
+	}
+	if resp.Header.Get("Status") == "503" {
+		return fmt.Errorf("cluster: publish %s seq %d: %w", w.session, h.Seq, nats.ErrNoResponders)
+	}
+	var ack pubAck
+	if err := json.Unmarshal(resp.Data, &ack); err != nil {
+		return fmt.Errorf("cluster: publish %s seq %d: the stream's answer: %w", w.session, h.Seq, err)
+	}
 	switch {
-	case errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
+	case ack.Error != nil && (ack.Error.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		ack.Error.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
 		// The subject moved on: by this very event, when an earlier
 		// attempt's ack was lost (the server checks the expected sequence
 		// before the message id), or by another writer.
 		last, lerr := w.log.stream.GetLastMsgForSubject(ctx, msg.Subject)
-		if lerr == nil && last.Header.Get(headerSeq) == msg.Header.Get(headerSeq) && bytes.Equal(last.Data, data) {
+		if lerr == nil && last.Header.Get(headerSeq) == seq && bytes.Equal(last.Data, data) {
 			w.pos = Position{Seq: h.Seq, Stream: last.Sequence}
 			return nil
 		}
 		return fmt.Errorf("%w: %s at seq %d", ErrFenced, w.session, h.Seq)
-	case err != nil:
-		return fmt.Errorf("cluster: publish %s seq %d: %w", w.session, h.Seq, err)
-	}
-	if ack.Duplicate {
+	case ack.Error != nil:
+		return fmt.Errorf("cluster: publish %s seq %d: %s (%d)", w.session, h.Seq, ack.Error.Description, ack.Error.ErrorCode)
+	case ack.Seq == 0:
+		return fmt.Errorf("cluster: publish %s seq %d: an answer without a stream sequence: %s", w.session, h.Seq, resp.Data)
+	case ack.Duplicate:
 		// The id was stored already: by an earlier attempt of ours whose
 		// ack was lost, or by another owner that got there first.
-		stored, err := w.log.stream.GetMsg(ctx, ack.Sequence)
+		stored, err := w.log.stream.GetMsg(ctx, ack.Seq)
 		if err != nil {
 			return fmt.Errorf("cluster: check the stored copy of %s seq %d: %w", w.session, h.Seq, err)
 		}
@@ -179,7 +231,7 @@ func (w *Writer) Append(ctx context.Context, ev protocol.Event) error {
 			return fmt.Errorf("%w: %s seq %d was written by another owner", ErrFenced, w.session, h.Seq)
 		}
 	}
-	w.pos = Position{Seq: h.Seq, Stream: ack.Sequence}
+	w.pos = Position{Seq: h.Seq, Stream: ack.Seq}
 	return nil
 }
 

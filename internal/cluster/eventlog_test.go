@@ -245,6 +245,18 @@ func TestStaleWriterIsFenced(t *testing.T) {
 	}
 }
 
+// writerAt is a writer that believes the log ends at pos.
+func writerAt(t *testing.T, l *Log, session string, pos Position) *Writer {
+	t.Helper()
+	w, err := l.Writer(t.Context(), session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	w.pos = pos
+	return w
+}
+
 func TestRetriedAppendIsStoredOnce(t *testing.T) {
 	t.Parallel()
 	l := testLog(t)
@@ -261,7 +273,7 @@ func TestRetriedAppendIsStoredOnce(t *testing.T) {
 	}
 	// The same publish again, as after an ack lost in transit: the
 	// message id makes it a no-op that succeeds.
-	retry := &Writer{log: l, session: s, pos: before}
+	retry := writerAt(t, l, s, before)
 	if err := retry.Append(t.Context(), evs[3]); err != nil {
 		t.Fatalf("retried append: %v", err)
 	}
@@ -269,7 +281,7 @@ func TestRetriedAppendIsStoredOnce(t *testing.T) {
 		t.Fatalf("retry at %+v, first at %+v", retry.Position(), w.Position())
 	}
 	// The same seq with other content is another owner's: fenced.
-	other := &Writer{log: l, session: s, pos: before}
+	other := writerAt(t, l, s, before)
 	if err := other.Append(t.Context(), chunk(s, 4, "other")); !errors.Is(err, ErrFenced) {
 		t.Fatalf("same id, other content: %v, want ErrFenced", err)
 	}
@@ -279,6 +291,35 @@ func TestRetriedAppendIsStoredOnce(t *testing.T) {
 	}
 	if info.State.Msgs != 4 {
 		t.Fatalf("stream holds %d messages, want 4", info.State.Msgs)
+	}
+}
+
+// TestAppendAfterAnAttemptGivenUp: the answer to a publish the writer
+// stopped waiting for arrives later; the next appends must not take it
+// for theirs.
+func TestAppendAfterAnAttemptGivenUp(t *testing.T) {
+	t.Parallel()
+	l := testLog(t)
+	const s = "given-up"
+	evs := answer(s, 4) // seq 1..6
+	w := writerAt(t, l, s, Position{})
+	appendAll(t, w, evs[:3])
+	gone, cancel := context.WithCancel(t.Context())
+	cancel()
+	// Published, but its answer is not waited for.
+	if err := w.Append(gone, evs[3]); !errors.Is(err, context.Canceled) {
+		t.Fatalf("append with a cancelled context: %v", err)
+	}
+	appendAll(t, w, evs[3:]) // the retry, then the next events
+	last, err := l.Last(t.Context(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Position() != last {
+		t.Fatalf("writer at %+v, the log ends at %+v", w.Position(), last)
+	}
+	if got := collect(t, l, s, 0, 6); len(got) != 6 {
+		t.Fatalf("log holds %d events, want 6", len(got))
 	}
 }
 

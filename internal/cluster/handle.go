@@ -235,19 +235,22 @@ func (h *handle) own(ctx context.Context, lease Lease, sess *agent.Session) erro
 		return err
 	}
 	if w.Position().Seq != h.mirror.Seq() {
+		w.Close()
 		return fmt.Errorf("%w: %s: log at %d, state at %d", ErrFenced, h.id, w.Position().Seq, h.mirror.Seq())
 	}
 	sub, err := sess.SubscribeFrom(h.mirror.Seq(), agent.SubscribeOptions{})
 	if err != nil {
+		w.Close()
 		return err
 	}
 	octx, cancel := context.WithCancel(h.n.ctx)
 	o := &owned{h: h, sess: sess, lease: lease, w: w, sub: sub, ctx: octx, cancel: cancel,
-		published: make(chan struct{}), renewed: make(chan struct{}), replies: map[string][]byte{}, jobs: map[string]rpc.Job{}}
+		published: make(chan struct{}), renewed: make(chan struct{}), keepKick: make(chan struct{}, 1), replies: map[string][]byte{}, jobs: map[string]rpc.Job{}}
 	o.cmds, err = h.n.cfg.NATS.Subscribe(commandSubject(h.id), o.serve)
 	if err != nil {
 		cancel()
 		sub.Close()
+		w.Close()
 		return err
 	}
 	m := sessionMeta{WorkDir: sess.WorkDir(), Model: sess.Model(), PermissionMode: sess.PermissionMode(),
@@ -257,6 +260,7 @@ func (h *handle) own(ctx context.Context, lease Lease, sess *agent.Session) erro
 		o.cmds.Unsubscribe()
 		cancel()
 		sub.Close()
+		w.Close()
 		return err
 	}
 	h.mu.Lock()
@@ -266,6 +270,7 @@ func (h *handle) own(ctx context.Context, lease Lease, sess *agent.Session) erro
 		o.cmds.Unsubscribe()
 		cancel()
 		sub.Close()
+		w.Close()
 		return errors.New("cluster: the session was closed")
 	}
 	h.owned = o

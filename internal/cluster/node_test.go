@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,7 +33,7 @@ type testNode struct {
 	p  *modeltest.Script
 }
 
-func startNode(t *testing.T, id, url, dsn string, p *modeltest.Script) *testNode {
+func startNode(t testing.TB, id, url, dsn string, p *modeltest.Script, configure ...func(*Config)) *testNode {
 	t.Helper()
 	nc, err := nats.Connect(url, nats.Name(id))
 	if err != nil {
@@ -43,10 +44,14 @@ func startNode(t *testing.T, id, url, dsn string, p *modeltest.Script) *testNode
 		t.Fatal(err)
 	}
 	tn := &testNode{nc: nc, pg: pg, p: p}
-	n, err := Start(t.Context(), Config{
+	cfg := Config{
 		NodeID: id, NATS: nc, Leases: PG(pg), LeaseTTL: 3 * time.Second,
 		Options: func(_ context.Context, dir string) (agent.Options, error) { return tn.options(dir), nil },
-	})
+	}
+	for _, c := range configure {
+		c(&cfg)
+	}
+	n, err := Start(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +70,7 @@ func (tn *testNode) options(dir string) agent.Options {
 	return agent.Options{Provider: tn.p, Store: tn.pg, WorkDir: dir, Stream: modeltest.StreamOptions()}
 }
 
-func (tn *testNode) open(t *testing.T, id string) rpc.Session {
+func (tn *testNode) open(t testing.TB, id string) rpc.Session {
 	t.Helper()
 	h, err := tn.Open(t.Context(), id, func(dir string) (agent.Options, error) { return tn.options(dir), nil })
 	if err != nil {
@@ -394,4 +399,63 @@ func TestForwardedCommandsChangeEveryNodesView(t *testing.T) {
 			t.Fatalf("%d messages after clear", n)
 		}
 	}
+}
+
+// heldCheckpoints holds every checkpoint until release is closed, and
+// says on saving when one is waiting.
+type heldCheckpoints struct {
+	Leases
+	saving  chan int64
+	release chan struct{}
+}
+
+func (l heldCheckpoints) SaveCheckpoint(ctx context.Context, lease Lease, snapshot json.RawMessage, seq int64) error {
+	select {
+	case l.saving <- seq:
+	default:
+	}
+	// Not even the caller's timeout ends the wait: a publisher that
+	// waited for checkpoints would then wait for release, which the test
+	// gives only once the run reached its client.
+	<-l.release
+	return l.Leases.SaveCheckpoint(ctx, lease, snapshot, seq)
+}
+
+// TestEventsDoNotWaitForACheckpoint: while the database is slow to save a
+// checkpoint, the run's events still reach the clients; the checkpoint of
+// the run's end is saved after the one held.
+func TestEventsDoNotWaitForACheckpoint(t *testing.T) {
+	t.Parallel()
+	url, dsn, dir := natstest.URL(t), pgtest.DSN(t), t.TempDir()
+	held := heldCheckpoints{saving: make(chan int64, 1), release: make(chan struct{})}
+	a := startNode(t, "a", url, dsn, modeltest.NewScript(modeltest.Answer("m1", "one ", "two ", "three ", "four")),
+		func(c *Config) {
+			held.Leases = c.Leases
+			c.Leases = held
+			c.CheckpointEvery = 2
+		})
+	var once sync.Once
+	release := func() { once.Do(func() { close(held.release) }) }
+	t.Cleanup(release) // before the node closes, which waits for its checkpoints
+	h, err := a.New(t.Context(), a.options(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, sub := h.SnapshotAndSubscribe()
+	defer sub.Close()
+	if _, err := h.Submit(t.Context(), "hi", false); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held.saving:
+	case <-time.After(time.Minute):
+		t.Fatal("no checkpoint was asked for")
+	}
+	// The whole run reaches the client while that checkpoint waits.
+	got := follow(t, snap, sub, 1)
+	if text := got.Messages[len(got.Messages)-1].Text(); text != "one two three four" {
+		t.Fatalf("the client reduced %q", text)
+	}
+	release()
+	checkpointAt(t, a, h.ID(), got)
 }

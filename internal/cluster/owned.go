@@ -67,8 +67,14 @@ type owned struct {
 	renewed   chan struct{} // closed when renew returns
 	stopOnce  sync.Once
 	// trimmable is the stream position of the last checkpoint: the log
-	// before it goes at the next one. Only the publisher touches it.
+	// before it goes at the next one. Only keep touches it.
 	trimmable uint64
+
+	// The publisher's requests to keep: the latest wins.
+	keepMu   sync.Mutex
+	keepMeta bool          // the run state changed: record it
+	keepCP   *checkpointOf // a state to checkpoint
+	keepKick chan struct{} // capacity 1: a request is waiting
 
 	mu      sync.Mutex
 	lease   Lease
@@ -84,10 +90,18 @@ func (o *owned) currentLease() Lease {
 }
 
 // publish appends the agent's events to the log, in order, and applies
-// each to the mirror once stored. It checkpoints every CheckpointEvery
-// events and when a run ends, and trims the log up to the checkpoint.
+// each to the mirror once stored. It has a checkpoint taken every
+// CheckpointEvery events and when a run ends, and the run state recorded
+// when it changes, by keep: off the path every event takes to the
+// clients, which would otherwise wait for those round trips too.
 func (o *owned) publish() {
 	defer close(o.published)
+	kept := make(chan struct{})
+	go o.keep(kept)
+	defer func() {
+		close(o.keepKick)
+		<-kept
+	}()
 	h := o.h
 	since := 0
 	for {
@@ -97,7 +111,7 @@ func (o *owned) publish() {
 			// The agent closed (its last events are published) or the
 			// node stopped running the session.
 			if o.ctx.Err() == nil && since > 0 {
-				o.checkpoint()
+				o.request(false, true)
 			}
 			return
 		}
@@ -109,20 +123,77 @@ func (o *owned) publish() {
 			h.n.log.Error("the mirror refused an event its agent published", "session", h.id, "err", err)
 		}
 		since++
+		meta := false
 		if rs, ok := ev.(protocol.RunStateChanged); ok {
 			m := h.getMeta()
 			m.Running = rs.State == protocol.RunRunning
 			h.setMeta(m)
-			if err := h.n.putMeta(o.ctx, h.id, m); err != nil {
-				h.n.log.Warn("cannot record a session's run state", "session", h.id, "err", err)
-			}
+			meta = true
 		}
-		if since >= h.n.cfg.CheckpointEvery || (isIdle(ev) && o.sub.Pending() == 0) {
-			if err := o.checkpoint(); errors.Is(err, ErrLeaseLost) {
-				go h.lost(o, err)
-				return
-			}
+		checkpoint := since >= h.n.cfg.CheckpointEvery || (isIdle(ev) && o.sub.Pending() == 0)
+		if checkpoint {
 			since = 0
+		}
+		if meta || checkpoint {
+			o.request(meta, checkpoint)
+		}
+	}
+}
+
+// checkpointOf is a state of the mirror and where the log held it.
+type checkpointOf struct {
+	snap protocol.Snapshot
+	at   Position
+}
+
+// request asks keep to record the run state, or checkpoint the state the
+// log holds now, or both. The state is copied here, where it is the log's
+// up to the writer's position; encoding and saving it is keep's.
+func (o *owned) request(meta, checkpoint bool) {
+	var cp *checkpointOf
+	if checkpoint {
+		cp = &checkpointOf{snap: o.h.mirror.Messages(), at: o.w.Position()}
+	}
+	o.keepMu.Lock()
+	o.keepMeta = o.keepMeta || meta
+	if cp != nil {
+		o.keepCP = cp
+	}
+	o.keepMu.Unlock()
+	select {
+	case o.keepKick <- struct{}{}:
+	default:
+	}
+}
+
+// keep does what the publisher requests, in order, until the publisher
+// closes keepKick (then it does what is left and closes kept). A lost
+// lease ends the session here.
+func (o *owned) keep(kept chan<- struct{}) {
+	defer close(kept)
+	h := o.h
+	for range o.keepKick {
+		for {
+			o.keepMu.Lock()
+			meta, cp := o.keepMeta, o.keepCP
+			o.keepMeta, o.keepCP = false, nil
+			o.keepMu.Unlock()
+			if !meta && cp == nil {
+				break
+			}
+			if meta {
+				if err := h.n.putMeta(o.ctx, h.id, h.getMeta()); err != nil {
+					h.n.log.Warn("cannot record a session's run state", "session", h.id, "err", err)
+				}
+			}
+			if cp != nil {
+				if err := o.checkpoint(cp); errors.Is(err, ErrLeaseLost) {
+					go h.lost(o, err)
+					for range o.keepKick { // the publisher stops soon
+					}
+					return
+				}
+			}
 		}
 	}
 }
@@ -147,11 +218,11 @@ func (o *owned) append(ev protocol.Event) error {
 	}
 }
 
-// checkpoint saves the mirror's state (which is the log's up to the
-// writer's position) and trims the log before the previous checkpoint.
-func (o *owned) checkpoint() error {
+// checkpoint saves a state of the mirror and trims the log before the
+// previous checkpoint.
+func (o *owned) checkpoint(cp *checkpointOf) error {
 	h := o.h
-	snap := h.mirror.Messages()
+	snap := cp.snap
 	raw, err := json.Marshal(snap)
 	if err != nil {
 		return err
@@ -171,8 +242,8 @@ func (o *owned) checkpoint() error {
 			h.n.log.Warn("cannot trim a session's log", "session", h.id, "err", err)
 		}
 	}
-	if pos := o.w.Position(); pos.Seq == snap.Seq {
-		o.trimmable = pos.Stream
+	if snap.Seq == cp.at.Seq {
+		o.trimmable = cp.at.Stream
 	}
 	return nil
 }
@@ -376,6 +447,7 @@ func (o *owned) stop() {
 		<-o.published
 		<-o.renewed
 		o.sub.Close()
+		o.w.Close()
 	})
 }
 
@@ -391,6 +463,7 @@ func (o *owned) close() error {
 		o.cancel()
 		<-o.renewed
 		o.sub.Close()
+		o.w.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		m := o.h.getMeta()
