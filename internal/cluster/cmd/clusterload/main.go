@@ -1,6 +1,8 @@
 // Command clusterload puts a cluster of `sluice serve` nodes under load and
-// kills one mid-stream. It starts a NATS server (embedded, JetStream on)
-// and a throwaway PostgreSQL (internal/pgtest), then N nodes, and streams
+// kills one mid-stream. It starts a NATS server (nats-server embedded in a
+// child process of its own, JetStream on; -nats-process=false: in this
+// process) and a throwaway PostgreSQL (internal/pgtest), then N nodes, and
+// streams
 // one answer in each of S sessions from a local fake model that stamps
 // every chunk with the time it was sent. Each session has one WebSocket
 // client; half of them are attached to a node other than the session's
@@ -35,7 +37,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sluicehq/sluice/internal/cluster/clustertest"
-	"github.com/sluicehq/sluice/internal/natstest"
 	"github.com/sluicehq/sluice/internal/pgtest"
 	"github.com/sluicehq/sluice/internal/web/fakemodel"
 	"github.com/sluicehq/sluice/protocol"
@@ -49,14 +50,22 @@ func main() {
 	pace := flag.Duration("pace", 5*time.Millisecond, "delay between the model's chunks")
 	ttl := flag.Duration("lease-ttl", 10*time.Second, "the nodes' lease TTL")
 	timeout := flag.Duration("timeout", 5*time.Minute, "give up after this long")
+	natsProcess := flag.Bool("nats-process", true, "run the NATS server in a process of its own, as a cluster's would be, rather than beside the load's clients")
 	flag.Parse()
+	if dir := os.Getenv(natsChildEnv); dir != "" {
+		if err := natsChild(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "clusterload: NATS server:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *bin == "" {
 		fmt.Fprintln(os.Stderr, "clusterload: -sluice is required")
 		os.Exit(2)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	err := run(ctx, *bin, *sessions, *nodes, *size/fakemodel.StampBytes, *pace, *ttl)
+	err := run(ctx, *bin, *sessions, *nodes, *size/fakemodel.StampBytes, *pace, *ttl, *natsProcess)
 	pgtest.Stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "clusterload:", err)
@@ -113,7 +122,7 @@ func measure(l *latencies) func(protocol.Event, time.Time) {
 	}
 }
 
-func run(ctx context.Context, bin string, sessions, nodes, chunks int, pace, ttl time.Duration) error {
+func run(ctx context.Context, bin string, sessions, nodes, chunks int, pace, ttl time.Duration, natsProcess bool) error {
 	fm := fakemodel.New(func(fakemodel.Request) fakemodel.Answer {
 		return fakemodel.Answer{Text: make([]string, chunks), Pace: pace, Stamp: true}
 	})
@@ -162,7 +171,12 @@ func run(ctx context.Context, bin string, sessions, nodes, chunks int, pace, ttl
 		return err
 	}
 	defer os.RemoveAll(natsDir)
-	ns, err := natstest.Start(natsDir)
+	var ns natsServer
+	if natsProcess {
+		ns, err = startNATSChild(natsDir)
+	} else {
+		ns, err = startNATS(natsDir)
+	}
 	if err != nil {
 		return err
 	}
@@ -189,7 +203,7 @@ func run(ctx context.Context, bin string, sessions, nodes, chunks int, pace, ttl
 		}
 		ns_ = append(ns_, n)
 	}
-	natsBefore, _ := ns.Varz(nil)
+	natsBefore, _ := ns.Bytes()
 	var onOwner, crossNode latencies
 	clients = clients[:0]
 	home_ := make([]int, sessions) // the node each client is attached to
@@ -273,7 +287,7 @@ func run(ctx context.Context, bin string, sessions, nodes, chunks int, pace, ttl
 		}
 	}
 	wall := time.Since(began)
-	natsAfter, _ := ns.Varz(nil)
+	natsAfter, _ := ns.Bytes()
 
 	// Every client's list equals getMessages from every live node.
 	var events int64
@@ -322,7 +336,7 @@ func run(ctx context.Context, bin string, sessions, nodes, chunks int, pace, ttl
 	}
 	ns_ = nil
 	slices.Sort(failovers)
-	natsBytes := float64(natsAfter.InBytes+natsAfter.OutBytes-natsBefore.InBytes-natsBefore.OutBytes) / 1e6
+	natsBytes := float64(natsAfter-natsBefore) / 1e6
 	fmt.Printf("cluster             %d nodes, %d sessions (half the clients on a non-owner node), node 0 killed -9 at a quarter of the answers\n", nodes, sessions)
 	fmt.Printf("  wall %.2fs, %d events: %.0f events/s per node\n", wall.Seconds(), events, float64(events)/wall.Seconds()/float64(nodes))
 	fmt.Printf("  (latencies: the deltas delivered before the kill)\n")
