@@ -506,7 +506,8 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 		line := newResultLine(sess, res, answer, err, time.Since(start))
 		line.StoppedTasks = stopped
 		line.StructuredOutput = hst.structured.take()
-		w.line(hst.numbered(line))
+		line = hst.numbered(line)
+		w.lineWith(&line, &line.Result)
 	}
 	w.flush()
 	return err
@@ -678,6 +679,7 @@ type writer struct {
 	mu      sync.Mutex
 	out     *bufio.Writer
 	enc     *json.Encoder
+	pieces  pieces // lineWith's
 	session string
 	err     error
 }
@@ -699,6 +701,10 @@ func (w *writer) setSession(id string) {
 func (w *writer) line(v any) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.lineLocked(v)
+}
+
+func (w *writer) lineLocked(v any) {
 	if w.enc == nil {
 		w.enc = json.NewEncoder(w.out)
 		w.enc.SetEscapeHTML(false)

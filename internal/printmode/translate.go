@@ -336,12 +336,14 @@ func (t *translator) part(p model.Part) {
 		// result; its tool calls are written.
 		if b, ok := t.starts[p.Index]; ok && (t.parent == nil || b.kind == model.BlockToolUse) {
 			// Claude Code writes the finished block before its stop event.
-			t.w.line(assistantLine{
-				Type: "assistant", Message: assistantMessage{Message: t.message([]any{t.finished(p.Index, b)})},
+			block, text := t.finished(p.Index, b)
+			line := assistantLine{
+				Type: "assistant", Message: assistantMessage{Message: t.message([]any{block})},
 				ParentToolUseID: t.parent,
 				SessionID:       t.w.session, UUID: assistantUUID(t.sessMsg, t.lines), Timestamp: timestamp(t.now()),
 				subagentFields: t.who,
-			})
+			}
+			t.w.lineWith(&line, text)
 			t.lines++
 		}
 		t.event(api.ContentBlockStopEvent{Type: "content_block_stop", Index: p.Index})
@@ -381,23 +383,26 @@ func (t *translator) part(p model.Part) {
 
 // finished is a finished block in Anthropic's shape, from the accumulator;
 // a tool use whose input is not valid JSON (cut by max_tokens) shows an
-// empty input, as it started.
-func (t *translator) finished(index int, b blockStart) any {
+// empty input, as it started. text points to the text of a text or
+// thinking block (for writer.lineWith), nil for other blocks.
+func (t *translator) finished(index int, b blockStart) (block any, text *string) {
 	c, ok := t.acc.Block(index)
 	if !ok {
-		return b.shape()
+		return b.shape(), nil
 	}
 	switch c.Type {
 	case model.ContentReasoning:
-		return api.ThinkingBlock{Type: "thinking", Thinking: c.Text, Signature: c.Signature}
+		tb := &api.ThinkingBlock{Type: "thinking", Thinking: c.Text, Signature: c.Signature}
+		return tb, &tb.Thinking
 	case model.ContentRedactedReasoning:
-		return api.RedactedBlock{Type: "redacted_thinking", Data: c.Data}
+		return api.RedactedBlock{Type: "redacted_thinking", Data: c.Data}, nil
 	case model.ContentToolUse:
-		return api.ToolUseBlock{Type: "tool_use", ID: c.ID, Name: c.Name, Input: c.Input}
+		return api.ToolUseBlock{Type: "tool_use", ID: c.ID, Name: c.Name, Input: c.Input}, nil
 	case model.ContentRaw:
-		return c.Raw
+		return c.Raw, nil
 	}
-	return api.TextBlock{Type: "text", Text: c.Text, Citations: c.Citations}
+	tb := &api.TextBlock{Type: "text", Text: c.Text, Citations: c.Citations}
+	return tb, &tb.Text
 }
 
 func (t *translator) message(content []any) api.Message {
