@@ -453,3 +453,37 @@ func TestResizeReprintsTheScrollback(t *testing.T) {
 	h.requireOnceInScrollback(append(first, second...))
 	fits()
 }
+
+// TestWaitingPrintStaysInTheLiveArea: an answer that ends while an earlier
+// print is still on its way waits for it; meanwhile it stays in the live
+// area, then it is printed and leaves it in the same frame. It is on the
+// screen once in every frame (the harness checks that it is never twice).
+func TestWaitingPrintStaysInTheLiveArea(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 80, 40)
+	ws := words(0, 12)
+	h.slowPrints = true
+	h.ev(runState(protocol.RunRunning), userMsg("u1", "question zqzzzz"), asstMsg("a1"))
+	if h.acks != 1 {
+		t.Fatalf("%d prints on their way, want the user message's", h.acks)
+	}
+	h.checks = append(h.checks, func(f frame) {
+		if n := countIn(f.screen, ws); len(n) > 0 && len(n) != len(ws) {
+			t.Fatalf("frame %d shows only part of the answer: %v\n%s", f.n, n, f.screen)
+		}
+	})
+	h.ev(textDelta("a1", 0, strings.Join(ws, " ")), textEnd("a1", 0), turnEnd("a1", "end_turn", 1, 1))
+	f := h.current()
+	if n := countIn(f.scroll, ws); len(n) > 0 {
+		t.Fatalf("printed before the earlier print was through: %v", n)
+	}
+	if n := countIn(f.view, ws); len(n) != len(ws) {
+		t.Fatalf("the answer waits to be printed but the live area shows %v of it:\n%s", n, f.view)
+	}
+	h.slowPrints = false
+	h.ack()
+	h.requireOnceInScrollback(ws)
+	if n := countIn(h.current().view, ws); len(n) > 0 {
+		t.Fatalf("the printed answer is still in the live area: %v", n)
+	}
+}

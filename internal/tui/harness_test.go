@@ -166,6 +166,9 @@ type harness struct {
 	frames int
 	// autoRelease ends holds on printing at once (their timers fire).
 	autoRelease bool
+	// slowPrints leaves prints unacknowledged (on their way to the
+	// terminal) until ackPrints.
+	slowPrints bool
 	// checks run on every frame (the duplicate check is always on).
 	checks []func(f frame)
 }
@@ -216,8 +219,8 @@ func (h *harness) send(msg tea.Msg) {
 
 func (h *harness) ack() {
 	h.t.Helper()
-	for h.acks > 0 || (h.m.holdPrints && h.autoRelease) {
-		if h.acks > 0 {
+	for (h.acks > 0 && !h.slowPrints) || (h.m.holdPrints && h.autoRelease) {
+		if h.acks > 0 && !h.slowPrints {
 			h.acks--
 			h.m.Update(printedMsg{})
 		} else {

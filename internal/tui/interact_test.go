@@ -59,9 +59,15 @@ func TestExpandedViewIsAStillSnapshot(t *testing.T) {
 	if h.current().alt {
 		t.Fatal("ctrl+o did not close the expanded view")
 	}
-	// Printing waits until the main screen is back on the terminal.
+	// Printing waits until the main screen is back on the terminal; what
+	// waits is shown in the live area meanwhile.
 	if !h.m.holdPrints || len(h.scroll) != len(strings.Split(snap.scroll, "\n")) {
 		t.Fatal("printed before the main screen was back")
+	}
+	for _, w := range first {
+		if f := h.current(); strings.Count(f.view, w) != 1 {
+			t.Fatalf("%q waits to be printed but the live area lacks it:\n%s", w, f.view)
+		}
 	}
 	h.autoRelease = true
 	h.send(releaseMsg{hold: h.m.holds})

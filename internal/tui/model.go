@@ -50,6 +50,10 @@ type (
 	}
 	tickMsg    struct{}
 	printedMsg struct{}
+	// markMsg and settleMsg bracket the writes of a print (printGate);
+	// writes is how many there were.
+	markMsg   struct{}
+	settleMsg struct{ writes int }
 	// releaseMsg ends a hold on printing (holdPrints).
 	releaseMsg struct{ hold int }
 	// runDoneMsg says that a piece of work the UI started has ended.
@@ -123,6 +127,9 @@ type ui struct {
 
 	outbox   []string // lines to print above the UI, in order
 	printing bool     // a print is on its way to the terminal
+	// printedAny: something was printed, so the live frame is below it,
+	// not at the top of the screen.
+	printedAny bool
 	// printed is everything emitted for the scrollback, in order, so that
 	// it can be printed again at a new terminal size (reprint).
 	printed []printedEntry
@@ -145,7 +152,10 @@ type ui struct {
 	expandAfterPrint bool
 	printer          func(string) tea.Cmd
 	reprinter        func(string) tea.Cmd // clears the terminal, then prints
-	profile          colorprofile.Profile
+	// gate is the program's output (Run); nil when the model runs without
+	// Bubble Tea's program (tests).
+	gate    *printGate
+	profile colorprofile.Profile
 
 	width, height int
 	notice        string // the stream's trouble (stalled, retrying)
@@ -215,9 +225,30 @@ func newModel(ctx context.Context, opts Options, b backend) *ui {
 func printRoom(height int) int { return max(height/4, 1) }
 
 // teaPrinter prints s above the program in pieces of at most printRoom
-// rows, then reports it printed so that the next print waits for this one
-// (commands run concurrently).
+// rows, through the print gate, then reports it printed so that the next
+// print waits for this one (commands run concurrently).
 func (m *ui) teaPrinter(s string) tea.Cmd {
+	p := m.pieces(s)
+	return m.gatedPrint(len(p), p...)
+}
+
+// clearTerminal moves the cursor home and clears the screen and the
+// scrollback.
+const clearTerminal = "\x1b[H\x1b[2J\x1b[3J"
+
+// teaReprinter clears the terminal, screen and scrollback, then prints s
+// (the whole scrollback again, laid out for the new size). The clear goes
+// out as a print of its own, so that it reaches the terminal in order with
+// the prints (Bubble Tea writes prints at once, raw output on its next
+// frame), and the frame is then drawn afresh (tea.ClearScreen), since the
+// one on the terminal is gone. The gate holds it all until that frame.
+func (m *ui) teaReprinter(s string) tea.Cmd {
+	p := m.pieces(s)
+	return m.gatedPrint(1+len(p), append([]tea.Cmd{tea.Println(clearTerminal), tea.ClearScreen}, p...)...)
+}
+
+// pieces cuts s into prints of at most printRoom rows each.
+func (m *ui) pieces(s string) []tea.Cmd {
 	if m.profile < colorprofile.TrueColor {
 		var buf strings.Builder
 		w := colorprofile.Writer{Forward: &buf, Profile: m.profile}
@@ -231,21 +262,21 @@ func (m *ui) teaPrinter(s string) tea.Cmd {
 		}
 		cmds = append(cmds, tea.Println(piece))
 	}
-	return tea.Sequence(append(cmds, func() tea.Msg { return printedMsg{} })...)
+	return cmds
 }
 
-// clearTerminal moves the cursor home and clears the screen and the
-// scrollback.
-const clearTerminal = "\x1b[H\x1b[2J\x1b[3J"
-
-// teaReprinter clears the terminal, screen and scrollback, then prints s
-// (the whole scrollback again, laid out for the new size). The clear goes
-// out as a print of its own, so that it reaches the terminal in order with
-// the prints (Bubble Tea writes prints at once, raw output on its next
-// frame), and the frame is then drawn afresh (tea.ClearScreen), since the
-// one on the terminal is gone.
-func (m *ui) teaReprinter(s string) tea.Cmd {
-	return tea.Sequence(tea.Println(clearTerminal), tea.ClearScreen, m.teaPrinter(s))
+// gatedPrint holds the program's output from this update on, runs steps
+// after marking the print gate (printGate) and settles it, then reports
+// the print done. writes is how many of the steps write to the terminal:
+// a print writes once (its text is never empty), a screen clear only
+// marks the next frame.
+func (m *ui) gatedPrint(writes int, steps ...tea.Cmd) tea.Cmd {
+	if m.gate != nil {
+		m.gate.hold()
+	}
+	cmds := append([]tea.Cmd{func() tea.Msg { return markMsg{} }}, steps...)
+	cmds = append(cmds, func() tea.Msg { return settleMsg{writes: writes} }, func() tea.Msg { return printedMsg{} })
+	return tea.Sequence(cmds...)
 }
 
 // splitRows cuts s into pieces of at most room terminal rows, counting the
@@ -358,6 +389,16 @@ func (m *ui) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case tickMsg:
 		m.tickArmed = false
+	case markMsg:
+		if m.gate != nil {
+			m.gate.mark()
+		}
+	case settleMsg:
+		if m.gate != nil && m.gate.settle(msg.writes) {
+			// Bubble Tea draws only a changed view; a cleared screen is
+			// drawn again whatever the view.
+			cmds = append(cmds, tea.ClearScreen)
+		}
 	case printedMsg:
 		m.printing = false
 		if m.expandAfterPrint {
@@ -465,6 +506,21 @@ func (m *ui) emitEntry(e printedEntry) {
 	m.outbox = append(m.outbox, "")
 }
 
+// wrapRows cuts the lines wider than width where the terminal wraps them
+// when they are printed: a frame line must fit one row (Bubble Tea counts
+// a frame's rows by its lines).
+func wrapRows(lines []string, width int) []string {
+	var out []string
+	for _, l := range lines {
+		if width > 0 && ansi.StringWidth(l) > width {
+			out = append(out, strings.Split(ansi.Hardwrap(l, width, true), "\n")...)
+		} else {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 // reprinted returns the whole scrollback laid out for the current width:
 // blocks still in the list rendered again, other lines wrapped to it.
 func (m *ui) reprinted() []string {
@@ -527,16 +583,17 @@ func (m *ui) flushPrints() tea.Cmd {
 		}
 		s := strings.Join(m.outbox, "\n")
 		m.outbox = m.outbox[:0:0]
-		m.printing = true
-		return m.printer(s)
+		return m.startPrint(m.printer, s)
 	}
 	// Content goes out in the update that takes it from the live area, not
 	// after a wait for the frame without it: waiting blanked it from the
 	// screen until the print landed (a visible blink each time a message
 	// finished). Bubble Tea inserts the lines above the frame last flushed,
-	// which may still hold the content for the rest of its frame period;
-	// the frame and the print always fit the terminal together (printRoom),
-	// so that frame is redrawn in place, never scrolled into the scrollback.
+	// which may still hold the content; the print gate (printGate) writes
+	// the print together with the next frame, and the frame and the print
+	// always fit the terminal together (printRoom), so that frame is
+	// redrawn in place, never scrolled into the scrollback. While a print
+	// waits here, its content stays in the live area (View).
 	if m.printing || m.holdPrints || m.expanded != nil {
 		return nil
 	}
@@ -544,16 +601,20 @@ func (m *ui) flushPrints() tea.Cmd {
 		// Everything emitted, the lines still waiting in the outbox too.
 		m.reprint = false
 		m.outbox = m.outbox[:0:0]
-		m.printing = true
-		return m.reprinter(strings.Join(m.reprinted(), "\n"))
+		return m.startPrint(m.reprinter, strings.Join(m.reprinted(), "\n"))
 	}
 	if len(m.outbox) == 0 {
 		return nil
 	}
 	s := strings.Join(m.outbox, "\n")
 	m.outbox = m.outbox[:0:0]
-	m.printing = true
-	return m.printer(s)
+	return m.startPrint(m.printer, s)
+}
+
+// startPrint hands s to print (the printer or the reprinter).
+func (m *ui) startPrint(print func(string) tea.Cmd, s string) tea.Cmd {
+	m.printing, m.printedAny = true, true
+	return print(s)
 }
 
 // armTick schedules the next second of a streaming reasoning block's
@@ -617,6 +678,21 @@ func (m *ui) View() tea.View {
 	}
 	var parts []part
 	total := 0
+	if n := len(m.outbox); n > 1 && m.printedAny {
+		// What waits to be printed (behind an earlier print or a hold)
+		// stays in the live area until the update that prints it, so that
+		// it is never off the terminal in between. Each entry ends with a
+		// blank line; the last one is the gap to the next part.
+		//
+		// Not before the first print: the frame is then at the top of the
+		// screen, and a frame redrawn from there (an erase from the top
+		// left corner) is scrolled into the scrollback by some terminals
+		// (tmux's scroll-on-clear), where what waits would stay as a
+		// second copy.
+		p := part{pre: wrapRows(m.outbox[:n-1], m.width)}
+		parts = append(parts, p)
+		total += p.count()
+	}
 	m.liveBlocks(func(msg protocol.Message, bi int, _ protocol.Block) {
 		p := m.renderBlock(msg, bi, false)
 		if n := p.count(); n > 0 {

@@ -46,16 +46,18 @@
 //
 // Bubble Tea prints above the frame it last flushed, and flushes on its
 // own ticker, which the model cannot observe (charmbracelet/bubbletea#1736).
-// Two measures keep a print from showing content twice. A print taller
-// than the room above the flushed frame would weld rows of that frame into
-// the scrollback for good, so the live frame is kept a quarter of the
-// terminal shorter than the terminal and prints are split into pieces of
-// at most that quarter, which fit whichever frame was flushed last. And a
-// print waits two frame periods after its content left the live area, so
-// that the frame without it is on the terminal first (otherwise the old
-// frame would show the content again below it for one frame). Printing
-// also waits for the first frame and, after the expanded view, for the
-// main screen to be back.
+// Three measures keep a print from showing content twice or not at all. A
+// print taller than the room above the flushed frame would weld rows of
+// that frame into the scrollback for good, so the live frame is kept a
+// quarter of the terminal shorter than the terminal and prints are split
+// into pieces of at most that quarter, which fit whichever frame was
+// flushed last. Content is printed in the update that takes it from the
+// live area, and the program's output goes through a gate (printGate)
+// that holds the print until a frame without the content is written too,
+// then writes both at once: the terminal never shows the print below an
+// old frame that still holds it. And content that has to wait to be
+// printed (behind an earlier print, the first frame, or the expanded
+// view's return to the main screen) stays in the live area meanwhile.
 //
 // Ctrl+O shows an expanded view (whole parameters, results and reasoning)
 // on the alternate screen: a still snapshot taken when it opens. Events go
@@ -76,6 +78,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -124,12 +127,15 @@ func Run(ctx context.Context, opts Options) error {
 	defer cancel()
 	m := newModel(ctx, opts, agentBackend{opts.Session})
 	m.holdPrints = true
-	popts := []tea.ProgramOption{tea.WithContext(ctx)}
+	out := opts.Output
+	if out == nil {
+		out = os.Stdout
+	}
+	gate, gated := newPrintGate(out)
+	m.gate = gate
+	popts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithOutput(gated)}
 	if opts.Input != nil {
 		popts = append(popts, tea.WithInput(opts.Input))
-	}
-	if opts.Output != nil {
-		popts = append(popts, tea.WithOutput(opts.Output))
 	}
 	if opts.Width > 0 && opts.Height > 0 {
 		popts = append(popts, tea.WithWindowSize(opts.Width, opts.Height))
@@ -138,6 +144,9 @@ func Run(ctx context.Context, opts Options) error {
 		popts = append(popts, tea.WithEnvironment(opts.Environ))
 	}
 	_, err := tea.NewProgram(m, popts...).Run()
+	if ferr := gate.flush(); ferr != nil && err == nil {
+		err = fmt.Errorf("tui: writing to the terminal: %w", ferr)
+	}
 	cancel()
 	m.sub.Close()
 	if cerr := m.sess.Close(); cerr != nil && err == nil {
