@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,6 +26,15 @@ func largeAnswer() string {
 	return b.String()
 }
 
+// gnuTime runs a command under GNU time to read its peak RSS. The rusage
+// of a child of this process cannot tell it: os/exec starts children with
+// vfork, and at exec Linux counts the high-water mark of the memory the
+// child had until then — this test process's — into the child's maxrss,
+// so a small command reads as large as the test binary (36 MB instead of
+// sluice's own 31 MB here). GNU time forks the command from a small
+// process of its own.
+const gnuTime = "/usr/bin/time"
+
 // headlessRun runs one headless stream-json run of bin against a fresh
 // fake Anthropic server and returns the process's CPU time and peak RSS.
 func headlessRun(b *testing.B, answer string, argv []string, env []string) (cpu time.Duration, rssKB int64, out int) {
@@ -40,7 +51,11 @@ func headlessRun(b *testing.B, answer string, argv []string, env []string) (cpu 
 	}
 	defer srv.Close()
 	home := b.TempDir()
-	cmd := exec.Command(argv[0], argv[1:]...)
+	if _, err := os.Stat(gnuTime); err != nil {
+		b.Fatalf("measuring peak RSS needs GNU time (apt-get install time): %v", err)
+	}
+	rssFile := filepath.Join(home, "peak-rss")
+	cmd := exec.Command(gnuTime, append([]string{"--format=%M", "--output=" + rssFile}, argv...)...)
 	cmd.Dir = home
 	cmd.Env = append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "ANTHROPIC_BASE_URL=" + srv.URL, "ANTHROPIC_API_KEY=x"}, env...)
 	var stdout, stderr bytes.Buffer
@@ -51,9 +66,19 @@ func headlessRun(b *testing.B, answer string, argv []string, env []string) (cpu 
 	if !bytes.Contains(stdout.Bytes(), []byte(`"type":"result"`)) {
 		b.Fatalf("%s wrote no result line:\n%.2000s\n%s", argv[0], stdout.String(), stderr.String())
 	}
+	// GNU time's CPU figures are in 10 ms; its own rusage, which includes
+	// the command it waited for, is exact.
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	return cpu, ru.Maxrss, stdout.Len()
+	peak, err := os.ReadFile(rssFile)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rssKB, err = strconv.ParseInt(strings.TrimSpace(string(peak)), 10, 64)
+	if err != nil {
+		b.Fatalf("GNU time's peak RSS %q: %v", peak, err)
+	}
+	return cpu, rssKB, stdout.Len()
 }
 
 // BenchmarkHeadlessStream measures what a headless run costs as a

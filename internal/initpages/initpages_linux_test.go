@@ -1,0 +1,135 @@
+package initpages
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"unsafe"
+)
+
+// residentKB reads the Rss of the mapping that starts at addr from
+// /proc/self/smaps.
+func residentKB(t *testing.T, addr uintptr) int {
+	t.Helper()
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := false
+	for _, line := range bytes.Split(smaps, []byte("\n")) {
+		f := bytes.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if m, _, _, ok := header(f); ok {
+			in = m.start == addr
+			continue
+		}
+		if in && string(f[0]) == "Rss:" {
+			n, err := strconv.Atoi(string(f[1]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no mapping at %#x", addr)
+	return 0
+}
+
+func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }
+
+// TestReleaseDropsCleanMappingsOnly maps a file twice read-only, one of
+// the mappings holding a private copy of a page (as a debugger's
+// breakpoint makes in code): release drops the clean mapping from the
+// resident set, its content still reads the same, and the other mapping
+// keeps its private page.
+func TestReleaseDropsCleanMappingsOnly(t *testing.T) {
+	t.Parallel()
+	const size = 256 << 10
+	want := bytes.Repeat([]byte("initpages "), size/10+1)[:size]
+	path := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(path, want, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	clean, err := syscall.Mmap(int(f.Fd()), 0, size, syscall.PROT_READ, syscall.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(clean)
+	patched, err := syscall.Mmap(int(f.Fd()), 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(patched)
+	patched[0] = 'X'
+	if err := syscall.Mprotect(patched, syscall.PROT_READ); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(clean, want) {
+		t.Fatal("mapped content differs from the file")
+	}
+	if kb := residentKB(t, addr(clean)); kb == 0 {
+		t.Fatal("the clean mapping is not resident after reading it")
+	}
+
+	release(path)
+
+	if kb := residentKB(t, addr(clean)); kb != 0 {
+		t.Errorf("clean mapping: %d kB resident after release, want 0", kb)
+	}
+	if kb := residentKB(t, addr(patched)); kb == 0 {
+		t.Error("the mapping with a private page was dropped")
+	}
+	if patched[0] != 'X' {
+		t.Error("the private page was lost")
+	}
+	if !bytes.Equal(clean, want) {
+		t.Error("the clean mapping reads differently after release")
+	}
+}
+
+// TestCleanParsesSmaps checks the selection on a fixed smaps text: only
+// read-only private mappings of the file without anonymous pages.
+func TestCleanParsesSmaps(t *testing.T) {
+	t.Parallel()
+	const smaps = `00400000-0104a000 r-xp 00000000 fe:00 11465074                           /opt/sluice
+Size:              12584 kB
+Rss:                9384 kB
+Anonymous:             0 kB
+VmFlags: rd ex mr mw me
+0104a000-01dd8000 r--p 00c4a000 fe:00 11465074                           /opt/sluice
+Rss:                8232 kB
+Anonymous:             4 kB
+VmFlags: rd mr mw me
+01dd8000-01f04000 rw-p 019d8000 fe:00 11465074                           /opt/sluice
+Anonymous:           700 kB
+01f04000-04178000 rw-p 00000000 00:00 0 
+Anonymous:           192 kB
+7f00d1e50000-7f00d1fa6000 r-xp 00026000 fe:00 326269                     /usr/lib/libc.so.6
+Anonymous:             0 kB
+7f00d1fa6000-7f00d1ff9000 r--p 0017c000 fe:00 11465074                   /opt/sluice (deleted)
+Anonymous:             0 kB
+7f00d2000000-7f00d2010000 r--p 00001000 fe:00 11465074                   /opt/sluice
+Rss:                  64 kB
+Anonymous:             0 kB
+`
+	got := clean([]byte(smaps), "/opt/sluice")
+	want := []mapping{{0x400000, 0x104a000}, {0x7f00d2000000, 0x7f00d2010000}}
+	if len(got) != len(want) {
+		t.Fatalf("clean = %x, want %x", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("clean[%d] = %x, want %x", i, got[i], want[i])
+		}
+	}
+}
