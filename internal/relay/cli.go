@@ -329,6 +329,20 @@ func run(ctx context.Context, name string, f runFlags, clustered bool, pacing de
 		}
 		// The bot's id is the token's part before the colon (not secret).
 		botID, _, _ := strings.Cut(token, ":")
+		var ln net.Listener
+		if f.webhookURL != "" && clustered {
+			// Every node serves the webhook for as long as it runs,
+			// holding the channel or not: bound first, so that a node
+			// that cannot listen fails at once.
+			if ln, err = net.Listen("tcp", f.webhookListen); err != nil {
+				return fmt.Errorf("webhook: %w", err)
+			}
+			defer func() {
+				if served == nil { // the start failed before serving it
+					ln.Close()
+				}
+			}()
+		}
 		if err := openStore("telegram/" + botID); err != nil {
 			return err
 		}
@@ -340,13 +354,6 @@ func run(ctx context.Context, name string, f runFlags, clustered bool, pacing de
 				return errors.New("a webhook needs TELEGRAM_WEBHOOK_SECRET")
 			}
 			if node != nil {
-				// Every node serves the webhook for as long as it runs,
-				// holding the channel or not: bound first, so that a
-				// node that cannot listen fails at once.
-				ln, err := net.Listen("tcp", f.webhookListen)
-				if err != nil {
-					return fmt.Errorf("webhook: %w", err)
-				}
 				fw := newForwarder(nc, "telegram/"+botID, 5*time.Second)
 				ctx, stopServing = context.WithCancelCause(ctx)
 				served = make(chan struct{})

@@ -10,6 +10,9 @@
 // A question waits for the run before it (no steering): the relay starts
 // one run at a time, and a run is the session's events from the question's
 // submission to the session going idle.
+//
+// Its tests are in package relay (TestChatAcrossNodes, TestClusterFailover),
+// beside the NATS and PostgreSQL servers that package's tests start once.
 package clustered
 
 import (

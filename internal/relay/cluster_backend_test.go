@@ -1,64 +1,28 @@
-package clustered
+package relay
 
 import (
 	"context"
 	"errors"
 	"io"
-	"os"
+	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"go.uber.org/goleak"
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/cluster"
-	"github.com/sluicehq/sluice/internal/natstest"
 	"github.com/sluicehq/sluice/internal/pgtest"
 	"github.com/sluicehq/sluice/internal/relay/backend"
+	"github.com/sluicehq/sluice/internal/relay/backend/clustered"
 	"github.com/sluicehq/sluice/internal/relay/route"
 	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/store/pgstore"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	pgtest.Stop()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-type memKV struct {
-	mu sync.Mutex
-	m  map[string]string
-}
-
-func (k *memKV) Get(_ context.Context, key string) (string, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	v, ok := k.m[key]
-	if !ok {
-		return "", errors.New("not found")
-	}
-	return v, nil
-}
-
-func (k *memKV) Put(_ context.Context, key, value string) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.m[key] = value
-	return nil
-}
-
 // startNode is one cluster node of the test, as a relay process holds one.
-func startNode(t *testing.T, id, url, dsn string, p *modeltest.Script) (*cluster.Node, func(string) agent.Options) {
+func startClusterNode(t *testing.T, id, url, dsn string, p *modeltest.Script) (*cluster.Node, func(string) agent.Options) {
 	t.Helper()
 	nc, err := nats.Connect(url, nats.Name(id))
 	if err != nil {
@@ -88,7 +52,7 @@ func startNode(t *testing.T, id, url, dsn string, p *modeltest.Script) (*cluster
 
 // answer runs one question and returns the messages the router makes of
 // its events.
-func answer(t *testing.T, conv backend.Conversation, text string) []string {
+func answerIn(t *testing.T, conv backend.Conversation, text string) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -117,26 +81,28 @@ func answer(t *testing.T, conv backend.Conversation, text string) []string {
 	return out
 }
 
-// TestChatAcrossNodes: a chat's session is a cluster session. The node
+// TestChatAcrossNodes: with backend/clustered (cluster mode's sluice
+// backend), a chat's session is a cluster session. The node
 // that opens it first runs it; another relay node, given the same store,
 // opens the same session — whose agent still runs on the first node —
 // and its question is answered there, the events reaching it through the
 // log. After /new the chat has a new session.
 func TestChatAcrossNodes(t *testing.T) {
 	t.Parallel()
-	url := natstest.URL(t)
+	url := natsURL(t)
 	dsn := pgtest.DSN(t)
 	p := modeltest.NewScript(
 		modeltest.Answer("m1", "Hello ", "there."),
 		modeltest.Answer("m2", "Second answer."),
 		modeltest.Answer("m3", "Fresh start."),
 	)
-	nodeA, optsA := startNode(t, "a", url, dsn, p)
-	nodeB, optsB := startNode(t, "b", url, dsn, p)
-	kv := &memKV{m: map[string]string{}}
+	nodeA, optsA := startClusterNode(t, "a", url, dsn, p)
+	nodeB, optsB := startClusterNode(t, "b", url, dsn, p)
+	kv := openStore(t, filepath.Join(t.TempDir(), "relay.db"))
+	defer kv.Close()
 	work := t.TempDir()
-	beA := New(Config{Host: nodeA, Options: optsA, WorkDir: work, KV: kv})
-	beB := New(Config{Host: nodeB, Options: optsB, WorkDir: work, KV: kv})
+	beA := clustered.New(clustered.Config{Host: nodeA, Options: optsA, WorkDir: work, KV: kv})
+	beB := clustered.New(clustered.Config{Host: nodeB, Options: optsB, WorkDir: work, KV: kv})
 	defer beB.Close()
 	defer beA.Close()
 	ctx := t.Context()
@@ -145,7 +111,7 @@ func TestChatAcrossNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := answer(t, convA, "first question"); strings.Join(got, "|") != "Hello there." {
+	if got := answerIn(t, convA, "first question"); strings.Join(got, "|") != "Hello there." {
 		t.Errorf("first answer: %q", got)
 	}
 	convB, err := beB.Open(ctx, "5")
@@ -158,7 +124,7 @@ func TestChatAcrossNodes(t *testing.T) {
 	if owner := nodeB.Owner(ctx, convA.Session()); owner != "a" {
 		t.Errorf("owner %q, want a", owner)
 	}
-	if got := answer(t, convB, "second question"); strings.Join(got, "|") != "Second answer." {
+	if got := answerIn(t, convB, "second question"); strings.Join(got, "|") != "Second answer." {
 		t.Errorf("answer through node b: %q", got)
 	}
 	if n := p.Count(); n != 2 {
@@ -175,7 +141,7 @@ func TestChatAcrossNodes(t *testing.T) {
 	if convA.Session() == old {
 		t.Error("/new kept the session")
 	}
-	if got := answer(t, convA, "third"); strings.Join(got, "|") != "Fresh start." {
+	if got := answerIn(t, convA, "third"); strings.Join(got, "|") != "Fresh start." {
 		t.Errorf("answer in the new session: %q", got)
 	}
 	if req := p.Request(2); len(req.Messages) != 1 {
