@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"sort"
 	"sync"
 
 	"github.com/sluicehq/sluice/model"
@@ -215,7 +214,8 @@ func (b *bus) waitRoom(ctx context.Context) {
 	}
 }
 
-// Replay buffer bounds: whichever is reached first.
+// Replay buffer bounds: whichever is reached first. A run of text deltas
+// counts each delta.
 const (
 	replayMaxEvents = 8192
 	replayMaxBytes  = 8 << 20
@@ -229,11 +229,8 @@ type bus struct {
 	list      protocol.List
 	subs      map[*Subscription]struct{}
 
-	// replay holds the most recent events in seq order; replayBytes
-	// approximates their size.
-	replay      []protocol.Event
-	replayBytes int
-	closed      bool
+	replay replayBuffer // the most recent events
+	closed bool
 }
 
 func newBus(sessionID string, snap protocol.Snapshot) *bus {
@@ -266,19 +263,14 @@ func (b *bus) publishPartLocked(p model.Part, parentTool string) {
 	}
 }
 
-func (b *bus) remember(ev protocol.Event) {
-	b.replay = append(b.replay, ev)
-	b.replayBytes += eventSize(ev)
-	for len(b.replay) > replayMaxEvents || (b.replayBytes > replayMaxBytes && len(b.replay) > 1) {
-		b.replayBytes -= eventSize(b.replay[0])
-		b.replay[0] = nil
-		b.replay = b.replay[1:]
-	}
-}
+func (b *bus) remember(ev protocol.Event) { b.replay.add(ev) }
+
+// eventOverhead is what eventSize counts for an event besides its text.
+const eventOverhead = 64
 
 // eventSize approximates an event's memory by its variable-length text.
 func eventSize(ev protocol.Event) int {
-	const overhead = 64
+	const overhead = eventOverhead
 	switch e := ev.(type) {
 	case protocol.AssistantContentUpdated:
 		return overhead + len(e.Chunk)
@@ -362,13 +354,12 @@ func (b *bus) subscribeFrom(seq int64, opts SubscribeOptions) (*Subscription, er
 	}
 	var missed []protocol.Event
 	if seq < cur {
-		// The first event after seq. A Mirror's buffer may hold merged
-		// events (covering several seqs): one must start right after seq.
-		i := sort.Search(len(b.replay), func(i int) bool { return b.replay[i].Head().Seq > seq })
-		if i == len(b.replay) || b.replay[i].Head().From() != seq+1 {
+		// A Mirror's buffer may hold merged events (covering several
+		// seqs): one must start right after seq.
+		var ok bool
+		if missed, ok = b.replay.after(seq); !ok {
 			return nil, ErrTooFarBehind
 		}
-		missed = b.replay[i:]
 	}
 	sub := b.subscribeLocked(opts)
 	for _, ev := range missed {

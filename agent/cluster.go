@@ -118,8 +118,7 @@ func (m *Mirror) Reset(snap protocol.Snapshot) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.list.Reset(snap)
-	clear(b.replay)
-	b.replay, b.replayBytes = nil, 0
+	b.replay.reset()
 	for s := range b.subs {
 		s.closeLocked()
 		delete(b.subs, s)
@@ -139,8 +138,8 @@ func (m *Mirror) Backfill(evs []protocol.Event) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	end := b.list.Seq()
-	if len(b.replay) > 0 {
-		end = b.replay[0].Head().From() - 1
+	if first, ok := b.replay.from(); ok {
+		end = first - 1
 	}
 	for i, ev := range evs {
 		next := end + 1
@@ -151,17 +150,7 @@ func (m *Mirror) Backfill(evs []protocol.Event) error {
 			return fmt.Errorf("agent: backfill of %s: event covering %d..%d does not precede %d", b.sessionID, ev.Head().From(), ev.Head().Seq, next)
 		}
 	}
-	n := 0
-	for _, ev := range evs {
-		n += eventSize(ev)
-	}
-	b.replay = append(append(make([]protocol.Event, 0, len(evs)+len(b.replay)), evs...), b.replay...)
-	b.replayBytes += n
-	for len(b.replay) > replayMaxEvents || (b.replayBytes > replayMaxBytes && len(b.replay) > 1) {
-		b.replayBytes -= eventSize(b.replay[0])
-		b.replay[0] = nil
-		b.replay = b.replay[1:]
-	}
+	b.replay.prepend(evs)
 	return nil
 }
 
