@@ -3,10 +3,12 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,6 +43,13 @@ var shared struct {
 	err  error
 }
 
+// runs numbers the tests' accounts: with -count=N a test's account of the
+// previous run is still in the shared database.
+var runs atomic.Int64
+
+// account is a name no other test or run uses.
+func account(t *testing.T) string { return fmt.Sprintf("%s#%d", t.Name(), runs.Add(1)) }
+
 func sharedDB(t *testing.T) (string, *pgstore.Store) {
 	t.Helper()
 	dsn := pgtest.DSN(t) // skips without PostgreSQL, before the once
@@ -64,13 +73,14 @@ func forEachBackend(t *testing.T, f func(t *testing.T, reopen func() *Store)) {
 	t.Run("postgres", func(t *testing.T) {
 		dsn, pg := sharedDB(t)
 		ctx := context.Background()
-		key := "relay/" + t.Name()
+		name := account(t)
+		key := "relay/" + name
 		l, err := pg.AcquireLease(ctx, key, "n1", time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
 		f(t, func() *Store {
-			s, err := OpenPostgres(ctx, dsn, t.Name())
+			s, err := OpenPostgres(ctx, dsn, name)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,9 +98,10 @@ func TestFence(t *testing.T) {
 	t.Parallel()
 	dsn, pg := sharedDB(t)
 	ctx := context.Background()
-	const key = "relay/fence"
+	name := account(t)
+	key := "relay/" + name
 	openAs := func() *Store {
-		s, err := OpenPostgres(ctx, dsn, "fence")
+		s, err := OpenPostgres(ctx, dsn, name)
 		if err != nil {
 			t.Fatal(err)
 		}
