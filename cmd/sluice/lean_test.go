@@ -96,9 +96,9 @@ func traceBytes(t *testing.T, trace string) (total int64, n int, largest int64, 
 }
 
 // startupFileBudget bounds the binary's pages a headless run has mapped
-// by the time it sends its first model request, in kB. Measured: 11.2 MB
+// by the time it sends its first model request, in kB. Measured: 11.3 MB
 // once package initialisation's pages are given back (initpages.Release),
-// 12.8 MB with cgo (the C library's pages count too); 17.5 and 19.0 MB
+// 12.2 MB with cgo (the C library's pages count too); 17.5 and 19.0 MB
 // before: with the kernel's 64 KB fault-around, the ~220 packages running
 // init map most of the binary's code, read-only data and function tables.
 const startupFileBudget = 15 << 10

@@ -5,23 +5,24 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
-// Release drops the executable's read-only mappings (code, read-only data,
-// function tables) from the resident set. Call it once, first thing in
-// main, when package initialisation is done. It does nothing where it
-// cannot tell the mappings apart, and it leaves alone a mapping that holds
-// private copies of file pages (a debugger's breakpoint, a uprobe): dropping
+// Release drops the clean read-only file mappings — the executable's code,
+// read-only data and function tables, and the shared libraries' of a cgo
+// build — from the resident set. Call it once, first thing in main, when
+// package initialisation is done. It does nothing where it cannot read
+// the mappings, and it leaves alone a mapping that holds private copies of
+// file pages (a debugger's breakpoint, a uprobe, relocated data): dropping
 // those would lose the change.
 func Release() {
-	if exe, err := os.Readlink("/proc/self/exe"); err == nil {
-		release(exe)
-	}
+	release(func(path string) bool { return strings.HasPrefix(path, "/") })
 }
 
-// release drops the clean read-only mappings of file.
-func release(file string) {
+// release drops the clean read-only mappings of the files that file
+// selects.
+func release(file func(path string) bool) {
 	smaps, err := os.ReadFile("/proc/self/smaps")
 	if err != nil {
 		return
@@ -36,10 +37,11 @@ func release(file string) {
 // mapping is an address range of a file mapped read-only.
 type mapping struct{ start, end uintptr }
 
-// clean returns the read-only private mappings of file in smaps (the text
-// of /proc/<pid>/smaps) that hold no anonymous pages: their every resident
-// page is the file's own, so dropping them loses nothing.
-func clean(smaps []byte, file string) []mapping {
+// clean returns the read-only private mappings in smaps (the text of
+// /proc/<pid>/smaps) of the files that file selects and that hold no
+// anonymous pages: their every resident page is the file's own, so
+// dropping them loses nothing. Pseudo-files ([vdso]) are not files.
+func clean(smaps []byte, file func(path string) bool) []mapping {
 	var out []mapping
 	var cur mapping
 	ours := false
@@ -59,7 +61,7 @@ func clean(smaps []byte, file string) []mapping {
 		if m, perms, path, ok := header(f); ok {
 			flush()
 			cur = m
-			ours = (perms == "r-xp" || perms == "r--p") && path == file
+			ours = (perms == "r-xp" || perms == "r--p") && strings.HasPrefix(path, "/") && file(path)
 			continue
 		}
 		// A private copy of a page (a written page of the file, as a

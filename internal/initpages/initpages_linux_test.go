@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"syscall"
 	"testing"
@@ -81,7 +82,7 @@ func TestReleaseDropsCleanMappingsOnly(t *testing.T) {
 		t.Fatal("the clean mapping is not resident after reading it")
 	}
 
-	release(path)
+	release(func(p string) bool { return p == path })
 
 	if kb := residentKB(t, addr(clean)); kb != 0 {
 		t.Errorf("clean mapping: %d kB resident after release, want 0", kb)
@@ -98,7 +99,7 @@ func TestReleaseDropsCleanMappingsOnly(t *testing.T) {
 }
 
 // TestCleanParsesSmaps checks the selection on a fixed smaps text: only
-// read-only private mappings of the file without anonymous pages.
+// read-only private mappings of files, without anonymous pages.
 func TestCleanParsesSmaps(t *testing.T) {
 	t.Parallel()
 	const smaps = `00400000-0104a000 r-xp 00000000 fe:00 11465074                           /opt/sluice
@@ -116,20 +117,27 @@ Anonymous:           700 kB
 Anonymous:           192 kB
 7f00d1e50000-7f00d1fa6000 r-xp 00026000 fe:00 326269                     /usr/lib/libc.so.6
 Anonymous:             0 kB
-7f00d1fa6000-7f00d1ff9000 r--p 0017c000 fe:00 11465074                   /opt/sluice (deleted)
+7f00d1fa6000-7f00d1ff9000 r--s 0017c000 fe:00 11465099                   /dev/shm/shared
 Anonymous:             0 kB
 7f00d2000000-7f00d2010000 r--p 00001000 fe:00 11465074                   /opt/sluice
 Rss:                  64 kB
 Anonymous:             0 kB
+7f00d2ea1000-7f00d2ea3000 r-xp 00000000 00:00 0                          [vdso]
+Anonymous:             0 kB
 `
-	got := clean([]byte(smaps), "/opt/sluice")
-	want := []mapping{{0x400000, 0x104a000}, {0x7f00d2000000, 0x7f00d2010000}}
-	if len(got) != len(want) {
-		t.Fatalf("clean = %x, want %x", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("clean[%d] = %x, want %x", i, got[i], want[i])
-		}
+	for _, tc := range []struct {
+		name string
+		file func(string) bool
+		want []mapping
+	}{
+		{"every file", func(string) bool { return true }, []mapping{{0x400000, 0x104a000}, {0x7f00d1e50000, 0x7f00d1fa6000}, {0x7f00d2000000, 0x7f00d2010000}}},
+		{"one file", func(p string) bool { return p == "/opt/sluice" }, []mapping{{0x400000, 0x104a000}, {0x7f00d2000000, 0x7f00d2010000}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := clean([]byte(smaps), tc.file); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("clean = %x, want %x", got, tc.want)
+			}
+		})
 	}
 }
