@@ -611,10 +611,10 @@ func (m *ui) flushPrints() tea.Cmd {
 	return m.startPrint(m.printer, s)
 }
 
-// startPrint hands s to print (the printer or the reprinter).
-func (m *ui) startPrint(print func(string) tea.Cmd, s string) tea.Cmd {
+// startPrint hands s to out (the printer or the reprinter).
+func (m *ui) startPrint(out func(string) tea.Cmd, s string) tea.Cmd {
 	m.printing, m.printedAny = true, true
-	return print(s)
+	return out(s)
 }
 
 // armTick schedules the next second of a streaming reasoning block's
