@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/cluster"
+	"github.com/sluicehq/sluice/internal/natstest"
 	"github.com/sluicehq/sluice/internal/pgtest"
 	"github.com/sluicehq/sluice/internal/relay/backend"
 	"github.com/sluicehq/sluice/internal/relay/backend/clustered"
@@ -89,7 +90,7 @@ func answerIn(t *testing.T, conv backend.Conversation, text string) []string {
 // log. After /new the chat has a new session.
 func TestChatAcrossNodes(t *testing.T) {
 	t.Parallel()
-	url := natsURL(t)
+	url := natstest.URL(t) // a cluster of its own (sessions, sweepers)
 	dsn := pgtest.DSN(t)
 	p := modeltest.NewScript(
 		modeltest.Answer("m1", "Hello ", "there."),

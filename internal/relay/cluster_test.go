@@ -18,8 +18,11 @@ import (
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/cluster/clustertest"
+	"github.com/sluicehq/sluice/internal/natstest"
 	"github.com/sluicehq/sluice/internal/pgtest"
 	"github.com/sluicehq/sluice/internal/relay/channel/telegram/telegramfake"
+	"github.com/sluicehq/sluice/internal/relay/channel/wechat"
+	"github.com/sluicehq/sluice/internal/relay/channel/wechat/wechatfake"
 	"github.com/sluicehq/sluice/internal/relay/store"
 	"github.com/sluicehq/sluice/internal/testbin"
 	"github.com/sluicehq/sluice/internal/web/fakemodel"
@@ -39,7 +42,8 @@ type relayNode struct {
 func startRelayNode(t *testing.T, bin, id string, args []string, env []string) *relayNode {
 	t.Helper()
 	n := &relayNode{id: id, stderr: &syncBuffer{}, done: make(chan struct{})}
-	n.cmd = exec.Command(bin, append([]string{"relay", "telegram", "--node-id", id}, args...)...)
+	// args[0] is the channel: its flags follow.
+	n.cmd = exec.Command(bin, append([]string{"relay", args[0], "--node-id", id}, args[1:]...)...)
 	n.cmd.Env = env
 	n.cmd.Stderr = n.stderr
 	if err := n.cmd.Start(); err != nil {
@@ -56,19 +60,111 @@ func startRelayNode(t *testing.T, bin, id string, args []string, env []string) *
 	return n
 }
 
-// TestClusterFailover runs two `sluice relay` nodes on one Telegram bot,
-// one NATS server and one PostgreSQL database. One node holds the
-// channel; the user asks two questions, and while the agent is answering
-// the first (the model holds its stream open) the holder is killed with
-// SIGKILL. The other node takes the channel when the lease expires and,
-// from the shared store, tells the chat the first answer was cut off and
-// answers the second; a third question is answered from the chat's
-// session as the dead node left it in PostgreSQL. Every question gets
-// exactly one reply, and no reply is sent twice.
+// clusterPlatform is a fake chat platform as TestClusterFailover drives
+// it.
+type clusterPlatform struct {
+	name, account, chat string
+	args                []string // 'sluice relay' arguments besides the common ones
+	stateDir            func(t *testing.T) string
+	say                 func(text string)
+	sent                func() []string
+	waitSent            func(ctx context.Context, n int) ([]string, error)
+	// check looks at what was sent beyond the texts.
+	check func(t *testing.T)
+}
+
+func telegramPlatform(t *testing.T) clusterPlatform {
+	tg := telegramfake.New()
+	srv := httptest.NewServer(tg)
+	t.Cleanup(srv.Close)
+	texts := func(sent []telegramfake.Sent) []string {
+		var out []string
+		for _, m := range sent {
+			out = append(out, m.Text)
+		}
+		return out
+	}
+	return clusterPlatform{
+		name: "telegram", account: "telegram/123456", chat: "5",
+		args:     []string{"--base-url", srv.URL, "--allow", "5", "--chat-interval", "0"},
+		stateDir: func(t *testing.T) string { return t.TempDir() },
+		say:      func(text string) { tg.UserSays(5, text) },
+		sent:     func() []string { return texts(tg.Sent()) },
+		waitSent: func(ctx context.Context, n int) ([]string, error) {
+			sent, err := tg.WaitSent(ctx, n)
+			return texts(sent), err
+		},
+		check: func(*testing.T) {},
+	}
+}
+
+func wechatPlatform(t *testing.T) clusterPlatform {
+	wc := wechatfake.New()
+	srv := httptest.NewServer(wc)
+	t.Cleanup(srv.Close)
+	texts := func(sent []wechatfake.Sent) []string {
+		var out []string
+		for _, m := range sent {
+			out = append(out, m.Text)
+		}
+		return out
+	}
+	const user = "owner@im.wechat"
+	return clusterPlatform{
+		name: "wechat", account: "wechat/bot", chat: user,
+		args: []string{"--base-url", srv.URL},
+		stateDir: func(t *testing.T) string {
+			// Each node's copy of what 'sluice relay wechat login' wrote.
+			dir := t.TempDir()
+			creds := wechat.Credentials{Token: wechatfake.Token, BotID: "bot", BaseURL: srv.URL, UserID: user}
+			if err := wechat.SaveCredentials(credentialsPath(dir), creds); err != nil {
+				t.Fatal(err)
+			}
+			return dir
+		},
+		say:  func(text string) { wc.UserSays(user, text, "ctx-1") },
+		sent: func() []string { return texts(wc.Sent()) },
+		waitSent: func(ctx context.Context, n int) ([]string, error) {
+			sent, err := wc.WaitSent(ctx, n)
+			return texts(sent), err
+		},
+		// WeChat answers only with the conversation's context token, which
+		// the node that received the question stored: the survivor read
+		// it from PostgreSQL.
+		check: func(t *testing.T) {
+			for _, m := range wc.Sent() {
+				if m.To != user || m.ContextToken != "ctx-1" {
+					t.Errorf("sent %+v without the conversation's context token", m)
+				}
+			}
+		},
+	}
+}
+
+// TestClusterFailover runs two `sluice relay` nodes on one bot account
+// (Telegram, WeChat), one NATS server and one PostgreSQL database. One
+// node holds the channel; the user asks two questions, and while the
+// agent is answering the first (the model holds its stream open) the
+// holder is killed with SIGKILL. The other node takes the channel when
+// the lease expires and, from the shared store, tells the chat the first
+// answer was cut off and answers the second; a third question is answered
+// in the chat's session as the dead node left it. Every question gets
+// exactly one reply, and no reply is sent twice. For Telegram, a `sluice
+// serve` node then opens the chat's session: a session of the cluster.
 func TestClusterFailover(t *testing.T) {
 	t.Parallel()
+	for _, platform := range []func(*testing.T) clusterPlatform{telegramPlatform, wechatPlatform} {
+		p := platform(t)
+		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
+			testClusterFailover(t, p)
+		})
+	}
+}
+
+func testClusterFailover(t *testing.T, p clusterPlatform) {
 	bin := testbin.Sluice(t)
-	nats := natsURL(t)
+	nats := natstest.URL(t) // a cluster of its own (sessions, sweepers)
 	dsn := pgtest.DSN(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
@@ -96,22 +192,16 @@ func TestClusterFailover(t *testing.T) {
 		return fakemodel.Answer{Text: []string{"Answer to " + last}}
 	})
 	defer fm.Close()
-	tg := telegramfake.New()
-	tgSrv := httptest.NewServer(tg)
-	defer tgSrv.Close()
 
 	home := t.TempDir()
 	env := append(os.Environ(), "TELEGRAM_BOT_TOKEN="+telegramfake.Token, "ANTHROPIC_API_KEY=test-key",
 		"ANTHROPIC_BASE_URL="+fm.URL(), "SLUICE_HOME="+home, "HOME="+home, "XDG_CONFIG_HOME="+home)
 	work := t.TempDir()
-	args := func() []string {
-		return []string{"--state-dir", t.TempDir(), "--base-url", tgSrv.URL, "--allow", "5", "--workdir", work,
-			"--min-interval", "0", "--chat-interval", "0", "--silence", "0", "-v",
-			"--nats", nats, "--postgres", dsn, "--lease-ttl", "2s"}
-	}
 	nodes := map[string]*relayNode{}
 	for _, id := range []string{"r1", "r2"} {
-		nodes[id] = startRelayNode(t, bin, id, args(), env)
+		args := append([]string{p.name, "--state-dir", p.stateDir(t), "--workdir", work, "--min-interval", "0", "--silence", "0",
+			"-v", "--nats", nats, "--postgres", dsn, "--lease-ttl", "2s"}, p.args...)
+		nodes[id] = startRelayNode(t, bin, id, args, env)
 	}
 	defer func() {
 		if t.Failed() {
@@ -126,7 +216,7 @@ func TestClusterFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pg.Close()
-	const key = "relay/telegram/123456"
+	key := "relay/" + p.account
 	holder := func() string {
 		l, err := pg.Owner(ctx, key)
 		if err != nil {
@@ -145,24 +235,34 @@ func TestClusterFailover(t *testing.T) {
 		}
 	}
 	var first string
-	poll("a node to hold the channel", func() bool { first = holder(); return first != "" })
+	poll("a node to hold the channel", func() bool {
+		for id, n := range nodes {
+			select {
+			case <-n.done:
+				t.Fatalf("node %s exited: %v", id, n.err)
+			default:
+			}
+		}
+		first = holder()
+		return first != ""
+	})
 	other := map[string]string{"r1": "r2", "r2": "r1"}[first]
 
-	tg.UserSays(5, "first question, please")
-	tg.UserSays(5, "second question")
+	p.say("first question, please")
+	p.say("second question")
 	select {
 	case <-held:
 	case <-ctx.Done():
 		t.Fatal("the model was never asked")
 	}
 	// Both questions are in the shared inbox, the first being answered.
-	st, err := store.OpenPostgres(ctx, dsn, "telegram/123456")
+	st, err := store.OpenPostgres(ctx, dsn, p.account)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	poll("both questions in the shared inbox", func() bool {
-		qs, err := st.Questions(ctx, "telegram")
+		qs, err := st.Questions(ctx, p.name)
 		return err == nil && len(qs) == 2 && qs[0].Started && !qs[1].Started
 	})
 
@@ -174,7 +274,7 @@ func TestClusterFailover(t *testing.T) {
 	<-n.done
 	poll("the other node to take the channel", func() bool { return holder() == other })
 	takeover := time.Since(killed)
-	sent, err := tg.WaitSent(ctx, 2)
+	sent, err := p.waitSent(ctx, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,26 +283,26 @@ func TestClusterFailover(t *testing.T) {
 	if takeover > 2*time.Second+2*time.Second {
 		t.Errorf("takeover took %v, more than the TTL (2 s) + 2 s", takeover)
 	}
-	if !strings.Contains(sent[0].Text, "cut off") || !strings.Contains(sent[0].Text, "first question, please") {
-		t.Errorf("first message after the failover: %q, want the cut-off notice", sent[0].Text)
+	if !strings.Contains(sent[0], "cut off") || !strings.Contains(sent[0], "first question, please") {
+		t.Errorf("first message after the failover: %q, want the cut-off notice", sent[0])
 	}
-	if sent[1].Text != "Answer to second question" {
-		t.Errorf("second message: %q", sent[1].Text)
+	if sent[1] != "Answer to second question" {
+		t.Errorf("second message: %q", sent[1])
 	}
 
-	tg.UserSays(5, "third question")
-	sent, err = tg.WaitSent(ctx, 3)
-	if err != nil {
+	p.say("third question")
+	if sent, err = p.waitSent(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
-	if sent[2].Text != "Answer to third question" {
-		t.Errorf("third message: %q", sent[2].Text)
+	if sent[2] != "Answer to third question" {
+		t.Errorf("third message: %q", sent[2])
 	}
 	// The survivor sends a chat's messages in order: everything it had to
 	// send came before the third answer; the dead node sends nothing.
-	if got := tg.Sent(); len(got) != 3 {
-		t.Errorf("%d messages sent, want 3 (one per question): %+v", len(got), got)
+	if got := p.sent(); len(got) != 3 {
+		t.Errorf("%d messages sent, want 3 (one per question): %q", len(got), got)
 	}
+	p.check(t)
 	mu.Lock()
 	// The second question was answered in the chat's session as the dead
 	// node left it: its request carries the first question.
@@ -216,48 +316,50 @@ func TestClusterFailover(t *testing.T) {
 	if !restored {
 		t.Errorf("the survivor did not restore the chat's session: %+v", requests)
 	}
-	// One session for the chat, across both nodes: a session of the
-	// cluster, listed by the session store as `sluice serve` lists it,
-	// run by the survivor, and opened by a serve node from the log — the
-	// interrupted run ended visibly, then the two answers.
+	// One session for the chat, across both nodes, in the cluster's
+	// session store, listed as `sluice serve` lists it.
 	infos, err := agent.ListSessions(ctx, pg, work)
 	if err != nil || len(infos) != 1 {
 		t.Fatalf("sessions of the relay's working directory: %+v %v, want the chat's one", infos, err)
 	}
-	session, err := st.Get(ctx, "sluice/session/5")
+	session, err := st.Get(ctx, "sluice/session/"+p.chat)
 	if err != nil || session != infos[0].ID {
 		t.Errorf("the chat's session %q (%v), listed %q", session, err, infos[0].ID)
 	}
-	serve, err := clustertest.Start(ctx, clustertest.NodeConfig{Bin: bin, NATS: nats, Postgres: dsn, ModelURL: fm.URL(),
-		Home: t.TempDir(), LeaseTTL: 2 * time.Second}, "s1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer serve.Kill()
-	snap, owner, err := clustertest.Snapshot(ctx, serve.WS, session)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if owner != other {
-		t.Errorf("the chat's session is run by %q, want %q", owner, other)
-	}
-	var users, answers []string
-	interrupted := false
-	for _, m := range snap.Messages {
-		for _, b := range m.Blocks {
-			switch {
-			case m.Role == protocol.RoleUser && b.Type == protocol.BlockText:
-				users = append(users, b.Content)
-			case m.Role == protocol.RoleAssistant && b.Type == protocol.BlockText && strings.HasPrefix(b.Content, "Answer"):
-				answers = append(answers, b.Content)
-			case b.Type == protocol.BlockError && len(users) == 1:
-				interrupted = true
+	if p.name == "telegram" {
+		// A serve node opens it from the log: run by the survivor, the
+		// interrupted run ended visibly, then the two answers.
+		serve, err := clustertest.Start(ctx, clustertest.NodeConfig{Bin: bin, NATS: nats, Postgres: dsn, ModelURL: fm.URL(),
+			Home: t.TempDir(), LeaseTTL: 2 * time.Second}, "s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer serve.Kill()
+		snap, owner, err := clustertest.Snapshot(ctx, serve.WS, session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if owner != other {
+			t.Errorf("the chat's session is run by %q, want %q", owner, other)
+		}
+		var users, answers []string
+		interrupted := false
+		for _, m := range snap.Messages {
+			for _, b := range m.Blocks {
+				switch {
+				case m.Role == protocol.RoleUser && b.Type == protocol.BlockText:
+					users = append(users, b.Content)
+				case m.Role == protocol.RoleAssistant && b.Type == protocol.BlockText && strings.HasPrefix(b.Content, "Answer"):
+					answers = append(answers, b.Content)
+				case b.Type == protocol.BlockError && len(users) == 1:
+					interrupted = true
+				}
 			}
 		}
-	}
-	if strings.Join(users, "|") != "first question, please|second question|third question" ||
-		strings.Join(answers, "|") != "Answer to second question|Answer to third question" || !interrupted {
-		t.Errorf("the chat's session as a serve node sees it: users %q, answers %q, interrupted %v", users, answers, interrupted)
+		if strings.Join(users, "|") != "first question, please|second question|third question" ||
+			strings.Join(answers, "|") != "Answer to second question|Answer to third question" || !interrupted {
+			t.Errorf("the chat's session as a serve node sees it: users %q, answers %q, interrupted %v", users, answers, interrupted)
+		}
 	}
 
 	// A graceful stop releases the channel and exits 0.
@@ -347,7 +449,7 @@ func TestClusterCommandLine(t *testing.T) {
 func TestClusterWebhook(t *testing.T) {
 	t.Parallel()
 	bin := testbin.Sluice(t)
-	nats := natsURL(t)
+	nats := natstest.URL(t) // a cluster of its own (sessions, sweepers)
 	dsn := pgtest.DSN(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
@@ -368,7 +470,7 @@ func TestClusterWebhook(t *testing.T) {
 	for _, id := range []string{"w1", "w2"} {
 		addr := freeAddr(t)
 		hooks[id] = "http://" + addr + "/"
-		nodes[id] = startRelayNode(t, bin, id, []string{"--state-dir", t.TempDir(), "--base-url", tgSrv.URL, "--allow", "5",
+		nodes[id] = startRelayNode(t, bin, id, []string{"telegram", "--state-dir", t.TempDir(), "--base-url", tgSrv.URL, "--allow", "5",
 			"--workdir", work, "--min-interval", "0", "--chat-interval", "0", "--silence", "0", "-v",
 			"--nats", nats, "--postgres", dsn, "--lease-ttl", "2s",
 			"--webhook-url", "https://bot.example.test/hook", "--webhook-listen", addr}, env)

@@ -19,8 +19,11 @@ import (
 	"github.com/sluicehq/sluice/internal/relay/store"
 )
 
-// natsServer is the package's one NATS server, started on first use and
-// stopped by TestMain.
+// natsServer is the package's one NATS server for the tests that start no
+// cluster node (no sessions): started on first use, stopped by TestMain.
+// A test whose processes run cluster nodes has a server of its own
+// (natstest.URL): nodes of two tests on one server would be one cluster,
+// each adopting the other test's sessions.
 var natsServer struct {
 	once sync.Once
 	dir  string
