@@ -2,6 +2,7 @@ package agent
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/sluicehq/sluice/protocol"
 )
@@ -9,10 +10,11 @@ import (
 // replayBuffer holds a session's most recent events in seq order, for
 // SubscribeFrom. Most of what a session publishes is text deltas of a few
 // bytes each; a run of them (one block, consecutive seqs, each a single
-// delta) is kept as one entry holding the chunks' text and where each
-// chunk ends — some 8 bytes per delta instead of a boxed event (~180
-// bytes). after hands the events back merged as a subscriber's queue
-// merges them, so a subscriber cannot tell the difference.
+// delta) is kept as one entry holding the deltas' chunks — 16 bytes per
+// delta besides the chunk, which the published event shares, instead of a
+// boxed event (~180 bytes). after hands the events back merged as a
+// subscriber's queue merges them, so a subscriber cannot tell the
+// difference.
 type replayBuffer struct {
 	entries []replayEntry
 	events  int // events held, each delta of a run counted
@@ -25,30 +27,18 @@ type replayEntry struct {
 	run *textRun
 }
 
-// textRun is a run of streaming text deltas of one block. Offsets are
-// into the run's whole text, of which text holds what follows base: delta
-// i has seq first+i and its chunk ends at ends[i] (starts at begin for
-// i = 0). The first skip deltas are gone from the buffer.
+// textRun is a run of streaming text deltas of one block: delta i has seq
+// first+i and chunk chunks[i]; the first skip deltas are gone from the
+// buffer.
 type textRun struct {
-	tmpl  protocol.AssistantContentUpdated // the deltas' common fields
-	first int64
-	skip  int
-	begin int
-	base  int
-	text  []byte
-	ends  []int
+	tmpl   protocol.AssistantContentUpdated // the deltas' common fields
+	first  int64
+	skip   int
+	chunks []string
 }
 
 func (r *textRun) from() int64 { return r.first + int64(r.skip) }
-func (r *textRun) last() int64 { return r.first + int64(len(r.ends)) - 1 }
-
-// start is where delta i's chunk begins in text.
-func (r *textRun) start(i int) int {
-	if i == 0 {
-		return r.begin - r.base
-	}
-	return r.ends[i-1] - r.base
-}
+func (r *textRun) last() int64 { return r.first + int64(len(r.chunks)) - 1 }
 
 // extends reports whether e is the run's next delta: what
 // protocol.Merger would merge into it.
@@ -64,23 +54,18 @@ func (r *textRun) since(i int) protocol.Event {
 	if seq := r.first + int64(i); seq != ev.Seq {
 		ev.FirstSeq = seq
 	}
-	ev.Chunk = string(r.text[r.start(i):])
+	ev.Chunk = strings.Join(r.chunks[i:], "")
 	return ev
 }
 
 // dropFirst forgets the oldest delta and returns the size of its chunk.
-// The text and ends of dropped deltas go once they are most of the run,
-// so that it holds about what its live deltas need.
+// The slots of dropped deltas go once they are most of the run.
 func (r *textRun) dropFirst() int {
-	n := r.start(r.skip+1) - r.start(r.skip)
+	n := len(r.chunks[r.skip])
+	r.chunks[r.skip] = ""
 	r.skip++
-	if dead := r.start(r.skip); dead > 4<<10 && 2*dead > len(r.text) {
-		r.text = append([]byte(nil), r.text[dead:]...)
-		r.base += dead
-	}
-	if r.skip > 1<<10 && 2*r.skip > len(r.ends) {
-		r.begin = r.ends[r.skip-1]
-		r.ends = append([]int(nil), r.ends[r.skip:]...)
+	if r.skip > 1<<10 && 2*r.skip > len(r.chunks) {
+		r.chunks = append([]string(nil), r.chunks[r.skip:]...)
 		r.first += int64(r.skip)
 		r.skip = 0
 	}
@@ -101,12 +86,10 @@ func (b *replayBuffer) add(ev protocol.Event) {
 	if e, ok := textDelta(ev); ok {
 		if n := len(b.entries); n > 0 && b.entries[n-1].run != nil && b.entries[n-1].run.extends(e) {
 			r := b.entries[n-1].run
-			r.text = append(r.text, e.Chunk...)
-			r.ends = append(r.ends, r.base+len(r.text))
+			r.chunks = append(r.chunks, e.Chunk)
 		} else {
-			r := &textRun{tmpl: protocol.Plain(e).(protocol.AssistantContentUpdated), first: e.Seq, text: []byte(e.Chunk)}
+			r := &textRun{tmpl: protocol.Plain(e).(protocol.AssistantContentUpdated), first: e.Seq, chunks: []string{e.Chunk}}
 			r.tmpl.Chunk = ""
-			r.ends = []int{len(r.text)}
 			b.entries = append(b.entries, replayEntry{run: r})
 		}
 	} else {
@@ -134,7 +117,7 @@ func (b *replayBuffer) trim() {
 		e := &b.entries[0]
 		if r := e.run; r != nil {
 			b.bytes -= eventOverhead + r.dropFirst()
-			if r.skip < len(r.ends) {
+			if r.skip < len(r.chunks) {
 				b.events--
 				continue
 			}

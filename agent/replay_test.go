@@ -157,9 +157,8 @@ func TestReplayBufferAnswersAsPlain(t *testing.T) {
 	}
 }
 
-// TestReplayBufferKeepsDeltasCompact: a long answer's deltas cost the
-// buffer about their text, not a boxed event each, and a run longer than
-// the bounds keeps only what its live deltas need.
+// TestReplayBufferKeepsDeltasCompact: a long answer's deltas are one
+// entry, and a run longer than the bounds keeps only its live deltas.
 func TestReplayBufferKeepsDeltasCompact(t *testing.T) {
 	t.Parallel()
 	var b replayBuffer
@@ -171,9 +170,8 @@ func TestReplayBufferKeepsDeltasCompact(t *testing.T) {
 	if len(b.entries) != 1 || b.events != replayMaxEvents {
 		t.Fatalf("%d entries holding %d events, want 1 run of %d", len(b.entries), b.events, replayMaxEvents)
 	}
-	r := b.entries[0].run
-	if live := replayMaxEvents * 16; len(r.text) > 2*live || len(r.ends) > 2*replayMaxEvents {
-		t.Errorf("run holds %d bytes of text and %d ends for %d live deltas of 16 bytes", len(r.text), len(r.ends), replayMaxEvents)
+	if r := b.entries[0].run; len(r.chunks) > 2*replayMaxEvents {
+		t.Errorf("run holds %d chunks for %d live deltas", len(r.chunks), replayMaxEvents)
 	}
 	evs, ok := b.after(n - 2)
 	if !ok || len(evs) != 1 || evs[0].(protocol.AssistantContentUpdated).Chunk != "sixteen bytes..!sixteen bytes..!" || evs[0].Head().From() != n-1 {
