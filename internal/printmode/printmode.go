@@ -147,6 +147,14 @@ func (c *Config) maxRetries() int {
 	return c.MaxRetries
 }
 
+// maxPendingOutput bounds what waits to be written: stdout is the run's
+// only audience, so when it is slower than the model (a reader that does
+// not keep up, a loaded machine) the model's stream waits for it, as it
+// would behind a pipe, instead of piling up in memory. Without the bound a
+// 100 KB answer streamed at full speed could leave its thousands of deltas
+// and parts queued (up to ~1 MB, the largest part of the run's heap).
+const maxPendingOutput = 64 << 10
+
 // Run answers prompt (or, with stream-json input, every user line of
 // Stdin) on sess, or on the session cfg.Open opens when sess is nil, and
 // writes the output. With stream-json input it speaks Claude Code's
@@ -188,7 +196,7 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 		if sub == nil {
 			w.setSession(s.ID())
 			var snap protocol.Snapshot
-			snap, sub = s.SnapshotAndSubscribe(agent.SubscribeOptions{ModelParts: cfg.OutputFormat == FormatStreamJSON})
+			snap, sub = s.SnapshotAndSubscribe(agent.SubscribeOptions{ModelParts: cfg.OutputFormat == FormatStreamJSON, MaxPendingBytes: maxPendingOutput})
 			h.tasks.reset(snap)
 		}
 		if cfg.OutputFormat == FormatStreamJSON {
