@@ -248,7 +248,7 @@ func (b *bus) publishLocked(ev protocol.Event) (protocol.Event, error) {
 		// The agent built an event that does not fit its own list: a bug.
 		return nil, err
 	}
-	b.remember(protocol.Plain(ev))
+	b.remember(ev)
 	for s := range b.subs {
 		s.push(Item{Event: ev})
 	}

@@ -79,7 +79,8 @@ func textDelta(ev protocol.Event) (protocol.AssistantContentUpdated, bool) {
 	return e, ok && e.Stage == protocol.StageStreaming && e.FirstSeq == 0
 }
 
-// add appends ev, the event after the last one held.
+// add appends ev, the event after the last one held. What it keeps is
+// plain (protocol.Plain): it never pins the publisher's buffers.
 func (b *replayBuffer) add(ev protocol.Event) {
 	b.events++
 	b.bytes += eventSize(ev)
@@ -93,7 +94,7 @@ func (b *replayBuffer) add(ev protocol.Event) {
 			b.entries = append(b.entries, replayEntry{run: r})
 		}
 	} else {
-		b.entries = append(b.entries, replayEntry{ev: ev})
+		b.entries = append(b.entries, replayEntry{ev: protocol.Plain(ev)})
 	}
 	b.trim()
 }
