@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -60,17 +61,59 @@ func BenchmarkDeltaThroughTheLog(b *testing.B) {
 }
 
 // BenchmarkDeltaAddedByTheCluster is what cluster mode adds to a streamed
-// delta's delivery inside the nodes, with a real agent, NATS server and
+// delta's delivery inside the nodes, with real agents, NATS server and
 // PostgreSQL: from the owner's agent publishing the delta (where a single
 // node's clients would get it) to the owner's mirror (where its clients get
 // it, once the stream stored it) and to another node's mirror (where that
-// node's clients get it). The model streams one delta per iteration. What
-// the faces do after that (a WebSocket's coalescing window) is the same in
-// both modes and left out. It reports the p50 and p99 of both additions.
+// node's clients get it). The models stream one delta per iteration, in
+// every session at once: with several sessions, the deltas of one
+// iteration contend for the same CPUs, connections and stream, as the
+// lockstep streams of clusterload do. What the faces do after that (a
+// WebSocket's coalescing window) is the same in both modes and left out.
+// It reports the p50 and p99 of both additions over every session's deltas.
 //
 //	go test -run '^$' -bench DeltaAddedByTheCluster -benchtime 2000x ./internal/cluster/
 func BenchmarkDeltaAddedByTheCluster(b *testing.B) {
+	for _, sessions := range []int{1, 8} {
+		b.Run(fmt.Sprintf("sessions=%d", sessions), func(b *testing.B) { benchmarkDeltaAdded(b, sessions) })
+	}
+}
+
+// reader notes when it got each delta of a session, in order.
+type reader struct {
+	at   []time.Time
+	next chan int
+}
+
+func readDeltas(b *testing.B, sub rpc.Subscription) *reader {
+	r := &reader{at: make([]time.Time, b.N), next: make(chan int, b.N)}
+	go func() {
+		defer sub.Close()
+		n := 0
+		for n < b.N {
+			ev, err := sub.Next(b.Context())
+			if err != nil {
+				return
+			}
+			c, ok := ev.(protocol.AssistantContentUpdated)
+			if !ok || c.Stage != protocol.StageStreaming {
+				continue
+			}
+			now := time.Now()
+			for range strings.Count(c.Chunk, "word ") {
+				r.at[n] = now
+				r.next <- n
+				n++
+			}
+		}
+	}()
+	return r
+}
+
+func benchmarkDeltaAdded(b *testing.B, sessions int) {
 	url, dsn, dir := natstest.URL(b), pgtest.DSN(b), b.TempDir()
+	// One gate per delta, shared by every session's answer: closing it
+	// lets each of them stream that delta.
 	gates := make([]chan struct{}, b.N)
 	steps := modeltest.Response(modeltest.Start("m1"),
 		[]modeltest.Step{{Part: model.Part{Type: model.PartBlockStart, Index: 0, Block: model.BlockText}}})
@@ -81,53 +124,33 @@ func BenchmarkDeltaAddedByTheCluster(b *testing.B) {
 	}
 	steps = append(steps, modeltest.Step{Part: model.Part{Type: model.PartBlockStop, Index: 0}})
 	steps = append(steps, modeltest.Stop(model.StopEndTurn)...)
-	owner := startNode(b, "a", url, dsn, modeltest.NewScript(steps))
+	answers := make([][]modeltest.Step, sessions)
+	for i := range answers {
+		answers[i] = steps
+	}
+	owner := startNode(b, "a", url, dsn, modeltest.NewScript(answers...))
 	other := startNode(b, "b", url, dsn, modeltest.NewScript())
-	ha, err := owner.New(b.Context(), owner.options(dir))
-	if err != nil {
-		b.Fatal(err)
+	var local, onOwner, crossNode []*reader
+	var handles []rpc.Session
+	for range sessions {
+		ha, err := owner.New(b.Context(), owner.options(dir))
+		if err != nil {
+			b.Fatal(err)
+		}
+		hb := other.open(b, ha.ID())
+		handles = append(handles, ha)
+		local = append(local, readDeltas(b, ha.(*handle).owner().sess.Subscribe(agent.SubscribeOptions{})))
+		_, sub := ha.SnapshotAndSubscribe()
+		onOwner = append(onOwner, readDeltas(b, sub))
+		_, sub = hb.SnapshotAndSubscribe()
+		crossNode = append(crossNode, readDeltas(b, sub))
 	}
-	hb := other.open(b, ha.ID())
-
-	// Each reader notes when it got each delta, in order.
-	type reader struct {
-		at   []time.Time
-		next chan int
+	for _, h := range handles {
+		if _, err := h.Submit(b.Context(), "go", false); err != nil {
+			b.Fatal(err)
+		}
 	}
-	var readers []*reader
-	read := func(sub rpc.Subscription) *reader {
-		r := &reader{at: make([]time.Time, b.N), next: make(chan int, b.N)}
-		readers = append(readers, r)
-		go func() {
-			defer sub.Close()
-			n := 0
-			for n < b.N {
-				ev, err := sub.Next(b.Context())
-				if err != nil {
-					return
-				}
-				c, ok := ev.(protocol.AssistantContentUpdated)
-				if !ok || c.Stage != protocol.StageStreaming {
-					continue
-				}
-				now := time.Now()
-				for range strings.Count(c.Chunk, "word ") {
-					r.at[n] = now
-					r.next <- n
-					n++
-				}
-			}
-		}()
-		return r
-	}
-	local := read(ha.(*handle).owner().sess.Subscribe(agent.SubscribeOptions{}))
-	_, sub := ha.SnapshotAndSubscribe()
-	onOwner := read(sub)
-	_, sub = hb.SnapshotAndSubscribe()
-	crossNode := read(sub)
-	if _, err := ha.Submit(b.Context(), "go", false); err != nil {
-		b.Fatal(err)
-	}
+	readers := slices.Concat(local, onOwner, crossNode)
 	b.ResetTimer()
 	for i := range b.N {
 		close(gates[i])
@@ -142,20 +165,24 @@ func BenchmarkDeltaAddedByTheCluster(b *testing.B) {
 	b.StopTimer()
 	for _, m := range []struct {
 		name string
-		r    *reader
+		rs   []*reader
 	}{{"owner", onOwner}, {"cross", crossNode}} {
-		d := make([]time.Duration, b.N)
-		for i := range d {
-			d[i] = m.r.at[i].Sub(local.at[i])
+		var d []time.Duration
+		for s, r := range m.rs {
+			for i := range b.N {
+				d = append(d, r.at[i].Sub(local[s].at[i]))
+			}
 		}
 		slices.Sort(d)
 		b.ReportMetric(float64(d[len(d)/2].Microseconds()), m.name+"-added-p50-µs")
 		b.ReportMetric(float64(d[len(d)*99/100].Microseconds()), m.name+"-added-p99-µs")
 	}
-	// The run ends before the nodes close, so that nothing is aborted.
-	for deadline := time.Now().Add(time.Minute); ha.Running(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			b.Fatal("the run never ended")
+	// The runs end before the nodes close, so that nothing is aborted.
+	for _, h := range handles {
+		for deadline := time.Now().Add(time.Minute); h.Running(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				b.Fatal("a run never ended")
+			}
 		}
 	}
 }
