@@ -3,6 +3,7 @@ package initpages
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"os"
 	"strconv"
 	"strings"
@@ -23,11 +24,20 @@ func Release() {
 // release drops the clean read-only mappings of the files that file
 // selects.
 func release(file func(path string) bool) {
-	smaps, err := os.ReadFile("/proc/self/smaps")
+	maps, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
 		return
 	}
-	for _, m := range clean(smaps, file) {
+	pagemap, err := os.Open("/proc/self/pagemap")
+	if err != nil {
+		return
+	}
+	defer pagemap.Close()
+	buf := make([]byte, 8<<10)
+	for _, m := range readOnly(maps, file) {
+		if !clean(pagemap, m, buf) {
+			continue
+		}
 		// MADV_DONTNEED on a private file mapping only unmaps: the next
 		// access maps the page cache's page again.
 		syscall.Syscall(syscall.SYS_MADVISE, m.start, m.end-m.start, syscall.MADV_DONTNEED)
@@ -37,50 +47,56 @@ func release(file func(path string) bool) {
 // mapping is an address range of a file mapped read-only.
 type mapping struct{ start, end uintptr }
 
-// clean returns the read-only private mappings in smaps (the text of
-// /proc/<pid>/smaps) of the files that file selects and that hold no
-// anonymous pages: their every resident page is the file's own, so
-// dropping them loses nothing. Pseudo-files ([vdso]) are not files.
-func clean(smaps []byte, file func(path string) bool) []mapping {
+// readOnly returns the read-only private mappings in maps (the text of
+// /proc/<pid>/maps) of the files that file selects. Pseudo-files ([vdso])
+// are not files.
+func readOnly(maps []byte, file func(path string) bool) []mapping {
 	var out []mapping
-	var cur mapping
-	ours := false
-	flush := func() {
-		if ours {
-			out = append(out, cur)
-		}
-		ours = false
-	}
-	sc := bufio.NewScanner(bytes.NewReader(smaps))
+	sc := bufio.NewScanner(bytes.NewReader(maps))
 	for sc.Scan() {
-		line := sc.Bytes()
-		f := bytes.Fields(line)
-		if len(f) == 0 {
-			continue
-		}
-		if m, perms, path, ok := header(f); ok {
-			flush()
-			cur = m
-			ours = (perms == "r-xp" || perms == "r--p") && strings.HasPrefix(path, "/") && file(path)
-			continue
-		}
-		// A private copy of a page (a written page of the file, as a
-		// debugger writes a breakpoint) is counted as Anonymous.
-		if ours && string(f[0]) == "Anonymous:" && (len(f) < 2 || string(f[1]) != "0") {
-			ours = false
+		m, perms, path, ok := header(bytes.Fields(sc.Bytes()))
+		if ok && (perms == "r-xp" || perms == "r--p") && strings.HasPrefix(path, "/") && file(path) {
+			out = append(out, m)
 		}
 	}
-	flush()
 	if sc.Err() != nil {
 		return nil
 	}
 	return out
 }
 
-// header parses a mapping's first line in smaps:
-// "start-end perms offset dev inode [path]".
+// Bits of a /proc/<pid>/pagemap entry.
+const (
+	pagePresent  = 1 << 63
+	pageSwapped  = 1 << 62
+	pageFileOrSh = 1 << 61 // a page of a file, or shared anonymous memory
+)
+
+// clean reports whether every page of m held in memory is the file's own
+// page, read from pagemap (/proc/self/pagemap) with buf: a private copy
+// (a written page of the file, as a debugger writes a breakpoint) is
+// anonymous memory, present without the file bit or swapped out.
+func clean(pagemap *os.File, m mapping, buf []byte) bool {
+	page := uintptr(os.Getpagesize())
+	for addr := m.start; addr < m.end; {
+		n := min(int((m.end-addr)/page), len(buf)/8)
+		if _, err := pagemap.ReadAt(buf[:n*8], int64(addr/page*8)); err != nil {
+			return false
+		}
+		for i := 0; i < n*8; i += 8 {
+			v := binary.LittleEndian.Uint64(buf[i:])
+			if v&pageSwapped != 0 || v&pagePresent != 0 && v&pageFileOrSh == 0 {
+				return false
+			}
+		}
+		addr += uintptr(n) * page
+	}
+	return true
+}
+
+// header parses a line of maps: "start-end perms offset dev inode [path]".
 func header(f [][]byte) (m mapping, perms, path string, ok bool) {
-	if len(f) < 5 || bytes.HasSuffix(f[0], []byte(":")) {
+	if len(f) < 5 {
 		return m, "", "", false
 	}
 	lo, hi, found := bytes.Cut(f[0], []byte("-"))

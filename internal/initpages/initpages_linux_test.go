@@ -98,45 +98,31 @@ func TestReleaseDropsCleanMappingsOnly(t *testing.T) {
 	}
 }
 
-// TestCleanParsesSmaps checks the selection on a fixed smaps text: only
-// read-only private mappings of files, without anonymous pages.
-func TestCleanParsesSmaps(t *testing.T) {
+// TestReadOnlyParsesMaps checks the selection on a fixed maps text: only
+// read-only private mappings of files.
+func TestReadOnlyParsesMaps(t *testing.T) {
 	t.Parallel()
-	const smaps = `00400000-0104a000 r-xp 00000000 fe:00 11465074                           /opt/sluice
-Size:              12584 kB
-Rss:                9384 kB
-Anonymous:             0 kB
-VmFlags: rd ex mr mw me
+	const maps = `00400000-0104a000 r-xp 00000000 fe:00 11465074                           /opt/sluice
 0104a000-01dd8000 r--p 00c4a000 fe:00 11465074                           /opt/sluice
-Rss:                8232 kB
-Anonymous:             4 kB
-VmFlags: rd mr mw me
 01dd8000-01f04000 rw-p 019d8000 fe:00 11465074                           /opt/sluice
-Anonymous:           700 kB
 01f04000-04178000 rw-p 00000000 00:00 0 
-Anonymous:           192 kB
 7f00d1e50000-7f00d1fa6000 r-xp 00026000 fe:00 326269                     /usr/lib/libc.so.6
-Anonymous:             0 kB
 7f00d1fa6000-7f00d1ff9000 r--s 0017c000 fe:00 11465099                   /dev/shm/shared
-Anonymous:             0 kB
-7f00d2000000-7f00d2010000 r--p 00001000 fe:00 11465074                   /opt/sluice
-Rss:                  64 kB
-Anonymous:             0 kB
+7f00d2000000-7f00d2010000 r--p 00001000 fe:00 11465074                   /opt/my files/data
 7f00d2ea1000-7f00d2ea3000 r-xp 00000000 00:00 0                          [vdso]
-Anonymous:             0 kB
 `
 	for _, tc := range []struct {
 		name string
 		file func(string) bool
 		want []mapping
 	}{
-		{"every file", func(string) bool { return true }, []mapping{{0x400000, 0x104a000}, {0x7f00d1e50000, 0x7f00d1fa6000}, {0x7f00d2000000, 0x7f00d2010000}}},
-		{"one file", func(p string) bool { return p == "/opt/sluice" }, []mapping{{0x400000, 0x104a000}, {0x7f00d2000000, 0x7f00d2010000}}},
+		{"every file", func(string) bool { return true }, []mapping{{0x400000, 0x104a000}, {0x104a000, 0x1dd8000}, {0x7f00d1e50000, 0x7f00d1fa6000}, {0x7f00d2000000, 0x7f00d2010000}}},
+		{"one file", func(p string) bool { return p == "/opt/my files/data" }, []mapping{{0x7f00d2000000, 0x7f00d2010000}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if got := clean([]byte(smaps), tc.file); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("clean = %x, want %x", got, tc.want)
+			if got := readOnly([]byte(maps), tc.file); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("readOnly = %x, want %x", got, tc.want)
 			}
 		})
 	}
