@@ -72,12 +72,16 @@ const (
 	pageFileOrSh = 1 << 61 // a page of a file, or shared anonymous memory
 )
 
-// clean reports whether every page of m held in memory is the file's own
-// page, read from pagemap (/proc/self/pagemap) with buf: a private copy
-// (a written page of the file, as a debugger writes a breakpoint) is
-// anonymous memory, present without the file bit or swapped out.
+// clean reports whether m holds pages in memory and every one is the
+// file's own page, read from pagemap (/proc/self/pagemap) with buf: a
+// private copy (a written page of the file, as a debugger writes a
+// breakpoint) is anonymous memory, present without the file bit or
+// swapped out. A mapping with no page present has nothing to drop — and
+// where pagemap shows no page at all, it cannot be trusted to show the
+// private ones.
 func clean(pagemap *os.File, m mapping, buf []byte) bool {
 	page := uintptr(os.Getpagesize())
+	present := false
 	for addr := m.start; addr < m.end; {
 		n := min(int((m.end-addr)/page), len(buf)/8)
 		if _, err := pagemap.ReadAt(buf[:n*8], int64(addr/page*8)); err != nil {
@@ -88,10 +92,11 @@ func clean(pagemap *os.File, m mapping, buf []byte) bool {
 			if v&pageSwapped != 0 || v&pagePresent != 0 && v&pageFileOrSh == 0 {
 				return false
 			}
+			present = present || v&pagePresent != 0
 		}
 		addr += uintptr(n) * page
 	}
-	return true
+	return present
 }
 
 // header parses a line of maps: "start-end perms offset dev inode [path]".
