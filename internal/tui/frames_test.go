@@ -454,6 +454,35 @@ func TestResizeReprintsTheScrollback(t *testing.T) {
 	fits()
 }
 
+// TestReprintKeepsTheCursorHomeUntilTheClear: from the update that starts
+// a reprint until Bubble Tea has handled its tea.ClearScreen (clearedMsg),
+// the frame's cursor is in the frame's top left corner; then it is back in
+// the input box. Bubble Tea handles a tea.ClearScreen by buffering a move
+// of its cursor to that corner, written with the next frame, while prints
+// are written at once from where it believes the cursor is: a frame
+// flushed between the clear's print and the tea.ClearScreen left the move
+// unwritten and the reprint inserted into the middle of that frame
+// (TestPseudoTerminalShrinkMidStream under load). With the cursor in the
+// corner after every frame the move is empty.
+func TestReprintKeepsTheCursorHomeUntilTheClear(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 100, 30)
+	h.ev(runState(protocol.RunRunning), userMsg("u1", "question zqzzzz"), asstMsg("a1"),
+		textDelta("a1", 0, "an answer streaming"))
+	box := h.m.View().Cursor
+	if box == nil || box.Y == 0 {
+		t.Fatalf("the input box's cursor is %+v, want one below the frame's first row", box)
+	}
+	h.m.teaReprinter("the scrollback")
+	if c := h.m.View().Cursor; c == nil || c.X != 0 || c.Y != 0 {
+		t.Fatalf("the cursor is %+v during the reprint's screen clear, want the frame's top left corner", c)
+	}
+	h.m.Update(clearedMsg{})
+	if c := h.m.View().Cursor; c == nil || *c != *box {
+		t.Fatalf("the cursor is %+v after the screen clear, want the input box's %+v", c, box)
+	}
+}
+
 // TestWaitingPrintStaysInTheLiveArea: an answer that ends while an earlier
 // print is still on its way waits for it; meanwhile it stays in the live
 // area, then it is printed and leaves it in the same frame. It is on the
