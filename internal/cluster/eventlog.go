@@ -135,7 +135,7 @@ func (l *Log) Writer(ctx context.Context, session string) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	inbox := l.nc.NewRespInbox()
+	inbox := l.nc.NewInbox()
 	acks, err := l.nc.SubscribeSync(inbox + ".*")
 	if err != nil {
 		return nil, fmt.Errorf("cluster: subscribe to the acks of %s: %w", session, err)
