@@ -323,6 +323,21 @@ func TestAppendAfterAnAttemptGivenUp(t *testing.T) {
 	}
 }
 
+// TestAppendWithoutTheStream: with no stream to store it, the server
+// answers the publish at once that nobody took it.
+func TestAppendWithoutTheStream(t *testing.T) {
+	t.Parallel()
+	l := testLog(t)
+	const s = "no-stream"
+	w := writerAt(t, l, s, Position{})
+	if err := l.js.DeleteStream(t.Context(), StreamName); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Append(t.Context(), answer(s, 0)[0]); !errors.Is(err, nats.ErrNoResponders) {
+		t.Fatalf("append without a stream: %v, want nats.ErrNoResponders", err)
+	}
+}
+
 func TestTrimKeepsWhatACheckpointDoesNotCover(t *testing.T) {
 	t.Parallel()
 	l := testLog(t)

@@ -215,6 +215,14 @@ func (o *owned) append(ev protocol.Event) error {
 			return err
 		}
 		o.h.n.log.Warn("publishing an event failed; retrying", "session", o.h.id, "seq", ev.Head().Seq, "err", err)
+		// A retry's pace, not a correctness bound: a stream that answers
+		// at once that it cannot take the event (no responders while
+		// JetStream restarts) is not asked again in a tight loop.
+		select {
+		case <-o.ctx.Done():
+			return o.ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
 }
 
