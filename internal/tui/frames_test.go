@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"io"
 	"strconv"
 	"strings"
 	"testing"
@@ -454,32 +455,64 @@ func TestResizeReprintsTheScrollback(t *testing.T) {
 	fits()
 }
 
-// TestReprintKeepsTheCursorHomeUntilTheClear: from the update that starts
-// a reprint until Bubble Tea has handled its tea.ClearScreen (clearedMsg),
-// the frame's cursor is in the frame's top left corner; then it is back in
-// the input box. Bubble Tea handles a tea.ClearScreen by buffering a move
-// of its cursor to that corner, written with the next frame, while prints
-// are written at once from where it believes the cursor is: a frame
-// flushed between the clear's print and the tea.ClearScreen left the move
+// TestCursorHomeUntilTheClear: from the update that decides a screen clear
+// (a reprint, or a print still waiting for a frame after its pieces) until
+// Bubble Tea has handled the tea.ClearScreen (clearedMsg), the frame's
+// cursor is in the frame's top left corner; then it is back in the input
+// box. Bubble Tea handles a tea.ClearScreen by buffering a move of its
+// cursor to that corner, written with the next frame, while prints are
+// written at once from where it believes the cursor is: a frame flushed
+// between the clear's print and the tea.ClearScreen left the move
 // unwritten and the reprint inserted into the middle of that frame
 // (TestPseudoTerminalShrinkMidStream under load). With the cursor in the
 // corner after every frame the move is empty.
-func TestReprintKeepsTheCursorHomeUntilTheClear(t *testing.T) {
+func TestCursorHomeUntilTheClear(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, 100, 30)
-	h.ev(runState(protocol.RunRunning), userMsg("u1", "question zqzzzz"), asstMsg("a1"),
-		textDelta("a1", 0, "an answer streaming"))
-	box := h.m.View().Cursor
-	if box == nil || box.Y == 0 {
-		t.Fatalf("the input box's cursor is %+v, want one below the frame's first row", box)
-	}
-	h.m.teaReprinter("the scrollback")
-	if c := h.m.View().Cursor; c == nil || c.X != 0 || c.Y != 0 {
-		t.Fatalf("the cursor is %+v during the reprint's screen clear, want the frame's top left corner", c)
-	}
-	h.m.Update(clearedMsg{})
-	if c := h.m.View().Cursor; c == nil || *c != *box {
-		t.Fatalf("the cursor is %+v after the screen clear, want the input box's %+v", c, box)
+	for _, tc := range []struct {
+		name string
+		// start runs the updates up to the one that may clear the screen.
+		start func(m *ui)
+		// clears: a tea.ClearScreen is then on its way, and the cursor in
+		// the corner until clearedMsg.
+		clears bool
+	}{
+		{"reprint", func(m *ui) { m.teaReprinter("the scrollback") }, true},
+		{"print waiting for a frame", func(m *ui) {
+			m.gate, _ = newPrintGate(io.Discard)
+			m.teaPrinter("a line")
+			m.Update(markMsg{})
+			m.Update(settleMsg{writes: 1}) // no frame came
+			m.Update(frameCheckMsg{})
+		}, true},
+		{"print whose frame came", func(m *ui) {
+			m.gate, _ = newPrintGate(io.Discard)
+			m.teaPrinter("a line")
+			m.Update(markMsg{})
+			m.Update(settleMsg{writes: 1})
+			_, _ = m.gate.Write([]byte("a frame")) // released the print
+			m.Update(frameCheckMsg{})
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, 100, 30)
+			h.ev(runState(protocol.RunRunning), userMsg("u1", "question zqzzzz"), asstMsg("a1"),
+				textDelta("a1", 0, "an answer streaming"))
+			box := h.m.View().Cursor
+			if box == nil || box.Y == 0 {
+				t.Fatalf("the input box's cursor is %+v, want one below the frame's first row", box)
+			}
+			tc.start(h.m)
+			if tc.clears {
+				if c := h.m.View().Cursor; c == nil || c.X != 0 || c.Y != 0 {
+					t.Fatalf("the cursor is %+v before the clear is handled, want the frame's top left corner", c)
+				}
+				h.m.Update(clearedMsg{})
+			}
+			if c := h.m.View().Cursor; c == nil || *c != *box {
+				t.Fatalf("the cursor is %+v once the clear is handled, want the input box's %+v", c, box)
+			}
+		})
 	}
 }
 

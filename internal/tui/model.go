@@ -53,15 +53,12 @@ type (
 	// markMsg and settleMsg bracket the writes of a print (printGate);
 	// writes is how many there were.
 	markMsg   struct{}
-	settleMsg struct {
-		writes int
-		// framed: a frame after the print is already on its way (a screen
-		// clear among the print's steps), so none has to be asked for.
-		framed bool
-	}
-	// clearedMsg follows a reprint's tea.ClearScreen: Bubble Tea has
-	// handled the clear (it handles messages in order) and the cursor can
-	// leave the frame's top left corner (cursorHome).
+	settleMsg struct{ writes int }
+	// frameCheckMsg follows settleMsg: a print still waiting for a frame
+	// then asks Bubble Tea for one (clearScreen).
+	frameCheckMsg struct{}
+	// clearedMsg follows a tea.ClearScreen (clearScreen): Bubble Tea has
+	// handled it (it handles messages in order).
 	clearedMsg struct{}
 	// releaseMsg ends a hold on printing (holdPrints).
 	releaseMsg struct{ hold int }
@@ -159,9 +156,13 @@ type ui struct {
 	// expandAfterPrint defers ctrl+o while a print is on its way: it must
 	// reach the main screen before the alternate one replaces it.
 	expandAfterPrint bool
-	// cursorHome puts the frame's cursor in its top left corner while a
-	// reprint's screen clear goes through Bubble Tea (see teaReprinter).
-	cursorHome bool
+	// homes counts the screen clears on their way through Bubble Tea
+	// (clearScreen); while there are any, the frame's cursor is in the
+	// frame's top left corner.
+	homes int
+	// settleHome: settleMsg put the cursor in the corner (one of homes)
+	// for its print, which waits for a frame.
+	settleHome bool
 	printer    func(string) tea.Cmd
 	reprinter  func(string) tea.Cmd // clears the terminal, then prints
 	// gate is the program's output (Run); nil when the model runs without
@@ -241,7 +242,7 @@ func printRoom(height int) int { return max(height/4, 1) }
 // print waits for this one (commands run concurrently).
 func (m *ui) teaPrinter(s string) tea.Cmd {
 	p := m.pieces(s)
-	return m.gatedPrint(len(p), false, p...)
+	return m.gatedPrint(len(p), p...)
 }
 
 // clearTerminal moves the cursor home and clears the screen and the
@@ -252,27 +253,31 @@ const clearTerminal = "\x1b[H\x1b[2J\x1b[3J"
 // (the whole scrollback again, laid out for the new size). The clear goes
 // out as a print of its own, so that it reaches the terminal in order with
 // the prints (Bubble Tea writes prints at once, raw output on its next
-// frame), and the frame is then drawn afresh (tea.ClearScreen), since the
-// one on the terminal is gone. The gate holds it all until that frame.
-//
-// Until Bubble Tea has handled the tea.ClearScreen (clearedMsg), the
-// frame's cursor stays in the frame's top left corner (cursorHome).
-// Bubble Tea handles a tea.ClearScreen by moving its cursor there, and
-// that move waits in its buffer for the next frame, while a print is
-// written at once from where it believes the cursor is: when a frame came
-// between the clear's print and the tea.ClearScreen (it flushes on its own
-// ticker, which a loaded machine can slip in anywhere), the move was still
-// unwritten, the terminal's cursor elsewhere in the frame, and the pieces
-// after it were inserted into the middle of the frame, which stayed in the
-// scrollback with the frames after it (TestPseudoTerminalShrinkMidStream,
-// now and then under load; every time with a frame forced in between).
-// With the cursor already in that corner after every frame, the move is
-// empty and nothing waits.
+// frame), and the frame is then drawn afresh (clearScreen), since the one
+// on the terminal is gone. The gate holds it all until that frame.
 func (m *ui) teaReprinter(s string) tea.Cmd {
 	p := m.pieces(s)
-	m.cursorHome = true
-	steps := []tea.Cmd{tea.Println(clearTerminal), tea.ClearScreen, func() tea.Msg { return clearedMsg{} }}
-	return m.gatedPrint(1+len(p), true, append(steps, p...)...)
+	return m.gatedPrint(1+len(p), append([]tea.Cmd{tea.Println(clearTerminal), m.clearScreen()}, p...)...)
+}
+
+// clearScreen makes Bubble Tea draw the next frame whole (tea.ClearScreen)
+// and keeps the frame's cursor in the frame's top left corner until Bubble
+// Tea has handled it (clearedMsg). Bubble Tea handles a tea.ClearScreen by
+// moving its cursor to that corner, and the move waits in its buffer for
+// the next frame, while a print is written at once from where it believes
+// the cursor is. When a frame was flushed since the last print (on Bubble
+// Tea's own ticker, which a loaded machine can slip in anywhere), the
+// cursor was elsewhere in the frame: the move was not empty, and a print
+// before the next frame was inserted into the middle of the frame, which
+// stayed in the scrollback with the frames after it (a reprint on a
+// resize, TestPseudoTerminalShrinkMidStream now and then under load, every
+// time with a frame forced between the clear's print and the
+// tea.ClearScreen). With the cursor in that corner after every frame, the
+// move is empty. Call it in the update that decides the clear: the view
+// that update leaves is the first with the cursor there.
+func (m *ui) clearScreen() tea.Cmd {
+	m.homes++
+	return tea.Sequence(tea.ClearScreen, func() tea.Msg { return clearedMsg{} })
 }
 
 // pieces cuts s into prints of at most printRoom rows each.
@@ -297,14 +302,16 @@ func (m *ui) pieces(s string) []tea.Cmd {
 // after marking the print gate (printGate) and settles it, then reports
 // the print done. writes is how many of the steps write to the terminal:
 // a print writes once (its text is never empty), a screen clear only
-// marks the next frame. framed says that the steps clear the screen, so
-// that a frame surely follows them.
-func (m *ui) gatedPrint(writes int, framed bool, steps ...tea.Cmd) tea.Cmd {
+// marks the next frame.
+func (m *ui) gatedPrint(writes int, steps ...tea.Cmd) tea.Cmd {
 	if m.gate != nil {
 		m.gate.hold()
 	}
 	cmds := append([]tea.Cmd{func() tea.Msg { return markMsg{} }}, steps...)
-	cmds = append(cmds, func() tea.Msg { return settleMsg{writes: writes, framed: framed} }, func() tea.Msg { return printedMsg{} })
+	cmds = append(cmds,
+		func() tea.Msg { return settleMsg{writes: writes} },
+		func() tea.Msg { return frameCheckMsg{} },
+		func() tea.Msg { return printedMsg{} })
 	return tea.Sequence(cmds...)
 }
 
@@ -423,13 +430,26 @@ func (m *ui) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.gate.mark()
 		}
 	case settleMsg:
-		if m.gate != nil && m.gate.settle(msg.writes) && !msg.framed {
-			// Bubble Tea draws only a changed view; a cleared screen is
-			// drawn again whatever the view.
-			cmds = append(cmds, tea.ClearScreen)
+		if m.gate != nil && m.gate.settle(msg.writes) {
+			// The print waits for a frame. The cursor goes to the frame's
+			// corner now, so that a frame flushed from here on leaves it
+			// there (clearScreen); one flushed before this update's view
+			// released the print.
+			m.homes++
+			m.settleHome = true
+		}
+	case frameCheckMsg:
+		if m.settleHome {
+			m.settleHome = false
+			if m.gate.settling() {
+				// Bubble Tea draws only a changed view; a cleared screen
+				// is drawn again whatever the view.
+				cmds = append(cmds, m.clearScreen())
+			}
+			m.homes--
 		}
 	case clearedMsg:
-		m.cursorHome = false
+		m.homes--
 	case printedMsg:
 		m.printing = false
 		if m.expandAfterPrint {
@@ -771,7 +791,7 @@ func (m *ui) View() tea.View {
 	lines = append(lines, bottom...)
 	v := tea.NewView(strings.Join(lines, "\n"))
 	switch {
-	case m.cursorHome:
+	case m.homes > 0:
 		c := tea.NewCursor(0, 0)
 		if boxCursor != nil {
 			*c = *boxCursor // its shape and colour

@@ -123,6 +123,13 @@ func (g *printGate) settle(pieces int) (needFrame bool) {
 	return true
 }
 
+// settling reports whether a settled print still waits for the next write.
+func (g *printGate) settling() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.holding && g.releaseNext
+}
+
 // flush writes what is held: the program has ended.
 func (g *printGate) flush() error {
 	g.mu.Lock()
