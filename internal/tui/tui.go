@@ -59,6 +59,14 @@
 // printed (behind an earlier print, the first frame, or the expanded
 // view's return to the main screen) stays in the live area meanwhile.
 //
+// A resize that changes the width or shortens the terminal clears the
+// terminal, scrollback too, and prints everything again at the new size:
+// the terminal reflows the old frame in ways Bubble Tea cannot follow.
+// Bubble Tea buffers the cursor move of a screen clear (tea.ClearScreen)
+// until its next frame but writes a print at once, so until a clear the
+// model asks for is handled the frame's cursor stays in the frame's top
+// left corner, where that move is empty (clearScreen).
+//
 // Ctrl+O shows an expanded view (whole parameters, results and reasoning)
 // on the alternate screen: a still snapshot taken when it opens. Events go
 // on being applied meanwhile, and what becomes final is printed when the
