@@ -20,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/internal/cluster/clustertest"
 	"github.com/sluicehq/sluice/internal/natstest"
 	"github.com/sluicehq/sluice/internal/pgtest"
+	"github.com/sluicehq/sluice/internal/relay/backend"
 	"github.com/sluicehq/sluice/internal/relay/channel/telegram/telegramfake"
 	"github.com/sluicehq/sluice/internal/relay/channel/wechat"
 	"github.com/sluicehq/sluice/internal/relay/channel/wechat/wechatfake"
@@ -322,7 +323,7 @@ func testClusterFailover(t *testing.T, p clusterPlatform) {
 	if err != nil || len(infos) != 1 {
 		t.Fatalf("sessions of the relay's working directory: %+v %v, want the chat's one", infos, err)
 	}
-	session, err := st.Get(ctx, "sluice/session/"+p.chat)
+	session, err := st.Get(ctx, backend.SessionKey(p.chat))
 	if err != nil || session != infos[0].ID {
 		t.Errorf("the chat's session %q (%v), listed %q", session, err, infos[0].ID)
 	}

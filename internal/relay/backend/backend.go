@@ -16,6 +16,11 @@ import (
 // do (Claude Code cannot answer permission requests from a chat).
 var ErrUnsupported = errors.New("backend: not supported by this backend")
 
+// SessionKey is the key under which a backend running sluice's own agent
+// keeps chat's session id in the relay's store: the same in cluster mode
+// and without it, so each reads what the other wrote.
+func SessionKey(chat string) string { return "sluice/session/" + chat }
+
 // Backend opens conversations.
 type Backend interface {
 	// Name names the backend for /status ("sluice", "claude").

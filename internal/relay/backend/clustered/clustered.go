@@ -86,13 +86,11 @@ func (b *Backend) Close() error {
 	return errors.Join(errs...)
 }
 
-func key(chat string) string { return "sluice/session/" + chat }
-
 // Open opens the chat's session in the cluster when it has one, or starts
 // a new one.
 func (b *Backend) Open(ctx context.Context, chat string) (backend.Conversation, error) {
 	c := &conversation{b: b, chat: chat}
-	id, _ := b.cfg.KV.Get(ctx, key(chat))
+	id, _ := b.cfg.KV.Get(ctx, backend.SessionKey(chat))
 	s, err := b.session(ctx, chat, id)
 	if err != nil {
 		return nil, err
@@ -118,7 +116,7 @@ func (b *Backend) session(ctx context.Context, chat, id string) (rpc.Session, er
 	if err != nil {
 		return nil, err
 	}
-	if err := b.cfg.KV.Put(ctx, key(chat), s.ID()); err != nil {
+	if err := b.cfg.KV.Put(ctx, backend.SessionKey(chat), s.ID()); err != nil {
 		s.Close()
 		return nil, err
 	}

@@ -70,7 +70,7 @@ func (b *Backend) Close() error {
 // a new one.
 func (b *Backend) Open(ctx context.Context, chat string) (backend.Conversation, error) {
 	c := &conversation{b: b, chat: chat}
-	id, _ := b.cfg.KV.Get(ctx, c.key())
+	id, _ := b.cfg.KV.Get(ctx, backend.SessionKey(chat))
 	s, err := b.session(ctx, chat, id)
 	if err != nil {
 		return nil, err
@@ -97,7 +97,7 @@ func (b *Backend) session(ctx context.Context, chat, id string) (*agent.Session,
 	if err != nil {
 		return nil, err
 	}
-	if err := b.cfg.KV.Put(ctx, "sluice/session/"+chat, s.ID()); err != nil {
+	if err := b.cfg.KV.Put(ctx, backend.SessionKey(chat), s.ID()); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -114,8 +114,6 @@ type conversation struct {
 	// run has settled yet, in the order given.
 	pending []*agent.Handle
 }
-
-func (c *conversation) key() string { return "sluice/session/" + c.chat }
 
 func (c *conversation) session() *agent.Session {
 	c.mu.Lock()
