@@ -40,6 +40,29 @@ type relayNode struct {
 	err    error         // its Wait's, once done
 }
 
+// logOnFailure logs each node's stderr when the test fails.
+func logOnFailure(t *testing.T, nodes map[string]*relayNode) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			for id, n := range nodes {
+				t.Logf("node %s:\n%s", id, n.stderr.String())
+			}
+		}
+	})
+}
+
+// channelHolder returns a function naming the node that holds the
+// channel lease key now ("" when none does).
+func channelHolder(t *testing.T, ctx context.Context, pg *pgstore.Store, key string) func() string {
+	return func() string {
+		l, err := pg.Owner(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Node
+	}
+}
+
 func startRelayNode(t *testing.T, bin, id string, args []string, env []string) *relayNode {
 	t.Helper()
 	n := &relayNode{id: id, stderr: &syncBuffer{}, done: make(chan struct{})}
@@ -204,13 +227,7 @@ func testClusterFailover(t *testing.T, p clusterPlatform) {
 			"-v", "--nats", nats, "--postgres", dsn, "--lease-ttl", "2s"}, p.args...)
 		nodes[id] = startRelayNode(t, bin, id, args, env)
 	}
-	defer func() {
-		if t.Failed() {
-			for id, n := range nodes {
-				t.Logf("node %s:\n%s", id, n.stderr.String())
-			}
-		}
-	}()
+	logOnFailure(t, nodes)
 
 	pg, err := pgstore.Open(ctx, dsn)
 	if err != nil {
@@ -218,13 +235,7 @@ func testClusterFailover(t *testing.T, p clusterPlatform) {
 	}
 	defer pg.Close()
 	key := "relay/" + p.account
-	holder := func() string {
-		l, err := pg.Owner(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l.Node
-	}
+	holder := channelHolder(t, ctx, pg, key)
 	poll := func(what string, done func() bool) {
 		t.Helper()
 		for !done() {
@@ -476,25 +487,13 @@ func TestClusterWebhook(t *testing.T) {
 			"--nats", nats, "--postgres", dsn, "--lease-ttl", "2s",
 			"--webhook-url", "https://bot.example.test/hook", "--webhook-listen", addr}, env)
 	}
-	defer func() {
-		if t.Failed() {
-			for id, n := range nodes {
-				t.Logf("node %s:\n%s", id, n.stderr.String())
-			}
-		}
-	}()
+	logOnFailure(t, nodes)
 	pg, err := pgstore.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pg.Close()
-	holder := func() string {
-		l, err := pg.Owner(ctx, "relay/telegram/123456")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l.Node
-	}
+	holder := channelHolder(t, ctx, pg, "relay/telegram/123456")
 	// deliver posts an update to node as Telegram does: again and again
 	// while it is not taken (503, or the server not listening yet).
 	deliver := func(node string, id int, text string) {

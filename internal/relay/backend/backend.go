@@ -8,6 +8,8 @@ package backend
 import (
 	"context"
 	"errors"
+	"io"
+	"sync"
 
 	"github.com/sluicehq/sluice/protocol"
 )
@@ -20,6 +22,33 @@ var ErrUnsupported = errors.New("backend: not supported by this backend")
 // keeps chat's session id in the relay's store: the same in cluster mode
 // and without it, so each reads what the other wrote.
 func SessionKey(chat string) string { return "sluice/session/" + chat }
+
+// Opened holds the conversations a backend opened, for its Close. The
+// zero value is ready; it is safe for concurrent use.
+type Opened struct {
+	mu    sync.Mutex
+	convs []io.Closer
+}
+
+// Add keeps c, to be closed by Close.
+func (o *Opened) Add(c io.Closer) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.convs = append(o.convs, c)
+}
+
+// Close closes every conversation added so far, and forgets them.
+func (o *Opened) Close() error {
+	o.mu.Lock()
+	convs := o.convs
+	o.convs = nil
+	o.mu.Unlock()
+	var errs []error
+	for _, c := range convs {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
 
 // Backend opens conversations.
 type Backend interface {

@@ -17,7 +17,6 @@ package clustered
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"sync"
@@ -56,10 +55,8 @@ type Config struct {
 
 // Backend opens chats' cluster sessions.
 type Backend struct {
-	cfg Config
-
-	mu    sync.Mutex
-	convs []*conversation
+	cfg    Config
+	opened backend.Opened
 }
 
 // New returns the backend.
@@ -74,17 +71,7 @@ func New(cfg Config) *Backend {
 func (b *Backend) Name() string { return "sluice" }
 
 // Close closes the chats' sessions on this node (their leases released).
-func (b *Backend) Close() error {
-	b.mu.Lock()
-	convs := b.convs
-	b.convs = nil
-	b.mu.Unlock()
-	var errs []error
-	for _, c := range convs {
-		errs = append(errs, c.Close())
-	}
-	return errors.Join(errs...)
-}
+func (b *Backend) Close() error { return b.opened.Close() }
 
 // Open opens the chat's session in the cluster when it has one, or starts
 // a new one.
@@ -96,9 +83,7 @@ func (b *Backend) Open(ctx context.Context, chat string) (backend.Conversation, 
 		return nil, err
 	}
 	c.s = s
-	b.mu.Lock()
-	b.convs = append(b.convs, c)
-	b.mu.Unlock()
+	b.opened.Add(c)
 	return c, nil
 }
 

@@ -8,7 +8,6 @@ package sluiceagent
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"sync"
@@ -36,10 +35,8 @@ type Config struct {
 
 // Backend runs sluice agent sessions.
 type Backend struct {
-	cfg Config
-
-	mu    sync.Mutex
-	convs []*conversation
+	cfg    Config
+	opened backend.Opened
 }
 
 // New returns the backend.
@@ -54,17 +51,7 @@ func New(cfg Config) *Backend {
 func (b *Backend) Name() string { return "sluice" }
 
 // Close closes every session.
-func (b *Backend) Close() error {
-	b.mu.Lock()
-	convs := b.convs
-	b.convs = nil
-	b.mu.Unlock()
-	var errs []error
-	for _, c := range convs {
-		errs = append(errs, c.Close())
-	}
-	return errors.Join(errs...)
-}
+func (b *Backend) Close() error { return b.opened.Close() }
 
 // Open restores the chat's session when it has one in the store, or starts
 // a new one.
@@ -76,9 +63,7 @@ func (b *Backend) Open(ctx context.Context, chat string) (backend.Conversation, 
 		return nil, err
 	}
 	c.s = s
-	b.mu.Lock()
-	b.convs = append(b.convs, c)
-	b.mu.Unlock()
+	b.opened.Add(c)
 	return c, nil
 }
 
