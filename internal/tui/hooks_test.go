@@ -1,14 +1,10 @@
 package tui
 
 import (
-	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/charmbracelet/x/ansi"
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/hooks"
@@ -47,35 +43,17 @@ esac`
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, keys := io.Pipe()
-	out := &syncBuffer{}
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(context.Background(), Options{
-			Session: sess, Prompt: "echo something",
-			Input: in, Output: out, Width: 100, Height: 40, Style: "dark",
-			Environ: []string{"TERM=xterm-256color"},
-		})
-	}()
+	prog := startProgram(t, sess, "echo something")
 	typeLine := func(s string) {
 		t.Helper()
-		if _, err := keys.Write([]byte(s + "\r")); err != nil {
-			t.Fatal(err)
-		}
+		prog.press([]byte(s + "\r"))
 	}
-	waitFor(t, out, "First done.")
+	prog.wait("First done.")
 	typeLine("remove it")
-	waitFor(t, out, "Second done.")
+	prog.wait("Second done.")
 	typeLine("tell me the secret")
-	waitFor(t, out, "the prompt was blocked by a UserPromptSubmit hook: no secrets here")
-	if _, err := keys.Write([]byte{4}); err != nil { // ctrl+d
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	keys.Close()
-	s := ansi.Strip(out.String())
+	prog.wait("the prompt was blocked by a UserPromptSubmit hook: no secrets here")
+	s := prog.quit()
 	for _, want := range []string{"hooked-output", "rm is refused by the hook"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q", want)

@@ -54,6 +54,59 @@ func waitFor(t *testing.T, out *syncBuffer, want string) {
 	}
 }
 
+// program is the real program run against a session in a goroutine, as
+// the tests below drive it: keys through a pipe, the output recorded.
+type program struct {
+	t    *testing.T
+	keys *io.PipeWriter
+	out  *syncBuffer
+	done chan error
+}
+
+// startProgram runs the program on sess with prompt as its first message,
+// at 100x40.
+func startProgram(t *testing.T, sess *agent.Session, prompt string) *program {
+	in, keys := io.Pipe()
+	p := &program{t: t, keys: keys, out: &syncBuffer{}, done: make(chan error, 1)}
+	go func() {
+		p.done <- Run(context.Background(), Options{
+			Session: sess, Prompt: prompt,
+			Input: in, Output: p.out, Width: 100, Height: 40, Style: "dark",
+			Environ: []string{"TERM=xterm-256color"},
+		})
+	}()
+	return p
+}
+
+// wait waits until the output shows want.
+func (p *program) wait(want string) {
+	p.t.Helper()
+	waitFor(p.t, p.out, want)
+}
+
+// press types b.
+func (p *program) press(b []byte) {
+	p.t.Helper()
+	if _, err := p.keys.Write(b); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// output is what the program wrote so far, without escape sequences.
+func (p *program) output() string { return ansi.Strip(p.out.String()) }
+
+// quit presses ctrl+d, waits for the program to end and returns its
+// output.
+func (p *program) quit() string {
+	p.t.Helper()
+	p.press([]byte{4})
+	if err := <-p.done; err != nil {
+		p.t.Fatalf("Run: %v", err)
+	}
+	p.keys.Close()
+	return p.output()
+}
+
 // TestRunWithAgent runs the real program against a real session with the
 // demo model: the first prompt streams reasoning and a tool call, the
 // permission prompt is answered, the tool's output and the markdown answer
@@ -63,29 +116,11 @@ func TestRunWithAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, keys := io.Pipe()
-	out := &syncBuffer{}
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(context.Background(), Options{
-			Session: sess, Prompt: "show me a tool",
-			Input: in, Output: out, Width: 100, Height: 40, Style: "dark",
-			Environ: []string{"TERM=xterm-256color"},
-		})
-	}()
-	waitFor(t, out, "Allow Bash(")
-	if _, err := keys.Write([]byte("1")); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, out, "to talk to a real model.")
-	if _, err := keys.Write([]byte{4}); err != nil { // ctrl+d
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	keys.Close()
-	s := ansi.Strip(out.String())
+	prog := startProgram(t, sess, "show me a tool")
+	prog.wait("Allow Bash(")
+	prog.press([]byte("1"))
+	prog.wait("to talk to a real model.")
+	s := prog.quit()
 	for _, want := range []string{"show me a tool", "Thought for", "Bash(" + demo.BashCommand, "step 5", "## What ran"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q", want)

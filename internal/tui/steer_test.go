@@ -1,13 +1,9 @@
 package tui
 
 import (
-	"context"
-	"io"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/charmbracelet/x/ansi"
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/model"
@@ -29,30 +25,13 @@ func TestRunSteers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, keys := io.Pipe()
-	out := &syncBuffer{}
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(context.Background(), Options{
-			Session: sess, Prompt: "find the Go files",
-			Input: in, Output: out, Width: 100, Height: 40, Style: "dark",
-			Environ: []string{"TERM=xterm-256color"},
-		})
-	}()
+	prog := startProgram(t, sess, "find the Go files")
 	waitUntil(t, "the first request", func() bool { return p.Count() == 1 })
-	if _, err := keys.Write([]byte("only the tests\r")); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, out, "queued: only the tests")
+	prog.press([]byte("only the tests\r"))
+	prog.wait("queued: only the tests")
 	close(gate)
-	waitFor(t, out, "Only the tests, then.")
-	if _, err := keys.Write([]byte{4}); err != nil { // ctrl+d
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	keys.Close()
+	prog.wait("Only the tests, then.")
+	prog.quit()
 	if n := p.Count(); n != 2 {
 		t.Fatalf("%d model requests, want 2: the message joined the run", n)
 	}
@@ -64,7 +43,7 @@ func TestRunSteers(t *testing.T) {
 		t.Fatalf("the steered message does not follow the tool result: %+v", prev)
 	}
 	// Sent: the message is in the transcript, before the answer.
-	s := ansi.Strip(out.String())
+	s := prog.output()
 	sentAt := strings.LastIndex(s, "only the tests")
 	if answer := strings.LastIndex(s, "Only the tests, then."); sentAt < 0 || answer < sentAt {
 		t.Errorf("the steered message is not shown before the answer:\n%s", s)
@@ -95,25 +74,10 @@ func TestRunListsTasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, keys := io.Pipe()
-	out := &syncBuffer{}
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(context.Background(), Options{
-			Session: sess, Prompt: "start the server",
-			Input: in, Output: out, Width: 100, Height: 40, Style: "dark",
-			Environ: []string{"TERM=xterm-256color"},
-		})
-	}()
-	waitFor(t, out, "The server is up.")
-	waitFor(t, out, "bash_1 running: sleep 600")
-	if _, err := keys.Write([]byte{4}); err != nil { // ctrl+d
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	keys.Close()
+	prog := startProgram(t, sess, "start the server")
+	prog.wait("The server is up.")
+	prog.wait("bash_1 running: sleep 600")
+	prog.quit()
 	if n := len(sess.Tasks()); n != 0 {
 		t.Errorf("%d tasks still running after the UI closed the session", n)
 	}

@@ -1,12 +1,8 @@
 package tui
 
 import (
-	"context"
-	"io"
 	"strings"
 	"testing"
-
-	"github.com/charmbracelet/x/ansi"
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/model"
@@ -36,25 +32,9 @@ func TestRunWithSubagent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, keys := io.Pipe()
-	out := &syncBuffer{}
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(context.Background(), Options{
-			Session: sess, Prompt: "delegate",
-			Input: in, Output: out, Width: 100, Height: 40, Style: "dark",
-			Environ: []string{"TERM=xterm-256color"},
-		})
-	}()
-	waitFor(t, out, "Parent done.")
-	if _, err := keys.Write([]byte{4}); err != nil { // ctrl+d
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	keys.Close()
-	s := ansi.Strip(out.String())
+	prog := startProgram(t, sess, "delegate")
+	prog.wait("Parent done.")
+	s := prog.quit()
 	for _, want := range []string{"Agent(scout the tree)", "Bash(echo from-the-child)", "general-purpose · 1 tool uses"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q", want)
