@@ -687,7 +687,8 @@ type writer struct {
 	mu      sync.Mutex
 	out     *bufio.Writer
 	enc     *json.Encoder
-	pieces  pieces // lineWith's
+	pieces  pieces  // lineWith's
+	ids     lineIDs // deltaLine's
 	session string
 	err     error
 }

@@ -305,13 +305,23 @@ func (t *translator) part(p model.Part) {
 		}
 		t.event(api.ContentBlockStartEvent{Type: "content_block_start", Index: p.Index, ContentBlock: b.shape()})
 	case model.PartBlockDelta:
+		if p.Delta == model.DeltaText || p.Delta == model.DeltaReasoning {
+			t.lastDelta = p.Index
+		}
+		if !t.cfg.IncludePartial {
+			return
+		}
+		// A long delta (a whole answer from the non-streaming fallback)
+		// goes through line, which holds a long string once.
+		if head := deltaHead(p.Delta); head != "" && len(p.Text) < longText {
+			t.w.deltaLine(p.Index, head, p.Text, t.msgID)
+			return
+		}
 		var delta any
 		switch p.Delta {
 		case model.DeltaText:
-			t.lastDelta = p.Index
 			delta = api.TextDelta{Type: "text_delta", Text: p.Text}
 		case model.DeltaReasoning:
-			t.lastDelta = p.Index
 			delta = api.ThinkingDelta{Type: "thinking_delta", Thinking: p.Text}
 		case model.DeltaSignature:
 			delta = api.SignatureDelta{Type: "signature_delta", Signature: p.Text}
