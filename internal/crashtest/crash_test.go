@@ -25,6 +25,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testbin"
 )
 
@@ -424,7 +425,7 @@ func TestKilledDuringBash(t *testing.T) {
 	}
 	cmd.Wait()
 	for _, pid := range pids {
-		for alive(pid) {
+		for proctest.Alive(pid) {
 			if time.Now().After(deadline) {
 				t.Fatalf("process %d of the Bash call outlived sluice", pid)
 			}
@@ -445,18 +446,10 @@ func TestKilledDuringBash(t *testing.T) {
 	}
 }
 
-// alive reports whether pid runs (a zombie waiting for its reaper does not).
-func alive(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(data, ')')
-	return i < 0 || i+2 >= len(data) || data[i+2] != 'Z'
-}
-
 // TestDiskFull: sluice -p on a disk that fills up while it saves the
 // session exits non-zero and says why. The disk is a small tmpfs.
+// The behaviour itself is covered without a mount by agent's
+// TestSaveFailureFailsTheRun (a store failing like a full disk).
 func TestDiskFull(t *testing.T) {
 	t.Parallel()
 	m := newModel(t, func(w io.Writer, f http.Flusher, r *http.Request) {
@@ -475,12 +468,7 @@ func TestDiskFull(t *testing.T) {
 		f.Flush()
 	})
 	e := newEnv(t, m)
-	if err := syscall.Mount("tmpfs", e.home, "tmpfs", 0, "size=256k"); err != nil {
-		// The behaviour itself is covered without a mount by agent's
-		// TestSaveFailureFailsTheRun (a store failing like a full disk).
-		t.Skipf("this test mounts a tmpfs, which needs CAP_SYS_ADMIN: %v", err)
-	}
-	t.Cleanup(func() { syscall.Unmount(e.home, syscall.MNT_DETACH) })
+	mountSmallDisk(t, e.home)
 	cmd := e.command("-p", "write a lot")
 	out, err := cmd.CombinedOutput()
 	ee, ok := err.(*exec.ExitError)
@@ -596,7 +584,7 @@ func TestTUIKilledMidStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(guard)
-	for alive(pid) {
+	for proctest.Alive(pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("sluice (%d) outlived its SIGKILL", pid)
 		}

@@ -165,28 +165,28 @@ type result struct {
 	cancelled      bool  // it ran out of time or was stopped
 }
 
-// guardScript runs the hook as Bash runs its commands (package tools): in
-// the background of a guard shell that, on the parent-death signal, kills
-// its whole process group, so that no hook outlives sluice however sluice
-// dies. A background command's stdin would be /dev/null: the event comes
-// on fd 3 and is moved to stdin.
-const guardScript = `trap 'kill -KILL 0' USR1; __sluice_hook=$1; set --; { eval "$__sluice_hook"; } <&3 3<&- & wait $!`
-
-// guardSignal is the guard's parent-death signal (as for Bash).
-const guardSignal = syscall.SIGUSR1
-
 func (r *Runner) run(ctx context.Context, c Command, stdin []byte) result {
 	res := result{name: c.Command}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout())
 	defer cancel()
-	shell, err := exec.LookPath("bash")
+	// The hook runs as Bash runs its commands (package tools): under a
+	// guard shell that kills its process group when sluice dies, so no hook
+	// outlives sluice however sluice dies. The event comes on a pipe (a
+	// background command's stdin would be /dev/null).
+	pr, pw, err := os.Pipe()
 	if err != nil {
-		shell = "/bin/sh"
+		res.err = fmt.Errorf("%s: %w", c.Command, err)
+		return res
 	}
-	cmd := exec.CommandContext(ctx, shell, "-c", guardScript, "sluice-hook", c.Command)
+	cmd, err := deathsig.Command(ctx, "sluice-hook", c.Command, pr)
+	if err != nil {
+		pr.Close()
+		pw.Close()
+		res.err = fmt.Errorf("%s: %w", c.Command, err)
+		return res
+	}
 	cmd.Dir = r.Dir
 	cmd.Env = r.Environ
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: guardSignal}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	// A hook that left a child holding its output open does not hold
 	// sluice once the hook itself has ended or been killed.
@@ -198,12 +198,6 @@ func (r *Runner) run(ctx context.Context, c Command, stdin []byte) result {
 	var stdout, stderr capped
 	stdout.max, stderr.max = limit, limit
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		res.err = fmt.Errorf("%s: %w", c.Command, err)
-		return res
-	}
-	cmd.ExtraFiles = []*os.File{pr}
 	waited := make(chan error, 1)
 	err = deathsig.Start(cmd, waited)
 	pr.Close()

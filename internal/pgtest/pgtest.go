@@ -162,9 +162,9 @@ func binDir() (string, error) {
 }
 
 // start runs initdb, then the postmaster as this process's child (not
-// through pg_ctl, which would detach it): the child is killed with this
-// process (Pdeathsig), so a test binary that panics or times out leaves no
-// server behind.
+// through pg_ctl, which would detach it): on Linux the child is killed
+// with this process (Pdeathsig), so a test binary that panics or times out
+// leaves no server behind (see procAttr).
 func start() (*server, error) {
 	bin, err := binDir()
 	if err != nil {
@@ -174,7 +174,7 @@ func start() (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	attr := procAttr()
 	if os.Geteuid() == 0 {
 		cred, err := postgresUser()
 		if err != nil {

@@ -115,7 +115,10 @@ func (sh *shell) Write(p []byte) (int, error) {
 // start runs command in the background for the tool call callID and
 // returns its id.
 func (s *Shells) start(env *tool.Env, command, callID string) (string, error) {
-	cmd := guardedCommand(env, command)
+	cmd, err := guardedCommand(env, command)
+	if err != nil {
+		return "", err
+	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return "", err
@@ -257,17 +260,16 @@ func (sh *shell) endStatus() string {
 }
 
 // guardedCommand is a command line run as every Bash call runs: under the
-// guard shell, in its own process group, with the parent-death signal.
-func guardedCommand(env *tool.Env, command string) *exec.Cmd {
-	shell, err := exec.LookPath("bash")
+// guard shell (package deathsig), in its own process group that dies with
+// sluice.
+func guardedCommand(env *tool.Env, command string) (*exec.Cmd, error) {
+	cmd, err := deathsig.Command(context.Background(), "bash", command, nil)
 	if err != nil {
-		shell = "/bin/sh"
+		return nil, err
 	}
-	cmd := exec.Command(shell, "-c", guardScript, "bash", command)
 	cmd.Dir = env.WorkDir
 	cmd.Env = env.Environ
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: guardSignal}
-	return cmd
+	return cmd, nil
 }
 
 // BashOutput reads what a background command printed since the last read.

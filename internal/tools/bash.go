@@ -39,8 +39,7 @@ const (
 // first and last parts of long output. A timeout or a cancelled ctx kills
 // the whole process group: SIGTERM, then SIGKILL after KillGrace. When the
 // process running Bash dies, however it dies (kill -9), the group is killed
-// too (Linux's parent-death signal, passed on by a guard shell): no command
-// outlives sluice.
+// too, by a guard shell (package deathsig): no command outlives sluice.
 //
 // A background job (cmd &) that still holds the output when the shell exits
 // is read for DrainGrace more, then its output is closed: it keeps running
@@ -181,9 +180,12 @@ func (b *Bash) Run(ctx context.Context, env *tool.Env, params json.RawMessage, o
 	}
 	timeout := in.timeout()
 
-	// Its own process group, so that killing it kills what it started; and
-	// the guard's signal when sluice dies, however it dies (kill -9).
-	cmd := guardedCommand(env, in.Command)
+	// Its own process group, so that killing it kills what it started;
+	// the guard kills the group when sluice dies, however it dies (kill -9).
+	cmd, err := guardedCommand(env, in.Command)
+	if err != nil {
+		return tool.Result{}, fmt.Errorf("bash: %w", err)
+	}
 
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -248,20 +250,6 @@ func (b *Bash) Run(ctx context.Context, env *tool.Env, params json.RawMessage, o
 	}
 	return res, nil
 }
-
-// The command runs in the background of a guard shell that waits for it.
-// The parent-death signal reaches only the guard (sluice's direct child),
-// so the guard passes it on: on guardSignal it kills its whole process
-// group — the command and everything it started. It waits with the wait
-// builtin because a shell runs traps only between commands, and wait is
-// interrupted by a trapped signal. The command is parsed by eval exactly as
-// bash -c would parse it; the variable holding it is the only trace.
-const guardScript = `trap 'kill -KILL 0' USR1; __sluice_command=$1; set --; { eval "$__sluice_command"; } & wait $!`
-
-// guardSignal is the guard's parent-death signal: not one that sluice
-// sends to the group (SIGTERM, SIGKILL), so that a kill by timeout or
-// abort still gives the command its grace.
-const guardSignal = syscall.SIGUSR1
 
 // kill stops the process group led by pid: SIGTERM, then, once the shell has
 // been reaped and the output closed (everything in the group is gone) or

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/tool"
 )
 
@@ -415,7 +415,7 @@ func TestBashDiesWithSluice(t *testing.T) {
 	}
 	parent.Wait()
 	for _, pid := range pids {
-		for alive(pid) {
+		for proctest.Alive(pid) {
 			if time.Now().After(deadline) {
 				for _, p := range pids {
 					syscall.Kill(p, syscall.SIGKILL)
@@ -425,15 +425,4 @@ func TestBashDiesWithSluice(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-}
-
-// alive reports whether pid runs (a zombie waiting for its reaper does not).
-func alive(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the command name, which is in parentheses.
-	i := strings.LastIndexByte(string(data), ')')
-	return i < 0 || i+2 >= len(data) || data[i+2] != 'Z'
 }

@@ -1,0 +1,19 @@
+package proctest
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+)
+
+// Alive reports whether pid runs. A zombie does not: in a container the
+// reaper of orphans may be slow, or absent.
+func Alive(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses.
+	i := bytes.LastIndexByte(data, ')')
+	return i < 0 || i+2 >= len(data) || data[i+2] != 'Z'
+}
