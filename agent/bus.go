@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/sluicehq/sluice/model"
@@ -127,7 +128,7 @@ func (s *Subscription) Close() {
 	defer s.bus.mu.Unlock()
 	s.closeLocked()
 	s.queue, s.head = nil, 0
-	delete(s.bus.subs, s)
+	s.bus.subs = slices.DeleteFunc(s.bus.subs, func(t *Subscription) bool { return t == s })
 }
 
 func (s *Subscription) closeLocked() {
@@ -196,7 +197,7 @@ func (b *bus) waitRoom(ctx context.Context) {
 	for {
 		var full *Subscription
 		b.mu.Lock()
-		for s := range b.subs {
+		for _, s := range b.subs {
 			if s.full() {
 				full = s
 				break
@@ -227,14 +228,17 @@ type bus struct {
 	mu        sync.Mutex
 	sessionID string
 	list      protocol.List
-	subs      map[*Subscription]struct{}
+	// subs are the open subscriptions, in the order they were made: a
+	// slice, since every event and part goes to each of them (a map's
+	// iteration costs more than the push to a single subscriber).
+	subs []*Subscription
 
 	replay replayBuffer // the most recent events
 	closed bool
 }
 
 func newBus(sessionID string, snap protocol.Snapshot) *bus {
-	b := &bus{sessionID: sessionID, subs: map[*Subscription]struct{}{}}
+	b := &bus{sessionID: sessionID}
 	b.list.Reset(snap)
 	return b
 }
@@ -249,14 +253,14 @@ func (b *bus) publishLocked(ev protocol.Event) (protocol.Event, error) {
 		return nil, err
 	}
 	b.remember(ev)
-	for s := range b.subs {
+	for _, s := range b.subs {
 		s.push(Item{Event: ev})
 	}
 	return ev, nil
 }
 
 func (b *bus) publishPartLocked(p model.Part, parentTool string) {
-	for s := range b.subs {
+	for _, s := range b.subs {
 		if s.opts.ModelParts {
 			s.push(Item{Part: &p, ParentToolID: parentTool})
 		}
@@ -307,7 +311,7 @@ func (b *bus) subscribeLocked(opts SubscribeOptions) *Subscription {
 		s.closed = true
 		return s
 	}
-	b.subs[s] = struct{}{}
+	b.subs = append(b.subs, s)
 	return s
 }
 
@@ -316,7 +320,7 @@ func (b *bus) closeAll() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.closed = true
-	for s := range b.subs {
+	for _, s := range b.subs {
 		s.closeLocked()
 	}
 }

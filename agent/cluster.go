@@ -103,7 +103,7 @@ func (m *Mirror) Apply(ev protocol.Event) error {
 		return err
 	}
 	b.remember(ev)
-	for s := range b.subs {
+	for _, s := range b.subs {
 		s.push(Item{Event: ev})
 	}
 	return nil
@@ -119,10 +119,10 @@ func (m *Mirror) Reset(snap protocol.Snapshot) {
 	defer b.mu.Unlock()
 	b.list.Reset(snap)
 	b.replay.reset()
-	for s := range b.subs {
+	for _, s := range b.subs {
 		s.closeLocked()
-		delete(b.subs, s)
 	}
+	b.subs = nil
 }
 
 // Backfill adds events that precede the mirror's state to its replay
