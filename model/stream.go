@@ -395,28 +395,20 @@ func (s *streamer) attempt(ctx context.Context, yield func(Part, error) bool) (s
 
 	// The provider runs in its own goroutine so that the watchdog can act
 	// while it is blocked reading. Cancelling actx makes it stop: net/http
-	// aborts the body read, and the send below gives way.
-	items := make(chan item, 16)
+	// aborts the body read, and a put waiting for room gives way.
+	parts := newHandoff()
 	go func() {
-		defer close(items)
+		defer close(parts.done)
+		defer parts.close()
 		for part, err := range s.p.Stream(actx, s.req) {
-			if actx.Err() != nil {
-				return // a select would pick the send as often as not
-			}
-			select {
-			case items <- item{part, err}:
-			case <-actx.Done():
-				return
-			}
-			if err != nil {
+			if actx.Err() != nil || !parts.put(actx, item{part, err}) || err != nil {
 				return
 			}
 		}
 	}()
 	defer func() {
 		cancel(errAttemptOver)
-		for range items { // wait for the goroutine: no leak, body closed
-		}
+		<-parts.done // no leak, body closed
 	}()
 
 	var (
@@ -429,11 +421,24 @@ func (s *streamer) attempt(ctx context.Context, yield func(Part, error) bool) (s
 		defer timer.Stop()
 		timerC = timer.C()
 	}
+	var batch []item
 	for {
 		select {
-		case it, ok := <-items:
-			if stopped, done, err := s.handle(it, ok, &began, w, yield); done {
-				return stopped, began, err
+		case <-parts.ready:
+			var closed bool
+			batch, closed = parts.take(batch)
+			for _, it := range batch {
+				if stopped, done, err := s.handle(it, true, &began, w, yield); done {
+					return stopped, began, err
+				}
+				if ctx.Err() != nil {
+					// As soon as between parts arriving one by one.
+					return false, began, context.Cause(ctx)
+				}
+			}
+			if closed {
+				_, _, err := s.handle(item{}, false, &began, w, yield)
+				return false, began, err
 			}
 		case <-timerC:
 			last := w.last.Load()
