@@ -18,11 +18,12 @@ fuzzexecs=${FUZZEXECS:-5000}
 start=$SECONDS
 phase() { echo "== $* (at $((SECONDS - start))s)"; }
 
-# One build of the binary for every test that runs it (package testbin).
+# One build of the binary for every test that runs it (package testbin),
+# built as a release is (scripts/build.sh: static, CGO_ENABLED=0).
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
-phase go build ./cmd/sluice
-go build -o "$bin/sluice" ./cmd/sluice
+phase scripts/build.sh
+./scripts/build.sh "$bin/sluice"
 export SLUICE_BIN="$bin/sluice"
 
 # -ldflags=-w: test binaries without DWARF (a debugger's tables; stack
@@ -51,7 +52,8 @@ npm ci --prefix internal/printmode/sdktest --omit=optional --no-audit --no-fund 
 node --test internal/printmode/sdktest/
 
 phase "load check: sessions streaming over WebSocket through a real sluice serve"
-go run ./internal/web/cmd/loadcheck -sluice "$SLUICE_BIN" -sessions 20
+# CGO_ENABLED=0 like the binary: the packages it shares with it are built once.
+CGO_ENABLED=0 go run ./internal/web/cmd/loadcheck -sluice "$SLUICE_BIN" -sessions 20
 
 phase "fuzz (${fuzzexecs} executions each)"
 # Every Fuzz* function of the module, found rather than listed, so that a new

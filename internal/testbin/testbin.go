@@ -44,7 +44,10 @@ func Path() (string, error) {
 			return
 		}
 		bin = filepath.Join(dir, "sluice")
-		out, buildErr := exec.Command("go", "build", "-o", bin, "github.com/sluicehq/sluice/cmd/sluice").CombinedOutput()
+		// CGO_ENABLED=0 as scripts/build.sh builds a release.
+		build := exec.Command("go", "build", "-o", bin, "github.com/sluicehq/sluice/cmd/sluice")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, buildErr := build.CombinedOutput()
 		if buildErr != nil {
 			err = fmt.Errorf("go build ./cmd/sluice: %v\n%s", buildErr, out)
 		}
