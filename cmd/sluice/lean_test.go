@@ -21,8 +21,11 @@ import (
 // heavyInit names packages whose initialisation every command of the
 // binary paid before the TUI stopped linking Glamour: chroma's lexer and
 // style registries parse hundreds of embedded XML files (3.9 MB, ~20 ms),
-// bluemonday and its CSS tables 0.8 MB.
+// bluemonday and its CSS tables 0.8 MB; and goldmark's GFM extensions
+// (compiling the bare-link regular expressions, 264 KB) before termmd
+// parsed them itself.
 var heavyInit = []string{
+	"github.com/yuin/goldmark/extension",
 	"github.com/alecthomas/chroma/v2/lexers",
 	"github.com/alecthomas/chroma/v2/styles",
 	"github.com/alecthomas/chroma/v2/formatters",

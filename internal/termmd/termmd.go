@@ -17,7 +17,6 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/extension"
 	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
@@ -39,7 +38,7 @@ func New(style string, width int) *Renderer {
 	return &Renderer{
 		width: max(width, 1),
 		th:    th,
-		md:    goldmark.New(goldmark.WithExtensions(extension.GFM)),
+		md:    goldmark.New(gfm()),
 		hl:    newHighlighter(th.chroma),
 	}
 }
