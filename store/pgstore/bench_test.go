@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sluicehq/sluice/internal/pgtest"
+	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/store/pgstore"
 )
 
@@ -207,4 +208,28 @@ func BenchmarkCheckpoint(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkAppend is the journal's write while an agent streams: one batch
+// of a few delta records, every 50 ms per streaming session.
+//
+//	go test -run '^$' -bench Append ./store/pgstore/
+func BenchmarkAppend(b *testing.B) {
+	st, pool := benchStore(b)
+	ctx := context.Background()
+	l, err := st.Create(ctx, store.Key{WorkDir: b.TempDir(), ID: "s"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	rec := json.RawMessage(`{"type":"event","event":{"method":"assistantContentUpdated","params":{"seq":1,"chunk":"word "}}}`)
+	from := walBytes(b, pool)
+	b.ResetTimer()
+	for range b.N {
+		if err := l.Append(ctx, rec, rec, rec, rec); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	reportWAL(b, pool, from)
 }

@@ -3,9 +3,11 @@ package pgstore_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
@@ -115,6 +117,40 @@ func TestAppendAllOrNone(t *testing.T) {
 	infos, err := st.List(ctx, key.WorkDir)
 	if err != nil || len(infos) != 1 || infos[0].Size != int64(len(`{"b":2}`)+1) {
 		t.Fatalf("list %+v, %v; want the size of the one record", infos, err)
+	}
+}
+
+// TestAppendToAGoneSession: an append whose session row is gone fails
+// with ErrNotFound and leaves no record behind.
+func TestAppendToAGoneSession(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	st, err := pgstore.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	key := store.Key{WorkDir: t.TempDir(), ID: "s"}
+	l, err := st.Create(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `DELETE FROM sessions WHERE id = $1`, key.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(ctx, json.RawMessage(`{"a":1}`)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("append to a gone session: %v, want ErrNotFound", err)
+	}
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM records WHERE id = $1`, key.ID).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d records, %v; want none", n, err)
 	}
 }
 
