@@ -20,7 +20,7 @@ type connection struct {
 	ctx        context.Context
 	readCtx    context.Context
 	stopRead   context.CancelFunc
-	out        chan []byte   // to the writer; unbuffered, so a blocked peer holds events in their queues
+	out        chan outgoing // to the writer; unbuffered, so a blocked peer holds events in their queues
 	stop       chan struct{} // closed when the connection ends: senders give up
 	stopOnce   sync.Once
 	writerDone chan struct{}
@@ -35,7 +35,7 @@ func newConnection(ctx context.Context, s *Server, conn wire.Conn) *connection {
 	readCtx, stopRead := context.WithCancel(ctx)
 	return &connection{
 		s: s, conn: conn, ctx: ctx, readCtx: readCtx, stopRead: stopRead,
-		out: make(chan []byte), stop: make(chan struct{}), writerDone: make(chan struct{}),
+		out: make(chan outgoing), stop: make(chan struct{}), writerDone: make(chan struct{}),
 		attached: map[string]*attachment{},
 	}
 }
@@ -122,8 +122,8 @@ func (c *connection) writer() {
 	defer close(c.writerDone)
 	for {
 		select {
-		case msg := <-c.out:
-			if err := c.conn.Write(c.ctx, msg); err != nil {
+		case o := <-c.out:
+			if err := c.write(o); err != nil {
 				c.s.log.Warn("write to the host failed; closing the connection", "err", err)
 				c.writeErr = err
 				c.end()
@@ -136,6 +136,29 @@ func (c *connection) writer() {
 	}
 }
 
+// outgoing is a message for the writer: an event's notification carries
+// the event it encodes.
+type outgoing struct {
+	msg []byte
+	ev  protocol.Event
+}
+
+// EventWriter is a wire.Conn that also takes an event's notification with
+// the event itself, so that a face merging deltas before it sends them
+// (the web face's outbox) does not decode what the server has just
+// encoded, for every delta of every connection. msg is the connection's to
+// keep: the server does not reuse it.
+type EventWriter interface {
+	WriteEvent(ctx context.Context, msg []byte, ev protocol.Event) error
+}
+
+func (c *connection) write(o outgoing) error {
+	if ew, ok := c.conn.(EventWriter); ok && o.ev != nil {
+		return ew.WriteEvent(c.ctx, o.msg, o.ev)
+	}
+	return c.conn.Write(c.ctx, o.msg)
+}
+
 // send hands msg to the writer. It reports false when the connection has
 // ended (msg is dropped). A nil msg is a notification's non-answer.
 func (c *connection) send(msg []byte) bool {
@@ -143,7 +166,7 @@ func (c *connection) send(msg []byte) bool {
 		return true
 	}
 	select {
-	case c.out <- msg:
+	case c.out <- outgoing{msg: msg}:
 		return true
 	case <-c.stop:
 		return false
@@ -317,7 +340,7 @@ func (a *attachment) pump() {
 			a.mu.Unlock()
 			return
 		}
-		if !a.sendLocked(msg) {
+		if !a.sendLocked(msg, ev) {
 			a.endLocked()
 			a.mu.Unlock()
 			return
@@ -328,9 +351,9 @@ func (a *attachment) pump() {
 	}
 }
 
-// sendLocked hands msg to the writer unless the attachment or connection
-// has ended.
-func (a *attachment) sendLocked(msg []byte) bool {
+// sendLocked hands msg, the notification of ev, to the writer unless the
+// attachment or connection has ended.
+func (a *attachment) sendLocked(msg []byte, ev protocol.Event) bool {
 	if msg == nil {
 		return true
 	}
@@ -338,7 +361,7 @@ func (a *attachment) sendLocked(msg []byte) bool {
 		return false
 	}
 	select {
-	case a.c.out <- msg:
+	case a.c.out <- outgoing{msg: msg, ev: ev}:
 		return true
 	case <-a.c.stop:
 		return false

@@ -24,6 +24,10 @@ import (
 	"github.com/sluicehq/sluice/wire"
 )
 
+// The rpc server hands a WebSocket each event with its notification, so
+// that the outbox does not decode it again.
+var _ rpc.EventWriter = (*wsConn)(nil)
+
 // testTimeout guards every wait of these tests; none of them decides
 // correctness by time.
 const testTimeout = 60 * time.Second

@@ -74,7 +74,17 @@ var errOutboxClosed = errors.New("web: connection closed")
 // Write queues msg, merging it into the last queued delta when it can. It
 // blocks while the queue is over its byte limit.
 func (o *outbox) Write(ctx context.Context, msg []byte) error {
-	ev := mergeable(msg)
+	return o.write(ctx, msg, mergeable(msg))
+}
+
+// WriteEvent is Write of msg, the notification of ev, without decoding it
+// again.
+func (o *outbox) WriteEvent(ctx context.Context, msg []byte, ev protocol.Event) error {
+	return o.write(ctx, msg, mergeableEvent(ev))
+}
+
+// write queues msg; ev is its event when it is a mergeable delta, else nil.
+func (o *outbox) write(ctx context.Context, msg []byte, ev protocol.Event) error {
 	for {
 		o.mu.Lock()
 		if o.closed {
@@ -110,6 +120,15 @@ func (o *outbox) Write(ctx context.Context, msg []byte) error {
 		o.urgent = true
 	}
 	signal(o.wakeRun)
+	return nil
+}
+
+// mergeableEvent is ev when protocol.Merge can merge it, else nil.
+func mergeableEvent(ev protocol.Event) protocol.Event {
+	switch ev.(type) {
+	case protocol.AssistantContentUpdated, protocol.AssistantReasoningUpdated, protocol.ToolBlockUpdated:
+		return ev
+	}
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/sluicehq/sluice/protocol"
 	"github.com/sluicehq/sluice/wire"
 )
 
@@ -62,6 +63,13 @@ func (w *wsConn) Read(ctx context.Context) ([]byte, error) {
 // Write returns, so the outbox keeps a copy.
 func (w *wsConn) Write(ctx context.Context, msg []byte) error {
 	return w.out.Write(ctx, bytes.Clone(msg))
+}
+
+// WriteEvent queues msg, the notification of ev (rpc.EventWriter): the
+// server hands msg over, so it is kept without a copy, and the outbox takes
+// ev as it is instead of decoding msg.
+func (w *wsConn) WriteEvent(ctx context.Context, msg []byte, ev protocol.Event) error {
+	return w.out.WriteEvent(ctx, msg, ev)
 }
 
 // send writes one message on the socket, bounded by the write timeout so
