@@ -123,10 +123,19 @@ type Writer struct {
 	// inbox.<attempt>: straight from the connection's reader, without the
 	// shared request multiplexer's extra hand-over (one goroutine less to
 	// wake for every event, on a path every client waits on).
-	acks    *nats.Subscription
+	acks    chan *nats.Msg
+	acksSub *nats.Subscription
 	inbox   string
 	attempt uint64
 }
+
+// ackBuffer is the capacity of a writer's ack channel. One publish is in
+// flight at a time; what else can arrive is the late answer of an attempt
+// given up on, which the next Append reads and skips. (SubscribeSync's
+// channel would hold 64 Ki pointers, 512 KiB per owned session, all of it
+// scanned by every garbage collection.) An answer dropped for a full
+// channel is an attempt that times out and is retried, as a lost one is.
+const ackBuffer = 16
 
 // Writer returns a writer that continues the session's log where it ends
 // now. Its first Append fails with ErrFenced if anyone appends before it.
@@ -136,15 +145,16 @@ func (l *Log) Writer(ctx context.Context, session string) (*Writer, error) {
 		return nil, err
 	}
 	inbox := l.nc.NewInbox()
-	acks, err := l.nc.SubscribeSync(inbox + ".*")
+	acks := make(chan *nats.Msg, ackBuffer)
+	sub, err := l.nc.ChanSubscribe(inbox+".*", acks)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: subscribe to the acks of %s: %w", session, err)
 	}
-	return &Writer{log: l, session: session, pos: pos, acks: acks, inbox: inbox + "."}, nil
+	return &Writer{log: l, session: session, pos: pos, acks: acks, acksSub: sub, inbox: inbox + "."}, nil
 }
 
 // Close ends the writer's subscription to its acks.
-func (w *Writer) Close() error { return w.acks.Unsubscribe() }
+func (w *Writer) Close() error { return w.acksSub.Unsubscribe() }
 
 // Position is where the log ends after the writer's last append.
 func (w *Writer) Position() Position { return w.pos }
@@ -188,8 +198,10 @@ func (w *Writer) Append(ctx context.Context, ev protocol.Event) error {
 	}
 	var resp *nats.Msg
 	for {
-		if resp, err = w.acks.NextMsgWithContext(ctx); err != nil {
-			return fmt.Errorf("cluster: publish %s seq %d: %w", w.session, h.Seq, err)
+		select {
+		case resp = <-w.acks:
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: publish %s seq %d: %w", w.session, h.Seq, ctx.Err())
 		}
 		if resp.Subject == reply {
 			break
