@@ -189,7 +189,8 @@ func Attach(ctx context.Context, ws, session string) (*Client, error) {
 	return c, nil
 }
 
-// OnEvent sets a function called with each event as it is applied.
+// OnEvent sets a function called with each event as it is applied, and
+// the time its message was read from the socket.
 func (c *Client) OnEvent(f func(ev protocol.Event, at time.Time)) {
 	c.mu.Lock()
 	c.onEvent = f
@@ -231,6 +232,9 @@ func (c *Client) read(conn *websocket.Conn, gone chan struct{}) {
 	defer close(gone)
 	for {
 		_, data, err := conn.Read(context.Background())
+		// The time of delivery: before this client decodes and reduces
+		// the message, which is the load generator's work, not the nodes'.
+		at := time.Now()
 		if err != nil {
 			c.mu.Lock()
 			for _, ch := range c.pending {
@@ -257,7 +261,7 @@ func (c *Client) read(conn *websocket.Conn, gone chan struct{}) {
 				c.fail(err)
 				continue
 			}
-			c.apply(ev)
+			c.apply(ev, at)
 			continue
 		}
 		var r rpcReply
@@ -299,7 +303,7 @@ func (c *Client) initialized(raw json.RawMessage) {
 	}
 }
 
-func (c *Client) apply(ev protocol.Event) {
+func (c *Client) apply(ev protocol.Event, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if ev.Head().SessionID != c.Session {
@@ -313,7 +317,7 @@ func (c *Client) apply(ev protocol.Event) {
 	}
 	c.events += ev.Head().Seq - ev.Head().From() + 1
 	if c.onEvent != nil {
-		c.onEvent(ev, time.Now())
+		c.onEvent(ev, at)
 	}
 	select {
 	case c.seen <- struct{}{}:

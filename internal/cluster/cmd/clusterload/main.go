@@ -51,6 +51,7 @@ func main() {
 	ttl := flag.Duration("lease-ttl", 10*time.Second, "the nodes' lease TTL")
 	timeout := flag.Duration("timeout", 5*time.Minute, "give up after this long")
 	natsProcess := flag.Bool("nats-process", true, "run the NATS server in a process of its own, as a cluster's would be, rather than beside the load's clients")
+	rounds := flag.Int("rounds", 1, "run the whole measurement this many times and print the median and range of each figure (the machine's other load varies)")
 	flag.Parse()
 	if dir := os.Getenv(natsChildEnv); dir != "" {
 		if err := natsChild(dir); err != nil {
@@ -63,14 +64,69 @@ func main() {
 		fmt.Fprintln(os.Stderr, "clusterload: -sluice is required")
 		os.Exit(2)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
-	err := run(ctx, *bin, *sessions, *nodes, *size/fakemodel.StampBytes, *pace, *ttl, *natsProcess)
+	var all []figures
+	var err error
+	for r := range *rounds {
+		if *rounds > 1 {
+			fmt.Printf("round %d of %d\n", r+1, *rounds)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+		var f figures
+		f, err = run(ctx, *bin, *sessions, *nodes, *size/fakemodel.StampBytes, *pace, *ttl, *natsProcess)
+		cancel()
+		if err != nil {
+			break
+		}
+		all = append(all, f)
+	}
 	pgtest.Stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "clusterload:", err)
 		os.Exit(1)
 	}
+	if len(all) > 1 {
+		summarize(all)
+	}
+}
+
+// figures are one round's results.
+type figures struct {
+	singleP50, singleP99, ownerP50, ownerP99, crossP50, crossP99 time.Duration
+	eventsPerNode, singleCPUPerMB, cpuPerMB                      float64
+}
+
+// summarize prints the median and the range of each figure over rounds.
+// The added latencies are each round's differences (cross-node minus
+// single node, both measured in that round), not differences of medians.
+func summarize(all []figures) {
+	dur := func(name string, f func(figures) time.Duration) {
+		var d []time.Duration
+		for _, x := range all {
+			d = append(d, f(x))
+		}
+		slices.Sort(d)
+		r := func(v time.Duration) string { return v.Round(100 * time.Microsecond).String() }
+		fmt.Printf("  %-36s median %-9s range %s … %s\n", name, r(d[len(d)/2]), r(d[0]), r(d[len(d)-1]))
+	}
+	num := func(name string, f func(figures) float64) {
+		var v []float64
+		for _, x := range all {
+			v = append(v, f(x))
+		}
+		slices.Sort(v)
+		fmt.Printf("  %-36s median %-9.3g range %.3g … %.3g\n", name, v[len(v)/2], v[0], v[len(v)-1])
+	}
+	fmt.Printf("over %d rounds (median of the rounds' figures; range)\n", len(all))
+	dur("single node p50", func(f figures) time.Duration { return f.singleP50 })
+	dur("single node p99", func(f figures) time.Duration { return f.singleP99 })
+	dur("cross-node p50", func(f figures) time.Duration { return f.crossP50 })
+	dur("cross-node p99", func(f figures) time.Duration { return f.crossP99 })
+	dur("added vs single node (cross) p50", func(f figures) time.Duration { return f.crossP50 - f.singleP50 })
+	dur("added vs single node (cross) p99", func(f figures) time.Duration { return f.crossP99 - f.singleP99 })
+	dur("added vs single node (owner) p99", func(f figures) time.Duration { return f.ownerP99 - f.singleP99 })
+	num("events/s per node", func(f figures) float64 { return f.eventsPerNode })
+	num("CPU s per MB, cluster (all nodes)", func(f figures) float64 { return f.cpuPerMB })
+	num("CPU s per MB, single node", func(f figures) float64 { return f.singleCPUPerMB })
 }
 
 // latencies collects per-delta delivery latencies, until stop: what
@@ -122,7 +178,13 @@ func measure(l *latencies) func(protocol.Event, time.Time) {
 	}
 }
 
-func run(ctx context.Context, bin string, sessions, nodes, chunks int, pace, ttl time.Duration, natsProcess bool) error {
+func run(ctx context.Context, bin string, sessions, nodes, chunks int, pace, ttl time.Duration, natsProcess bool) (figures, error) {
+	var f figures
+	err := runInto(ctx, &f, bin, sessions, nodes, chunks, pace, ttl, natsProcess)
+	return f, err
+}
+
+func runInto(ctx context.Context, fig *figures, bin string, sessions, nodes, chunks int, pace, ttl time.Duration, natsProcess bool) error {
 	fm := fakemodel.New(func(fakemodel.Request) fakemodel.Answer {
 		return fakemodel.Answer{Text: make([]string, chunks), Pace: pace, Stamp: true}
 	})
@@ -172,6 +234,7 @@ func run(ctx context.Context, bin string, sessions, nodes, chunks int, pace, ttl
 	fmt.Printf("single node         %d sessions × %d chunks in %.2fs, CPU %.2fs (%.3fs per MB of answers)\n",
 		sessions, chunks, singleWall.Seconds(), singleCPU.Seconds(), singleCPU.Seconds()/answerMB)
 	fmt.Printf("  per-delta latency p50 %v p99 %v (the deltas delivered until every client reached seq %d)\n", base.pct(0.5), base.pct(0.99), chunks/4)
+	fig.singleP50, fig.singleP99, fig.singleCPUPerMB = base.pct(0.5), base.pct(0.99), singleCPU.Seconds()/answerMB
 
 	// The cluster.
 	natsDir, err := os.MkdirTemp("", "clusterload-nats-")
@@ -352,6 +415,8 @@ func run(ctx context.Context, bin string, sessions, nodes, chunks int, pace, ttl
 	fmt.Printf("  per-delta latency cross-node      p50 %v p99 %v\n", crossNode.pct(0.5), crossNode.pct(0.99))
 	fmt.Printf("  added vs single node (cross-node) p50 %v p99 %v\n", crossNode.pct(0.5)-base.pct(0.5), crossNode.pct(0.99)-base.pct(0.99))
 	fmt.Printf("  CPU %.2fs for all nodes: %.3fs per MB of answers\n", cpu.Seconds(), cpu.Seconds()/answerMB)
+	fig.ownerP50, fig.ownerP99, fig.crossP50, fig.crossP99 = onOwner.pct(0.5), onOwner.pct(0.99), crossNode.pct(0.5), crossNode.pct(0.99)
+	fig.eventsPerNode, fig.cpuPerMB = float64(events)/wall.Seconds()/float64(nodes), cpu.Seconds()/answerMB
 	if len(failovers) > 0 {
 		fmt.Printf("  failover (kill → first event from the new owner) of %d sessions (%d running at the kill): min %v median %v max %v (lease TTL %v)\n",
 			len(failovers), cut, failovers[0].Round(time.Millisecond), failovers[len(failovers)/2].Round(time.Millisecond), failovers[len(failovers)-1].Round(time.Millisecond), ttl)
