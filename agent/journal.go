@@ -63,15 +63,23 @@ type journal struct {
 	done   chan struct{}
 }
 
-// journalEntry is an event or a record, exactly one set. A record with
-// commit set is a message's state at the end of a round: written as a
-// commit record naming the message when the log holds every change of it
-// (its events are already there, so the text is not written twice), else
-// as the whole message.
+// journalEntry is an event, a run of text deltas or a record, exactly one
+// set. A record with commit set is a message's state at the end of a
+// round: written as a commit record naming the message when the log holds
+// every change of it (its events are already there, so the text is not
+// written twice), else as the whole message.
+//
+// A run holds the streaming deltas of one text block, merged as
+// protocol.Merger would merge them but kept as their chunks, joined once
+// when the run is written: a text delta, the most frequent event by far,
+// costs the journal no boxed event of its own, neither a plain copy nor a
+// merged one. runBytes is the size of the run's chunks.
 type journalEntry struct {
-	ev     protocol.Event
-	rec    *record
-	commit bool
+	ev       protocol.Event
+	run      *textRun
+	runBytes int
+	rec      *record
+	commit   bool
 }
 
 // journalMergeMax bounds the chunk of a queued merged event: a fast stream
@@ -108,12 +116,36 @@ func journaled(ev protocol.Event) bool {
 	return false
 }
 
-// addEvent queues a published event. Called with bus.mu held.
+// addEvent queues a published event; what it keeps is plain
+// (protocol.Plain), never pinning the publisher's buffers. Called with
+// bus.mu held.
 func (j *journal) addEvent(ev protocol.Event) {
 	j.mu.Lock()
 	j.pendingBytes += eventSize(ev)
 	urgent := j.pendingBytes > journalBatchMax
-	if n := len(j.pending); n > 0 && j.pending[n-1].ev != nil && eventSize(j.pending[n-1].ev) < journalMergeMax {
+	n := len(j.pending)
+	if e, ok := textDelta(ev); ok {
+		if n > 0 && j.pending[n-1].run != nil && j.pending[n-1].run.extends(e) && eventOverhead+j.pending[n-1].runBytes < journalMergeMax {
+			tail := &j.pending[n-1]
+			tail.run.chunks = append(tail.run.chunks, e.Chunk)
+			tail.runBytes += len(e.Chunk)
+			j.mu.Unlock()
+			if urgent {
+				signal(j.urgent)
+			}
+			return
+		}
+		j.merger.Reset()
+		j.pending = append(j.pending, journalEntry{run: newTextRun(e), runBytes: len(e.Chunk)})
+		j.mu.Unlock()
+		signal(j.kick)
+		if urgent {
+			signal(j.urgent)
+		}
+		return
+	}
+	ev = protocol.Plain(ev)
+	if n > 0 && j.pending[n-1].ev != nil && eventSize(j.pending[n-1].ev) < journalMergeMax {
 		if m, ok := j.merger.Merge(j.pending[n-1].ev, ev); ok {
 			j.pending[n-1].ev = m
 			j.mu.Unlock()
@@ -187,6 +219,9 @@ func (j *journal) flush() error {
 
 // encode is the line of e. Called with wmu held, in the order of the log.
 func (j *journal) encode(e journalEntry) (json.RawMessage, error) {
+	if e.run != nil {
+		return eventLine(e.run.since(0)), nil
+	}
 	if e.ev != nil {
 		if a, ok := e.ev.(protocol.AssistantMessageAdded); ok {
 			j.inLog[a.Message.ID] = true

@@ -37,6 +37,13 @@ type textRun struct {
 	chunks []string
 }
 
+// newTextRun is the run of the one delta e.
+func newTextRun(e protocol.AssistantContentUpdated) *textRun {
+	r := &textRun{tmpl: protocol.Plain(e).(protocol.AssistantContentUpdated), first: e.Seq, chunks: []string{e.Chunk}}
+	r.tmpl.Chunk = ""
+	return r
+}
+
 func (r *textRun) from() int64 { return r.first + int64(r.skip) }
 func (r *textRun) last() int64 { return r.first + int64(len(r.chunks)) - 1 }
 
@@ -89,9 +96,7 @@ func (b *replayBuffer) add(ev protocol.Event) {
 			r := b.entries[n-1].run
 			r.chunks = append(r.chunks, e.Chunk)
 		} else {
-			r := &textRun{tmpl: protocol.Plain(e).(protocol.AssistantContentUpdated), first: e.Seq, chunks: []string{e.Chunk}}
-			r.tmpl.Chunk = ""
-			b.entries = append(b.entries, replayEntry{run: r})
+			b.entries = append(b.entries, replayEntry{run: newTextRun(e)})
 		}
 	} else {
 		b.entries = append(b.entries, replayEntry{ev: protocol.Plain(ev)})

@@ -762,7 +762,7 @@ func (s *Session) publish(ev protocol.Event) protocol.Event {
 		panic(fmt.Sprintf("agent: published an inconsistent event: %v", err))
 	}
 	if s.log != nil && journaled(out) {
-		s.log.addEvent(protocol.Plain(out))
+		s.log.addEvent(out)
 	}
 	s.forward(out)
 	return out

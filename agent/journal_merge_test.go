@@ -1,0 +1,105 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/sluicehq/sluice/protocol"
+)
+
+// memLog is a store.Log that keeps the records appended to it.
+type memLog struct {
+	mu    sync.Mutex
+	lines []json.RawMessage
+}
+
+func (l *memLog) Append(_ context.Context, records ...json.RawMessage) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range records {
+		l.lines = append(l.lines, append(json.RawMessage(nil), r...))
+	}
+	return nil
+}
+
+func (l *memLog) Close() error { return nil }
+
+// TestJournalMergesDeltas: the journal writes a stream's deltas merged per
+// block, in events of bounded size, in order with the events between
+// them; what it writes reduces to the display the events published one by
+// one reduce to.
+func TestJournalMergesDeltas(t *testing.T) {
+	t.Parallel()
+	const m = "msg_1"
+	var evs []protocol.Event
+	add := func(ev protocol.Event) { evs = append(evs, ev) }
+	add(protocol.AssistantMessageAdded{Message: protocol.Message{ID: m, Role: protocol.RoleAssistant, Blocks: []protocol.Block{}}})
+	for i := 0; i < 3*journalMergeMax/16; i++ { // three merged events' worth
+		add(protocol.AssistantContentUpdated{MessageID: m, BlockIndex: 0, Chunk: fmt.Sprintf("delta %08d. ", i), Stage: protocol.StageStreaming})
+	}
+	add(protocol.AssistantContentUpdated{MessageID: m, BlockIndex: 0, Stage: protocol.StageEnd})
+	for i := range 3 {
+		add(protocol.AssistantReasoningUpdated{MessageID: m, BlockIndex: 1, Chunk: fmt.Sprint("thought ", i), Stage: protocol.StageStreaming, StartedAt: 1})
+	}
+	add(protocol.AssistantReasoningUpdated{MessageID: m, BlockIndex: 1, Stage: protocol.StageEnd, EndedAt: 2})
+	for i := range 3 {
+		add(protocol.AssistantContentUpdated{MessageID: m, BlockIndex: 2, Chunk: fmt.Sprint("more ", i), Stage: protocol.StageStreaming})
+		add(protocol.ToolBlockUpdated{MessageID: m, BlockIndex: 3 + i, ToolID: fmt.Sprint("t", i), Name: "Bash", Stage: protocol.StageStart})
+	}
+
+	log := &memLog{}
+	j := newJournal(log)
+	var published protocol.List
+	for i, ev := range evs {
+		// Published as the bus publishes: the event the journal gets
+		// carries what the list grew.
+		out, err := published.Publish(protocol.WithHeader(ev, protocol.Header{SessionID: "s", Seq: int64(i + 1)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.addEvent(out)
+	}
+	if err := j.close(); err != nil {
+		t.Fatal(err)
+	}
+
+	var replayed protocol.List
+	deltas := 0
+	for i, line := range log.lines {
+		var r struct {
+			Type   string          `json:"type"`
+			Method string          `json:"method"`
+			Event  json.RawMessage `json:"event"`
+		}
+		if err := json.Unmarshal(line, &r); err != nil || r.Type != recEvent {
+			t.Fatalf("record %d is not an event (%v): %.200s", i, err, line)
+		}
+		ev, err := protocol.Decode(r.Method, r.Event)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, ok := ev.(protocol.AssistantContentUpdated); ok && c.BlockIndex == 0 && c.Stage == protocol.StageStreaming {
+			deltas++
+			if len(c.Chunk) > journalMergeMax {
+				t.Errorf("a merged event holds %d bytes, more than %d", len(c.Chunk), journalMergeMax)
+			}
+		}
+		if err := replayed.Apply(protocol.WithHeader(ev, protocol.Header{SessionID: "s", Seq: int64(i + 1)})); err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+	if deltas < 3 || deltas > 4 {
+		t.Errorf("block 0's %d deltas were written as %d events, want 3 or 4 of at most %d bytes", 3*journalMergeMax/16, deltas, journalMergeMax)
+	}
+	if want := 1 + 4 + 1 + 1 + 1 + 6; len(log.lines) != want {
+		t.Errorf("%d records, want %d (each run of deltas merged, nothing else)", len(log.lines), want)
+	}
+	got, want := replayed.Snapshot().Messages, published.Snapshot().Messages
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the journal's events reduce to\n%+v\nthe published ones to\n%+v", got, want)
+	}
+}
