@@ -82,7 +82,8 @@ func TestArray(t *testing.T) {
 
 func TestString(t *testing.T) {
 	t.Parallel()
-	for _, in := range []string{`""`, `"plain"`, `"日本 👋"`, `"a\nb"`, `"\u00e9\ud83d\udc4b"`, `"\/"`, "\"bad \xff utf8\"", `null`} {
+	for _, in := range []string{`""`, `"plain"`, `"日本 👋"`, `"a\nb"`, `"\u00e9\ud83d\udc4b"`, `"\/"`, "\"bad \xff utf8\"", `null`,
+		`"\"quoted\" \\ \b\f\n\r\t end"`, `"\n\n"`, `"é\n😀"`, "\"\xe2\\n\x80\xa8\"", `"a\\"`, `"mixed \n and \u2028"`} {
 		got, err := String([]byte(in))
 		if err != nil {
 			t.Fatalf("%s: %v", in, err)
@@ -99,7 +100,7 @@ func TestString(t *testing.T) {
 			t.Fatalf("Unquote %s = %q, %v", in, u, err)
 		}
 	}
-	for _, bad := range []string{`"a`, `x`, "\"a\tb\""} {
+	for _, bad := range []string{`"a`, `x`, "\"a\tb\"", `"a\"`, `"a\x"`, `"a"b"`, "\"\\n\x01\""} {
 		if _, err := String([]byte(bad)); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
@@ -147,6 +148,38 @@ func TestStringAllocs(t *testing.T) {
 	}); n != 0 {
 		t.Fatalf("Unquote of a plain string allocates %v times", n)
 	}
+}
+
+// A string with newlines and quotes escaped, as model text streams, is
+// decoded in one allocation: the string.
+func TestStringEscapedAllocs(t *testing.T) {
+	v := []byte(`"Paragraph 1: \"quoted\".\n\n"`)
+	if n := testing.AllocsPerRun(100, func() {
+		if s, _ := String(v); s != "Paragraph 1: \"quoted\".\n\n" {
+			t.Fatal("wrong")
+		}
+	}); n != 1 {
+		t.Fatalf("String of an escaped string allocates %v times", n)
+	}
+}
+
+// FuzzString: String decodes any string value as encoding/json does, and
+// fails where it fails.
+func FuzzString(f *testing.F) {
+	for _, s := range []string{`""`, `"a\nb"`, `"\"\\\/\b\f\n\r\t"`, `"\u00e9\ud83d"`, "\"\xff\\n\"", `"a\"`, `"a\q"`, "\"\x01\"", `"é\n"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, v []byte) {
+		if len(v) == 0 || v[0] != '"' {
+			return // null and absent values decode to "" by design
+		}
+		got, err := String(v)
+		var want string
+		werr := json.Unmarshal(v, &want)
+		if (err == nil) != (werr == nil) || got != want {
+			t.Fatalf("String(%q) = %q, %v; encoding/json: %q, %v", v, got, err, want, werr)
+		}
+	})
 }
 
 func FuzzObject(f *testing.F) {
