@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"testing/synctest"
 
 	"github.com/sluicehq/sluice/protocol"
 )
@@ -31,15 +32,21 @@ func (l *memLog) Close() error { return nil }
 // TestJournalMergesDeltas: the journal writes a stream's deltas merged per
 // block, in events of bounded size, in order with the events between
 // them; what it writes reduces to the display the events published one by
-// one reduce to.
+// one reduce to. In a bubble, so that the flusher's delay passes only once
+// everything is queued: one batch, merged as far as merging goes.
 func TestJournalMergesDeltas(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testJournalMergesDeltas)
+}
+
+func testJournalMergesDeltas(t *testing.T) {
 	const m = "msg_1"
 	var evs []protocol.Event
 	add := func(ev protocol.Event) { evs = append(evs, ev) }
 	add(protocol.AssistantMessageAdded{Message: protocol.Message{ID: m, Role: protocol.RoleAssistant, Blocks: []protocol.Block{}}})
-	for i := 0; i < 3*journalMergeMax/16; i++ { // three merged events' worth
-		add(protocol.AssistantContentUpdated{MessageID: m, BlockIndex: 0, Chunk: fmt.Sprintf("delta %08d. ", i), Stage: protocol.StageStreaming})
+	const chunk = 64
+	for i := 0; i < 3*journalMergeMax/chunk; i++ { // three merged events' worth
+		add(protocol.AssistantContentUpdated{MessageID: m, BlockIndex: 0, Chunk: fmt.Sprintf("delta %0*d ", chunk-7, i), Stage: protocol.StageStreaming})
 	}
 	add(protocol.AssistantContentUpdated{MessageID: m, BlockIndex: 0, Stage: protocol.StageEnd})
 	for i := range 3 {
@@ -93,7 +100,7 @@ func TestJournalMergesDeltas(t *testing.T) {
 		}
 	}
 	if deltas < 3 || deltas > 4 {
-		t.Errorf("block 0's %d deltas were written as %d events, want 3 or 4 of at most %d bytes", 3*journalMergeMax/16, deltas, journalMergeMax)
+		t.Errorf("block 0's %d deltas were written as %d events, want 3 or 4 of at most %d bytes", 3*journalMergeMax/chunk, deltas, journalMergeMax)
 	}
 	if want := 1 + 4 + 1 + 1 + 1 + 6; len(log.lines) != want {
 		t.Errorf("%d records, want %d (each run of deltas merged, nothing else)", len(log.lines), want)
