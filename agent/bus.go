@@ -246,7 +246,9 @@ func newBus(sessionID string, snap protocol.Snapshot) *bus {
 // publishLocked assigns ev the next seq, applies it to the list and queues
 // it to every subscriber. Called with b.mu held.
 func (b *bus) publishLocked(ev protocol.Event) (protocol.Event, error) {
-	ev = protocol.WithHeader(ev, protocol.Header{SessionID: b.sessionID, Seq: b.list.Seq() + 1, ParentToolID: ev.Head().ParentToolID})
+	if h := b.nextHeader(ev.Head().ParentToolID); ev.Head() != h {
+		ev = protocol.WithHeader(ev, h)
+	}
 	ev, err := b.list.Publish(ev)
 	if err != nil {
 		// The agent built an event that does not fit its own list: a bug.
@@ -257,6 +259,13 @@ func (b *bus) publishLocked(ev protocol.Event) (protocol.Event, error) {
 		s.push(Item{Event: ev})
 	}
 	return ev, nil
+}
+
+// nextHeader is the header of the next event published, of the child
+// session that runs in call parentTool ("" for the session's own).
+// Called with b.mu held.
+func (b *bus) nextHeader(parentTool string) protocol.Header {
+	return protocol.Header{SessionID: b.sessionID, Seq: b.list.Seq() + 1, ParentToolID: parentTool}
 }
 
 func (b *bus) publishPartLocked(p model.Part, parentTool string) {

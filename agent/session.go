@@ -755,6 +755,29 @@ func (s *Session) Close() error {
 func (s *Session) publish(ev protocol.Event) protocol.Event {
 	s.bus.mu.Lock()
 	defer s.bus.mu.Unlock()
+	return s.publishLocked(ev)
+}
+
+// publishText is publish for a text delta, the event a stream is mostly
+// made of (publishReasoning for a reasoning one): its header is set
+// before it becomes an Event, so that the bus need not copy it into a new
+// one to number it.
+func (s *Session) publishText(ev protocol.AssistantContentUpdated) {
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	ev.Header = s.bus.nextHeader(ev.ParentToolID)
+	s.publishLocked(ev)
+}
+
+func (s *Session) publishReasoning(ev protocol.AssistantReasoningUpdated) {
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	ev.Header = s.bus.nextHeader(ev.ParentToolID)
+	s.publishLocked(ev)
+}
+
+// publishLocked is publish with bus.mu held.
+func (s *Session) publishLocked(ev protocol.Event) protocol.Event {
 	out, err := s.bus.publishLocked(ev)
 	if err != nil {
 		// An event that does not fit the agent's own list is a bug in the

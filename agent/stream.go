@@ -127,7 +127,7 @@ func (a *attempt) handle(p model.Part) {
 			if b.display < 0 {
 				a.newDisplay(b)
 			}
-			a.s.publish(protocol.AssistantContentUpdated{MessageID: a.msgID, BlockIndex: b.display,
+			a.s.publishText(protocol.AssistantContentUpdated{MessageID: a.msgID, BlockIndex: b.display,
 				Chunk: p.Text, Stage: protocol.StageStreaming})
 		case model.DeltaReasoning:
 			b := a.block(p.Index, model.BlockReasoning)
@@ -140,7 +140,7 @@ func (a *attempt) handle(p model.Part) {
 				ev.StartedAt = a.s.now()
 			}
 			ev.BlockIndex = b.display
-			a.s.publish(ev)
+			a.s.publishReasoning(ev)
 		case model.DeltaInputJSON:
 			b := a.block(p.Index, model.BlockToolUse)
 			if p.Text == "" || b.ended {
