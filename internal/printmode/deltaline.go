@@ -132,11 +132,16 @@ func (ids *lineIDs) append(b []byte) []byte {
 	ids.left -= len(u)
 	u[6] = u[6]&0x0f | 0x40 // version 4
 	u[8] = u[8]&0x3f | 0x80 // variant RFC 9562
+	var text [36]byte
+	at := 0
 	for i, c := range u {
 		if i == 4 || i == 6 || i == 8 || i == 10 {
-			b = append(b, '-')
+			text[at] = '-'
+			at++
 		}
-		b = append(b, hex[c>>4], hex[c&0xf])
+		text[at], text[at+1] = hex[c>>4], hex[c&0xf]
+		at += 2
 	}
+	b = append(b, text[:]...)
 	return b
 }
