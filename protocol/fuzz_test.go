@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/sluicehq/sluice/protocol"
@@ -290,6 +291,57 @@ func FuzzDecodeApply(f *testing.F) {
 			}
 			_ = l.Apply(ev)
 			_ = l.Snapshot()
+		}
+	})
+}
+
+// FuzzDecodeNotification checks DecodeNotification, which reads a line in
+// Encode's shape by its frame, against decoding the envelope as JSON and
+// then its params: for any line both fail, or both give the same event.
+func FuzzDecodeNotification(f *testing.F) {
+	files, _ := filepath.Glob("testdata/vectors/*.json")
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		var v vector
+		if err := json.Unmarshal(data, &v); err != nil {
+			f.Fatal(err)
+		}
+		for _, n := range v.Events {
+			ev, err := protocol.Decode(n.Method, n.Params)
+			if err != nil {
+				f.Fatal(err)
+			}
+			line, err := protocol.Encode(ev)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(line)
+		}
+	}
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","method":"turnEnded","params":{"sessionId":"s","seq":1},"method":"messagesCleared"}`,
+		`{"jsonrpc":"2.0","method":"turnEnded","params":{"sessionId":"s","seq":1},"params":{"seq":2}}`,
+		`{"jsonrpc":"2.0","method":"turnEnde\u0064","params":{"sessionId":"s","seq":1}}`,
+		`{"jsonrpc":"2.0","method":"turnEnded","params":{"sessionId":"s","seq":1} }`,
+		`{"jsonrpc":"2.0","method":"turnEnded","params":{"sessionId":"}"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, gerr := protocol.DecodeNotification(data)
+		var n protocol.Notification
+		want, werr := protocol.Event(nil), json.Unmarshal(data, &n)
+		if werr == nil {
+			want, werr = protocol.Decode(n.Method, n.Params)
+		}
+		if (gerr == nil) != (werr == nil) {
+			t.Fatalf("%s: DecodeNotification error %v, the envelope's decoding %v", data, gerr, werr)
+		}
+		if gerr == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: decoded %#v, the envelope's decoding %#v", data, got, want)
 		}
 	})
 }

@@ -150,6 +150,12 @@ func TestWireRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Encode frames the envelope by hand: it must write what
+			// encoding/json would.
+			params, _ := json.Marshal(ev)
+			if want, _ := json.Marshal(protocol.Notification{JSONRPC: "2.0", Method: ev.Method(), Params: params}); string(line) != string(want) {
+				t.Errorf("%s event %d: encoded\n%s\nwant\n%s", file, i, line, want)
+			}
 			var back protocol.Notification
 			if err := json.Unmarshal(line, &back); err != nil {
 				t.Fatal(err)
@@ -160,4 +166,28 @@ func TestWireRoundTrip(t *testing.T) {
 			jsonEqual(t, back.Params, n.Params)
 		}
 	}
+}
+
+// BenchmarkDeltaWire is a text delta's way through the wire format: encoded
+// for every client and a cluster's log, decoded by a following node.
+func BenchmarkDeltaWire(b *testing.B) {
+	ev := protocol.AssistantContentUpdated{Header: protocol.Header{SessionID: "0b4c7a52-3a1e-4d2e-9a55-6f0e8f0c2d11", Seq: 1234},
+		MessageID: "msg_01XFDUDYJgAACzvnptvVoYEL", Chunk: "1796150060242885203 ", Stage: protocol.StageStreaming}
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := protocol.Encode(ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	line, _ := protocol.Encode(ev)
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := protocol.DecodeNotification(line); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,8 +25,25 @@ func Encode(ev Event) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("protocol: encode %s: %w", ev.Method(), err)
 	}
-	return json.Marshal(Notification{JSONRPC: "2.0", Method: ev.Method(), Params: params})
+	// The envelope is framed by hand: marshalling a Notification would
+	// scan and copy params, valid and compact already, once more, for every
+	// event on its way to every client and to a cluster's log. Methods are
+	// plain ASCII names, never escaped: the bytes are json.Marshal's.
+	method := ev.Method()
+	b := make([]byte, 0, len(notePrefix)+len(method)+len(paramsSep)+len(params)+1)
+	b = append(b, notePrefix...)
+	b = append(b, method...)
+	b = append(b, paramsSep...)
+	b = append(b, params...)
+	return append(b, '}'), nil
 }
+
+// notePrefix and paramsSep frame a notification as Encode writes it:
+// {"jsonrpc":"2.0","method":"NAME","params":PARAMS}.
+const (
+	notePrefix = `{"jsonrpc":"2.0","method":"`
+	paramsSep  = `","params":`
+)
 
 // Decode parses the params of a notification named method into its event.
 func Decode(method string, params json.RawMessage) (Event, error) {
@@ -77,6 +95,9 @@ func Decode(method string, params json.RawMessage) (Event, error) {
 
 // DecodeNotification parses a whole JSON-RPC notification.
 func DecodeNotification(data []byte) (Event, error) {
+	if ev, ok := decodeFramed(data); ok {
+		return ev, nil
+	}
 	var n Notification
 	if err := json.Unmarshal(data, &n); err != nil {
 		return nil, fmt.Errorf("protocol: decode notification: %w", err)
@@ -90,4 +111,27 @@ func decodeAs[T Event](params json.RawMessage) (Event, error) {
 		return nil, err
 	}
 	return v, nil
+}
+
+// decodeFramed decodes a notification in Encode's shape by its frame,
+// without parsing the envelope as JSON first (which scans and copies the
+// params before they are parsed). Anything else — another shape, a method
+// that is not an event, params that do not parse alone — reports false, and
+// DecodeNotification's general path decides.
+func decodeFramed(data []byte) (Event, bool) {
+	if len(data) < len(notePrefix) || string(data[:len(notePrefix)]) != notePrefix {
+		return nil, false
+	}
+	rest := data[len(notePrefix):]
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 {
+		return nil, false
+	}
+	method := rest[:end]
+	rest = rest[end:]
+	if len(rest) < len(paramsSep)+1 || string(rest[:len(paramsSep)]) != paramsSep || rest[len(rest)-1] != '}' {
+		return nil, false
+	}
+	ev, err := Decode(string(method), rest[len(paramsSep):len(rest)-1])
+	return ev, err == nil
 }
