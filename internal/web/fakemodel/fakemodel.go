@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -34,6 +35,11 @@ type Answer struct {
 	// Pace is a delay before each text chunk after the first, as a model
 	// producing tokens at a rate would (0: as fast as possible).
 	Pace time.Duration
+	// Jitter spreads each delay at random over Pace × [1−Jitter, 1+Jitter]
+	// (the same mean), so that answers streamed at once do not stay in
+	// step as timers set together fire together: unaligned, as the
+	// streams of independent model requests are (0: every delay is Pace).
+	Jitter float64
 	// Stamp replaces each text chunk by the time it is sent (Unix ns,
 	// StampBytes bytes with a trailing space), so that a client measures
 	// each delta's delivery latency.
@@ -272,7 +278,7 @@ func streamAnswer(ctx context.Context, w http.ResponseWriter, a Answer) {
 				}
 			}
 			if a.Pace > 0 && i > 0 {
-				t := time.NewTimer(a.Pace)
+				t := time.NewTimer(jittered(a.Pace, a.Jitter))
 				select {
 				case <-t.C:
 				case <-ctx.Done():
@@ -358,4 +364,12 @@ func NumberedAnswer(size int) []string {
 		total += len(tok)
 	}
 	return out
+}
+
+// jittered is d scaled by a random factor in [1−j, 1+j].
+func jittered(d time.Duration, j float64) time.Duration {
+	if j <= 0 {
+		return d
+	}
+	return time.Duration(float64(d) * (1 + j*(2*rand.Float64()-1)))
 }

@@ -48,6 +48,7 @@ func main() {
 	nodes := flag.Int("nodes", 3, "cluster nodes")
 	size := flag.Int("answer-bytes", 20_000, "size of each answer")
 	pace := flag.Duration("pace", 5*time.Millisecond, "delay between the model's chunks")
+	jitter := flag.Float64("jitter", 0, "spread each delay at random over pace × [1−jitter, 1+jitter]: 0 streams every session in step (each 5 ms a burst of one delta per session, the harder load), 0.5 unaligned as independent requests are")
 	ttl := flag.Duration("lease-ttl", 10*time.Second, "the nodes' lease TTL")
 	timeout := flag.Duration("timeout", 5*time.Minute, "give up after this long")
 	natsProcess := flag.Bool("nats-process", true, "run the NATS server in a process of its own, as a cluster's would be, rather than beside the load's clients")
@@ -72,7 +73,7 @@ func main() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 		var f figures
-		f, err = run(ctx, *bin, *sessions, *nodes, *size/fakemodel.StampBytes, *pace, *ttl, *natsProcess)
+		f, err = run(ctx, *bin, *sessions, *nodes, *size/fakemodel.StampBytes, *pace, *jitter, *ttl, *natsProcess)
 		cancel()
 		if err != nil {
 			break
@@ -178,15 +179,15 @@ func measure(l *latencies) func(protocol.Event, time.Time) {
 	}
 }
 
-func run(ctx context.Context, bin string, sessions, nodes, chunks int, pace, ttl time.Duration, natsProcess bool) (figures, error) {
+func run(ctx context.Context, bin string, sessions, nodes, chunks int, pace time.Duration, jitter float64, ttl time.Duration, natsProcess bool) (figures, error) {
 	var f figures
-	err := runInto(ctx, &f, bin, sessions, nodes, chunks, pace, ttl, natsProcess)
+	err := runInto(ctx, &f, bin, sessions, nodes, chunks, pace, jitter, ttl, natsProcess)
 	return f, err
 }
 
-func runInto(ctx context.Context, fig *figures, bin string, sessions, nodes, chunks int, pace, ttl time.Duration, natsProcess bool) error {
+func runInto(ctx context.Context, fig *figures, bin string, sessions, nodes, chunks int, pace time.Duration, jitter float64, ttl time.Duration, natsProcess bool) error {
 	fm := fakemodel.New(func(fakemodel.Request) fakemodel.Answer {
-		return fakemodel.Answer{Text: make([]string, chunks), Pace: pace, Stamp: true}
+		return fakemodel.Answer{Text: make([]string, chunks), Pace: pace, Jitter: jitter, Stamp: true}
 	})
 	defer fm.Close()
 	answerMB := float64(sessions*chunks*fakemodel.StampBytes) / 1e6
