@@ -428,7 +428,7 @@ func (s *streamer) attempt(ctx context.Context, yield func(Part, error) bool) (s
 			var closed bool
 			batch, closed = parts.take(batch)
 			for _, it := range batch {
-				if stopped, done, err := s.handle(it, true, &began, w, yield); done {
+				if stopped, done, err := s.handle(it, true, &began, yield); done {
 					return stopped, began, err
 				}
 				if ctx.Err() != nil {
@@ -436,8 +436,12 @@ func (s *streamer) attempt(ctx context.Context, yield func(Part, error) bool) (s
 					return false, began, context.Cause(ctx)
 				}
 			}
+			// The parts are a sign of life, and the time spent in the
+			// consumer is not time waiting for the server: the watchdog
+			// (below, in this goroutine) counts from here.
+			w.touch()
 			if closed {
-				_, _, err := s.handle(item{}, false, &began, w, yield)
+				_, _, err := s.handle(item{}, false, &began, yield)
 				return false, began, err
 			}
 		case <-timerC:
@@ -463,7 +467,7 @@ func (s *streamer) attempt(ctx context.Context, yield func(Part, error) bool) (s
 
 // handle passes on one item of the provider's stream; done says the attempt
 // is over.
-func (s *streamer) handle(it item, ok bool, began *bool, w *watch, yield func(Part, error) bool) (stopped, done bool, err error) {
+func (s *streamer) handle(it item, ok bool, began *bool, yield func(Part, error) bool) (stopped, done bool, err error) {
 	switch {
 	case !ok:
 		return false, true, fmt.Errorf("%w (%s ended its stream without message stop)", ErrIncomplete, s.p.Name())
@@ -474,8 +478,6 @@ func (s *streamer) handle(it item, ok bool, began *bool, w *watch, yield func(Pa
 	if !yield(it.part, nil) {
 		return true, true, nil
 	}
-	// Time spent in the consumer is not time waiting for the server.
-	w.touch()
 	if it.part.Type == PartMessageStop {
 		return false, true, nil
 	}

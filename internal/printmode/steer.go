@@ -153,7 +153,7 @@ func popIdle(ctx context.Context, prompts *queue[userInput], sub *agent.Subscrip
 				st.setCarry(it)
 				return
 			}
-			tl.take(w, it.Event, time.Now())
+			tl.take(w, it.Event, time.Now)
 			w.flush()
 		}
 	}()

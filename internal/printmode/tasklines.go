@@ -101,8 +101,9 @@ type bashTaskNotificationLine struct {
 	SessionID  string `json:"session_id"`
 }
 
-// take applies ev and, with w, writes the lines it calls for.
-func (tl *taskLines) take(w *writer, ev protocol.Event, now time.Time) {
+// take applies ev and, with w, writes the lines it calls for; now is
+// read only for a line that says when (a task's end).
+func (tl *taskLines) take(w *writer, ev protocol.Event, now func() time.Time) {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
 	e, isTask := ev.(protocol.TaskUpdated)
@@ -130,7 +131,7 @@ func (tl *taskLines) take(w *writer, ev protocol.Event, now time.Time) {
 	case e.State == protocol.TaskEnded && held:
 		status, how := taskStatus(e.Status)
 		w.line(taskUpdatedLine{Type: "system", Subtype: "task_updated", TaskID: e.TaskID,
-			Patch: taskPatch{Status: status, EndTime: now.UnixMilli()}, UUID: uuid.NewString(), SessionID: w.session})
+			Patch: taskPatch{Status: status, EndTime: now().UnixMilli()}, UUID: uuid.NewString(), SessionID: w.session})
 		w.line(bashTaskNotificationLine{
 			Type: "system", Subtype: "task_notification", TaskID: e.TaskID, ToolUseID: e.ToolID, Status: status,
 			Summary: fmt.Sprintf("Background command %q %s", firstLine(e.Description), how),

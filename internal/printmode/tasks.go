@@ -28,7 +28,7 @@ func settleTasks(ctx context.Context, sess *agent.Session, sub *agent.Subscripti
 	take := func(wctx context.Context) error {
 		it, err := sub.NextItem(wctx)
 		if err == nil && it.Event != nil {
-			tl.take(w, it.Event, time.Now())
+			tl.take(w, it.Event, time.Now)
 		}
 		return err
 	}
