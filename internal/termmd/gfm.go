@@ -2,6 +2,7 @@ package termmd
 
 import (
 	"bytes"
+	"strings"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -35,7 +36,9 @@ func gfm() goldmark.Option {
 
 // tableParser turns a paragraph holding a header row, a delimiter row
 // and body rows into a table; lines before the header row stay a
-// paragraph.
+// paragraph. As in goldmark/extension (what answers looked like before),
+// the first line that reads as a delimiter row decides, and a header with
+// fewer cells than the delimiter row is padded (GFM wants them equal).
 type tableParser struct{}
 
 func (tableParser) Transform(p *ast.Paragraph, reader text.Reader, pc parser.Context) {
@@ -48,8 +51,8 @@ func (tableParser) Transform(p *ast.Paragraph, reader text.Reader, pc parser.Con
 			continue
 		}
 		header := lines.At(i - 1)
-		if len(cells(src, header)) != len(aligns) {
-			continue
+		if len(cells(src, header)) > len(aligns) {
+			return
 		}
 		t := east.NewTable()
 		t.Alignments = aligns
@@ -66,6 +69,13 @@ func (tableParser) Transform(p *ast.Paragraph, reader text.Reader, pc parser.Con
 		kept := text.NewSegments()
 		for j := 0; j < i-1; j++ {
 			kept.Append(lines.At(j))
+		}
+		// The paragraph now ends before the header's line: without its
+		// line ending, it does not end in a soft break.
+		last := kept.At(i - 2)
+		if last.Stop > last.Start && src[last.Stop-1] == '\n' {
+			last.Stop--
+			kept.Set(i-2, last)
 		}
 		p.SetLines(kept)
 		return
@@ -90,7 +100,8 @@ func row(src []byte, line text.Segment, aligns []east.Alignment) *east.TableRow 
 
 // cells splits a row's line at its pipes (not at escaped ones: "\|" is
 // left for the inline parser, which makes it a "|"), without the leading
-// and trailing pipe and the spaces around each cell.
+// and the trailing pipe (escaped or not, as goldmark has it) and the
+// spaces around each cell; nothing after the last pipe is no cell.
 func cells(src []byte, line text.Segment) []text.Segment {
 	start, stop := line.Start, line.Stop
 	for start < stop && util.IsSpace(src[start]) {
@@ -102,14 +113,14 @@ func cells(src []byte, line text.Segment) []text.Segment {
 	if start < stop && src[start] == '|' {
 		start++
 	}
-	if stop > start && src[stop-1] == '|' && (stop-2 < start || src[stop-2] != '\\') {
+	if stop > start && src[stop-1] == '|' {
 		stop--
 	}
 	var out []text.Segment
-	from := start
-	for i := start; i <= stop; i++ {
-		if i < stop && (src[i] != '|' || i > line.Start && src[i-1] == '\\') {
-			continue
+	for from := start; from < stop; {
+		i := from
+		for i < stop && (src[i] != '|' || i > line.Start && src[i-1] == '\\') {
+			i++
 		}
 		s, e := from, i
 		for s < e && util.IsSpace(src[s]) {
@@ -125,18 +136,36 @@ func cells(src []byte, line text.Segment) []text.Segment {
 }
 
 // delimiterRow returns the column alignments a delimiter row such as
-// "| :--- | ---: |" gives, or nil if line is not one. Without a pipe a
-// line of dashes is not a delimiter row (it is a heading's underline or a
-// list item).
+// "| :--- | ---: |" gives, or nil if line is not one: indented less than
+// four columns, nothing but dashes, colons, pipes and spaces, and not
+// dashes only (a heading's underline or a rule); each cell between pipes
+// (a blank one before the first and after the last aside) is dashes with
+// an optional colon at either end.
 func delimiterRow(line []byte) []east.Alignment {
-	line = bytes.TrimSpace(line)
-	if bytes.IndexByte(line, '|') < 0 {
+	if w, _ := util.IndentWidth(line, 0); w > 3 {
 		return nil
 	}
-	line = bytes.TrimPrefix(line, []byte("|"))
-	line = bytes.TrimSuffix(line, []byte("|"))
+	dashesOnly := true
+	for _, b := range line {
+		if b != '-' {
+			dashesOnly = false
+		}
+		if !util.IsSpace(b) && b != '-' && b != '|' && b != ':' {
+			return nil
+		}
+	}
+	if dashesOnly {
+		return nil
+	}
+	cols := bytes.Split(line, []byte("|"))
+	if util.IsBlank(cols[0]) {
+		cols = cols[1:]
+	}
+	if len(cols) > 0 && util.IsBlank(cols[len(cols)-1]) {
+		cols = cols[:len(cols)-1]
+	}
 	var aligns []east.Alignment
-	for _, c := range bytes.Split(line, []byte("|")) {
+	for _, c := range cols {
 		c = bytes.TrimSpace(c)
 		left, right := bytes.HasPrefix(c, []byte(":")), bytes.HasSuffix(c, []byte(":"))
 		dashes := bytes.TrimSuffix(bytes.TrimPrefix(c, []byte(":")), []byte(":"))
@@ -189,7 +218,8 @@ func (strikeParser) CanOpenCloser(opener, closer *parser.Delimiter) bool {
 func (strikeParser) OnMatch(consumes int) ast.Node { return east.NewStrikethrough() }
 
 // taskParser reads the "[ ]" or "[x]" that starts a list item's first
-// paragraph, followed by a space or the line's end.
+// paragraph, and the white space after it. As in goldmark/extension, none
+// needs to follow (GFM wants some).
 type taskParser struct{}
 
 func (taskParser) Trigger() []byte { return []byte{'['} }
@@ -200,24 +230,28 @@ func (taskParser) Parse(parent ast.Node, block text.Reader, pc parser.Context) a
 		return nil
 	}
 	line, _ := block.PeekLine()
-	if len(line) < 3 || line[0] != '[' || line[2] != ']' || len(line) > 3 && !util.IsSpace(line[3]) {
+	if len(line) < 3 || line[0] != '[' || line[2] != ']' || !blank(line[1]) && line[1] != 'x' && line[1] != 'X' {
 		return nil
 	}
-	switch line[1] {
-	case ' ':
-		block.Advance(3)
-		return east.NewTaskCheckBox(false)
-	case 'x', 'X':
-		block.Advance(3)
-		return east.NewTaskCheckBox(true)
+	n := 3
+	for n < len(line) && blank(line[n]) {
+		n++
 	}
-	return nil
+	block.Advance(n)
+	return east.NewTaskCheckBox(line[1] == 'x' || line[1] == 'X')
 }
 
-// bareLinkParser links "http://", "https://" and "www." addresses written
-// without angle brackets (GFM's extended autolinks; e-mail addresses are
-// left as text). It is triggered at the start of a line and after a
-// space, "*", "_", "~" or "(".
+// blank reports whether b is white space as regular expressions' \s has
+// it.
+func blank(b byte) bool {
+	return b == ' ' || b == '\t' || b == '\n' || b == '\f' || b == '\r'
+}
+
+// bareLinkParser links "http://", "https://", "ftp://" and "www."
+// addresses and e-mail addresses written without angle brackets, by the
+// rules of goldmark/extension's linkify (what answers looked like before:
+// its regular expressions, spelled out as scans). It is triggered at the
+// start of a line and after a space, "*", "_", "~" or "(".
 type bareLinkParser struct{}
 
 func (bareLinkParser) Trigger() []byte { return []byte{' ', '*', '_', '~', '('} }
@@ -231,75 +265,132 @@ func (bareLinkParser) Parse(parent ast.Node, block text.Reader, pc parser.Contex
 	if c := line[0]; c == ' ' || c == '*' || c == '_' || c == '~' || c == '(' {
 		lead = 1
 	}
-	rest := line[lead:]
+	s := line[lead:]
+	typ := ast.AutoLinkURL
 	var protocol []byte
-	var host int // where the domain starts
-	switch {
-	case bytes.HasPrefix(rest, []byte("https://")):
-		host = len("https://")
-	case bytes.HasPrefix(rest, []byte("http://")):
-		host = len("http://")
-	case bytes.HasPrefix(rest, []byte("www.")):
-		host, protocol = len("www."), []byte("http")
-	default:
-		return nil
+	n := 0
+	for _, scheme := range []string{"http://", "https://", "ftp://"} {
+		if bytes.HasPrefix(s, []byte(scheme)) {
+			if h := hostLength(s[len(scheme):], true); h > 0 {
+				n = len(scheme) + h
+			}
+			break
+		}
 	}
-	n := linkLength(rest, host)
-	if n == 0 {
-		return nil
+	if n == 0 && bytes.HasPrefix(s, []byte("www.")) {
+		if h := hostLength(s[len("www."):], false); h > 0 {
+			n, protocol = len("www.")+h, []byte("http")
+		}
+	}
+	if n > 0 {
+		n = trimLink(s, n)
+	} else {
+		if n = emailLength(s); n == 0 {
+			return nil
+		}
+		typ = ast.AutoLinkEmail
+	}
+	// Trailing punctuation is the sentence's, not the link's.
+	for n > 1 && bytes.IndexByte([]byte("?!.,:*_~"), s[n-1]) >= 0 {
+		n--
 	}
 	if lead != 0 {
 		ast.MergeOrAppendTextSegment(parent, segment.WithStop(segment.Start+1))
 	}
 	block.Advance(lead + n)
 	start := segment.Start + lead
-	link := ast.NewAutoLink(ast.AutoLinkURL, ast.NewTextSegment(text.NewSegment(start, start+n)))
+	link := ast.NewAutoLink(typ, ast.NewTextSegment(text.NewSegment(start, start+n)))
 	link.Protocol = protocol
 	return link
 }
 
-// linkLength returns how much of s, whose domain starts at host, is a
-// bare link, or 0 if it is none: the domain (letters, digits, "-", "_"
-// and "."; a "." followed by a letter in it), then everything up to a
-// space or "<", less trailing punctuation, closing parentheses that are
-// not balanced and a trailing entity reference such as "&amp;".
-func linkLength(s []byte, host int) int {
-	i, tld := host, false
-	for ; i < len(s); i++ {
-		c := s[i]
-		if c == '.' && i+1 < len(s) && 'a' <= s[i+1] && s[i+1] <= 'z' {
-			tld = true
-		} else if c != '.' && !util.IsAlphaNumeric(c) && c != '-' && c != '_' {
+// hostLength returns the length of the host, the port and the path at
+// the start of s, or 0 if s does not start with a host: 1 to 256
+// characters of [-a-zA-Z0-9@:%._+~#=], the longest such run followed by
+// "." and lower-case letters; then (for a scheme's address, not a "www."
+// one) ":" and digits; then "/", "#" or "?" and URL characters ("$" not
+// among them after "www.").
+func hostLength(s []byte, scheme bool) int {
+	path := "-@:%_+.~#!?&/=();,'\">^{}[]`"
+	if scheme {
+		path += "$"
+	}
+	run := 0
+	for run < len(s) && in(s[run], "-@:%._+~#=") {
+		run++
+	}
+	k := min(run, 256)
+	for ; k >= 1; k-- {
+		if k+1 < len(s) && s[k] == '.' && 'a' <= s[k+1] && s[k+1] <= 'z' {
 			break
 		}
 	}
-	if !tld {
+	if k < 1 {
 		return 0
 	}
-	for i < len(s) && !util.IsSpace(s[i]) && s[i] != '<' {
-		i++
+	j := k + 1
+	for j < len(s) && 'a' <= s[j] && s[j] <= 'z' {
+		j++
 	}
-	for i > host {
-		switch s[i-1] {
-		case '?', '!', '.', ',', ':', '*', '_', '~':
-			i--
-			continue
-		case ')':
-			if bytes.Count(s[:i], []byte(")")) > bytes.Count(s[:i], []byte("(")) {
-				i--
-				continue
-			}
-		case ';':
-			j := i - 2
-			for j > host && util.IsAlphaNumeric(s[j]) {
-				j--
-			}
-			if j < i-2 && s[j] == '&' {
-				i = j
-				continue
-			}
+	if scheme && j+1 < len(s) && s[j] == ':' && util.IsNumeric(s[j+1]) {
+		for j += 2; j < len(s) && util.IsNumeric(s[j]); j++ {
 		}
-		break
 	}
-	return i
+	if j < len(s) && (s[j] == '/' || s[j] == '#' || s[j] == '?') {
+		for j++; j < len(s) && in(s[j], path); j++ {
+		}
+	}
+	return j
+}
+
+// in reports whether b is an ASCII letter or digit or one of chars.
+func in(b byte, chars string) bool {
+	return util.IsAlphaNumeric(b) || strings.IndexByte(chars, b) >= 0
+}
+
+// trimLink shortens a link of n bytes at the start of s: by a final ".",
+// by closing parentheses that have no opening one, and by an entity
+// reference ("&amp;") that ends it.
+func trimLink(s []byte, n int) int {
+	switch s[n-1] {
+	case '.':
+		return n - 1
+	case ')':
+		if unbalanced := bytes.Count(s[:n], []byte(")")) - bytes.Count(s[:n], []byte("(")); unbalanced > 0 {
+			return n - unbalanced
+		}
+	case ';':
+		i := n - 2
+		for i >= 0 && util.IsAlphaNumeric(s[i]) {
+			i--
+		}
+		if i >= 0 && i != n-2 && s[i] == '&' {
+			return i
+		}
+	}
+	return n
+}
+
+// emailLength returns the length of the e-mail address at the start of
+// s, or 0: goldmark's address scan, a "." in the domain, a final "."
+// left out, and no "-" or "_" right after it.
+func emailLength(s []byte) int {
+	if len(s) == 0 || util.IsPunct(s[0]) {
+		return 0
+	}
+	stop := util.FindEmailIndex(s)
+	if stop < 0 {
+		return 0
+	}
+	at := bytes.IndexByte(s, '@')
+	if bytes.IndexByte(s[at:stop-1], '.') < 0 {
+		return 0
+	}
+	if s[stop-1] == '.' {
+		stop--
+	}
+	if stop < len(s) && (s[stop] == '-' || s[stop] == '_') {
+		return 0
+	}
+	return stop
 }
