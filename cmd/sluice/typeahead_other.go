@@ -1,8 +1,9 @@
-//go:build !linux
+//go:build !(linux || darwin || dragonfly || freebsd || netbsd || openbsd)
 
 package main
 
 import "io"
 
-// holdTypeahead is a no-op where the terminal is not set up by hand.
+// holdTypeahead is a no-op where sluice does not set the terminal up by
+// hand (Windows, Solaris, ...): typed-ahead keys may echo there.
 func holdTypeahead(io.Reader) func() { return nil }

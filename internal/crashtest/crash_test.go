@@ -575,11 +575,11 @@ func TestTUIKilledMidStream(t *testing.T) {
 	}
 	waitFile(t, files[0], "chunk-0020")
 	shell, _ := strconv.Atoi(strings.TrimSpace(tmux("display-message", "-p", "-t", "t", "#{pane_pid}")))
-	children, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", shell, shell))
-	pid, err := strconv.Atoi(strings.Fields(string(children) + " x")[0])
-	if err != nil {
-		t.Fatalf("no sluice process under the pane's shell %d: %q", shell, children)
+	children := proctest.Children(shell)
+	if len(children) == 0 {
+		t.Fatalf("no sluice process under the pane's shell %d", shell)
 	}
+	pid := children[0]
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv("SLUICE_TEST_GUARD_PARENT"); dir != "" {
 		// The parent process of TestDiesWithParent, killed while the
 		// command runs.
-		guardParent(dir, mechanisms[os.Getenv("SLUICE_TEST_GUARD_MECHANISM")])
+		guardParent(dir, os.Getenv("SLUICE_TEST_GUARD_SHELL"), mechanisms[os.Getenv("SLUICE_TEST_GUARD_MECHANISM")])
 		return
 	}
 	goleak.VerifyTestMain(m)
@@ -33,10 +33,21 @@ func TestMain(m *testing.M) {
 // failure, never the expected outcome.
 const failAfter = 30 * time.Second
 
-// command is Command with the mechanism m.
-func command(t *testing.T, m mechanism, line string, stdin *os.File) *exec.Cmd {
+// shells are the shells a guard may be: bash, and /bin/sh where bash is
+// missing (dash on Debian, bash 3.2 on macOS).
+func shells(t *testing.T) []string {
 	t.Helper()
-	cmd := exec.Command("/bin/sh")
+	list := []string{"/bin/sh"}
+	if bash, err := exec.LookPath("bash"); err == nil {
+		list = append(list, bash)
+	}
+	return list
+}
+
+// command is Command with the shell and the mechanism m.
+func command(t *testing.T, shell string, m mechanism, line string, stdin *os.File) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(shell)
 	if err := guard(cmd, m, "argv0", line, stdin); err != nil {
 		t.Fatal(err)
 	}
@@ -60,36 +71,38 @@ func TestGuardRunsTheLine(t *testing.T) {
 		{name: "no extra fds", line: `for fd in 3 4 5; do (: <&$fd) 2>/dev/null && echo "fd $fd open"; done; echo checked`, stdin: "x", wantOut: "checked\n"},
 		{name: "quoting", line: `printf '%s|' "a b" 'c"d' $((1+1))`, wantOut: `a b|c"d|2|`},
 	}
-	for name, m := range mechanisms {
-		for _, tt := range tests {
-			t.Run(name+"/"+tt.name, func(t *testing.T) {
-				t.Parallel()
-				var stdin *os.File
-				if tt.stdin != "" {
-					r, w, err := os.Pipe()
-					if err != nil {
+	for _, shell := range shells(t) {
+		for name, m := range mechanisms {
+			for _, tt := range tests {
+				t.Run(filepath.Base(shell)+"/"+name+"/"+tt.name, func(t *testing.T) {
+					t.Parallel()
+					var stdin *os.File
+					if tt.stdin != "" {
+						r, w, err := os.Pipe()
+						if err != nil {
+							t.Fatal(err)
+						}
+						defer r.Close()
+						go func() {
+							_, _ = w.WriteString(tt.stdin)
+							w.Close()
+						}()
+						stdin = r
+					}
+					cmd := command(t, shell, m, tt.line, stdin)
+					out, err := cmd.CombinedOutput()
+					code := 0
+					var exitErr *exec.ExitError
+					if errors.As(err, &exitErr) {
+						code = exitErr.ExitCode()
+					} else if err != nil {
 						t.Fatal(err)
 					}
-					defer r.Close()
-					go func() {
-						_, _ = w.WriteString(tt.stdin)
-						w.Close()
-					}()
-					stdin = r
-				}
-				cmd := command(t, m, tt.line, stdin)
-				out, err := cmd.CombinedOutput()
-				code := 0
-				var exitErr *exec.ExitError
-				if errors.As(err, &exitErr) {
-					code = exitErr.ExitCode()
-				} else if err != nil {
-					t.Fatal(err)
-				}
-				if string(out) != tt.wantOut || code != tt.wantCode {
-					t.Fatalf("got %q, status %d; want %q, status %d", out, code, tt.wantOut, tt.wantCode)
-				}
-			})
+					if string(out) != tt.wantOut || code != tt.wantCode {
+						t.Fatalf("got %q, status %d; want %q, status %d", out, code, tt.wantOut, tt.wantCode)
+					}
+				})
+			}
 		}
 	}
 }
@@ -113,9 +126,9 @@ func TestCommand(t *testing.T) {
 }
 
 // guardParent runs a command that starts a job of its own and never ends.
-func guardParent(dir string, m mechanism) {
+func guardParent(dir, shell string, m mechanism) {
 	line := `sleep 1000 & echo $! > job; echo $$ > shell; sleep 1000`
-	cmd := exec.Command("/bin/sh")
+	cmd := exec.Command(shell)
 	if err := guard(cmd, m, "sh", line, nil); err != nil {
 		panic(err)
 	}
@@ -129,61 +142,63 @@ func guardParent(dir string, m mechanism) {
 
 // TestDiesWithParent: a kill -9 of the process that started a guarded
 // command leaves none of the command's processes running, with each
-// mechanism.
+// shell and each mechanism.
 func TestDiesWithParent(t *testing.T) {
 	t.Parallel()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name := range mechanisms {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			dir := t.TempDir()
-			parent := exec.Command(exe, "-test.run=^$")
-			parent.Env = append(os.Environ(), "SLUICE_TEST_GUARD_PARENT="+dir, "SLUICE_TEST_GUARD_MECHANISM="+name)
-			if err := parent.Start(); err != nil {
-				t.Fatal(err)
-			}
-			deadline := time.Now().Add(failAfter)
-			var pids []int
-			for _, file := range []string{"job", "shell"} {
-				for {
-					data, _ := os.ReadFile(filepath.Join(dir, file))
-					if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
-						pids = append(pids, pid)
-						break
-					}
-					if time.Now().After(deadline) {
-						_ = parent.Process.Kill()
-						_ = parent.Wait()
-						t.Fatalf("the command never wrote its %s's pid", file)
-					}
-					time.Sleep(5 * time.Millisecond)
+	for _, shell := range shells(t) {
+		for name := range mechanisms {
+			t.Run(filepath.Base(shell)+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				parent := exec.Command(exe, "-test.run=^$")
+				parent.Env = append(os.Environ(), "SLUICE_TEST_GUARD_PARENT="+dir, "SLUICE_TEST_GUARD_SHELL="+shell, "SLUICE_TEST_GUARD_MECHANISM="+name)
+				if err := parent.Start(); err != nil {
+					t.Fatal(err)
 				}
-			}
-			// $$ is the guard's pid, the group's ID: whatever a failure
-			// leaves running goes with it.
-			t.Cleanup(func() { _ = syscall.Kill(-pids[1], syscall.SIGKILL) })
-			// Still running while the parent lives: the guard kills only
-			// on its parent's death.
-			for _, pid := range pids {
-				if !proctest.Alive(pid) {
-					t.Fatalf("process %d of the command ended while its parent lived", pid)
-				}
-			}
-			if err := parent.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			_ = parent.Wait()
-			for _, pid := range pids {
-				for proctest.Alive(pid) {
-					if time.Now().After(deadline) {
-						t.Fatalf("process %d of the command outlived the process that started it", pid)
+				deadline := time.Now().Add(failAfter)
+				var pids []int
+				for _, file := range []string{"job", "shell"} {
+					for {
+						data, _ := os.ReadFile(filepath.Join(dir, file))
+						if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+							pids = append(pids, pid)
+							break
+						}
+						if time.Now().After(deadline) {
+							_ = parent.Process.Kill()
+							_ = parent.Wait()
+							t.Fatalf("the command never wrote its %s's pid", file)
+						}
+						time.Sleep(5 * time.Millisecond)
 					}
-					time.Sleep(5 * time.Millisecond)
 				}
-			}
-		})
+				// $$ is the guard's pid, the group's ID: whatever a failure
+				// leaves running goes with it.
+				t.Cleanup(func() { _ = syscall.Kill(-pids[1], syscall.SIGKILL) })
+				// Still running while the parent lives: the guard kills only
+				// on its parent's death.
+				for _, pid := range pids {
+					if !proctest.Alive(pid) {
+						t.Fatalf("process %d of the command ended while its parent lived", pid)
+					}
+				}
+				if err := parent.Process.Signal(syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				_ = parent.Wait()
+				for _, pid := range pids {
+					for proctest.Alive(pid) {
+						if time.Now().After(deadline) {
+							t.Fatalf("process %d of the command outlived the process that started it", pid)
+						}
+						time.Sleep(5 * time.Millisecond)
+					}
+				}
+			})
+		}
 	}
 }

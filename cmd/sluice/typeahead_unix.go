@@ -1,3 +1,5 @@
+//go:build linux || darwin || dragonfly || freebsd || netbsd || openbsd
+
 package main
 
 import (
@@ -21,7 +23,7 @@ func holdTypeahead(in io.Reader) func() {
 		return nil
 	}
 	fd := int(f.Fd())
-	old, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	old, err := unix.IoctlGetTermios(fd, getTermios)
 	if err != nil {
 		return nil // not a terminal
 	}
@@ -29,8 +31,8 @@ func holdTypeahead(in io.Reader) func() {
 	t.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.IEXTEN
 	t.Iflag &^= unix.ICRNL | unix.INLCR | unix.IGNCR
 	t.Cc[unix.VMIN], t.Cc[unix.VTIME] = 1, 0
-	if unix.IoctlSetTermios(fd, unix.TCSETS, &t) != nil {
+	if unix.IoctlSetTermios(fd, setTermios, &t) != nil {
 		return nil
 	}
-	return func() { _ = unix.IoctlSetTermios(fd, unix.TCSETS, old) }
+	return func() { _ = unix.IoctlSetTermios(fd, setTermios, old) }
 }

@@ -17,3 +17,9 @@ func Alive(pid int) bool {
 	i := bytes.LastIndexByte(data, ')')
 	return i < 0 || i+2 >= len(data) || data[i+2] != 'Z'
 }
+
+// Children lists pid's child processes.
+func Children(pid int) []int {
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	return pids(string(data))
+}
