@@ -36,11 +36,14 @@ go test -race -ldflags=-w -timeout 12m ./...
 # packages the tests compiled instead of compiling the module a second time
 # (on a cold cache that second build cost minutes); what is left is their
 # analysis and building staticcheck itself.
-phase "gofmt -l, go vet, staticcheck"
+phase "gofmt -l, go vet, staticcheck, crosscheck darwin"
 unformatted=$(gofmt -l .)
 [ -z "$unformatted" ] || { echo "gofmt -l lists files to format:" >&2; echo "$unformatted" >&2; exit 1; }
 go vet -race ./...
 GOFLAGS=-race go tool staticcheck ./...
+# macOS: the module and its tests type-check for darwin (no Linux-only code
+# without a counterpart), from source and without compiling for darwin.
+go run ./internal/crosscheck darwin/arm64
 
 phase "node --test (the page's JavaScript reducer against the protocol vectors)"
 node --test internal/web/jstest/
