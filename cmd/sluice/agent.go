@@ -11,7 +11,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/agentdefs"
 	"github.com/sluicehq/sluice/internal/cli"
+	"github.com/sluicehq/sluice/internal/gctune"
 	"github.com/sluicehq/sluice/internal/printmode"
 	"github.com/sluicehq/sluice/internal/provider"
 	"github.com/sluicehq/sluice/internal/tui"
@@ -237,7 +237,12 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 			fmt.Fprintln(stdio.Err, `sluice: no prompt: give one as an argument (sluice -p "...") or on stdin`)
 			return 2
 		}
-		oneShotGC(os.Getenv)
+		// A one-prompt run is short and its live heap small (~1–2 MB): at
+		// the default the runtime's 4 MB minimum goal, filled with the
+		// deltas' garbage, set its peak RSS above start-up's. At 50 the
+		// minimum is 2 MB: BenchmarkHeadlessStream's peak 19.2–19.6 →
+		// 18.4–18.6 MB for ~7 ms more CPU of ~70.
+		gctune.Percent(os.Getenv, 50)
 	}
 	// Nobody is there to answer a permission prompt: what the mode does
 	// not allow is denied, and the result lists the denials.
@@ -262,20 +267,6 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 		}
 	}()
 	return printmode.Run(ctx, nil, prompt, cfg)
-}
-
-// oneShotGC halves the collector's heap growth for a one-prompt headless
-// run, unless GOGC is set. Such a run is short and its live heap small
-// (~1–2 MB), so at the default GOGC the runtime's 4 MB minimum heap goal,
-// filled by the deltas' garbage, set the run's peak RSS above start-up's.
-// At 50 the minimum is 2 MB: BenchmarkHeadlessStream's peak went 19.2–19.6
-// → 18.4–18.6 MB (the start-up peak again) for ~7 ms more CPU of ~70.
-// Long-lived faces (the TUI, stream-json hosts, serve) keep the default,
-// which spends less CPU on a larger heap.
-func oneShotGC(getenv func(string) string) {
-	if getenv("GOGC") == "" {
-		debug.SetGCPercent(50)
-	}
 }
 
 // sessionStateFromEnv is who hears of session state changes, as the

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"runtime/debug"
 	"strconv"
 
 	"github.com/sluicehq/sluice/internal/cli"
+	"github.com/sluicehq/sluice/internal/gctune"
 	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/internal/web"
 )
@@ -19,23 +19,15 @@ func init() {
 	register("serve", "serve a web page and the host protocol over WebSocket on 127.0.0.1", serveMain)
 }
 
-// serveGCPercent is the garbage collector's target for `sluice serve`
-// when GOGC is not set. A server's live heap is small (≈3 MB for a cluster
-// node streaming 20 sessions) and it allocates for every delta to every
-// client, so at Go's default of 100 it collected every few MB allocated,
-// several times a second; the slowest deltas were those that met a
-// collection (its stop-the-world pauses and mark assists, on a machine
-// that nodes, NATS and PostgreSQL share). At 400 the heap grows to five
-// times the live heap between collections instead of twice — a few MB
-// more at this size — and collections are about five times rarer.
-const serveGCPercent = 400
-
-// tuneServeGC sets serveGCPercent unless the environment sets GOGC.
-func tuneServeGC(getenv func(string) string) {
-	if getenv("GOGC") == "" {
-		debug.SetGCPercent(serveGCPercent)
-	}
-}
+// serveHeapFloor is the heap a server lets grow before it collects, unless
+// GOGC is set. Its live heap is small (≈3 MB for a cluster node streaming
+// 20 sessions) and it allocates for every delta to every client, so at Go's
+// default goal, twice the live heap, it collected several times a second
+// (18–19 cycles per node in one clusterload round), and the slowest deltas
+// were those that met a collection: its stop-the-world pauses and mark
+// assists, on a machine nodes, NATS and PostgreSQL share. A floor rather
+// than a higher GOGC keeps a large live heap at the default's twice.
+const serveHeapFloor = 32 << 20
 
 // serveMain runs the host protocol's server behind the web face until
 // interrupted, printing the page's URL (with its token) on stdout.
@@ -60,7 +52,7 @@ func serveMain(ctx context.Context, args []string, stdio Stdio) int {
 		return 2
 	}
 	log := newLogger(stdio.Err, *verbose)
-	tuneServeGC(os.Getenv)
+	defer gctune.Floor(os.Getenv, serveHeapFloor)()
 	clustered, err := cf.Resolve(os.Getenv)
 	if err != nil {
 		return fail(err)
