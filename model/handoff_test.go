@@ -2,9 +2,11 @@ package model
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"testing"
 	"testing/synctest"
+	"time"
 )
 
 // script is a Provider whose stream is one function.
@@ -84,4 +86,98 @@ func TestHandoffReadsAheadBoundedly(t *testing.T) {
 		close(release)
 		<-done
 	})
+}
+
+// TestHandoffAttemptEnds: however the provider's stream goes on or ends,
+// the attempt passes on every part in order and ends as the stream does,
+// at once (no watchdog's time passes in the bubble): the queue filling up
+// and emptying again (the provider waits for room, and must be woken),
+// the stream ending without a message stop (ErrIncomplete, not an idle
+// timeout), or ending with an error after some parts.
+func TestHandoffAttemptEnds(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("boom")
+	tests := []struct {
+		name    string
+		deltas  int
+		end     func(yield func(Part, error) bool) // after the deltas
+		holdAt  int                                // the consumer waits for the provider to block at this delta; -1 never
+		late    bool                               // the stream ends only once the consumer has the last delta
+		wantErr error                              // the first attempt's failure; nil: it ends with a message stop
+	}{
+		{name: "fills the queue", deltas: 3*handoffMax + 5, holdAt: 0,
+			end: func(yield func(Part, error) bool) { yield(Part{Type: PartMessageStop}, nil) }},
+		{name: "fills the queue twice", deltas: 5 * handoffMax, holdAt: 2 * handoffMax,
+			end: func(yield func(Part, error) bool) { yield(Part{Type: PartMessageStop}, nil) }},
+		{name: "no message stop", deltas: 3, holdAt: -1, end: func(func(Part, error) bool) {}, wantErr: ErrIncomplete},
+		{name: "no message stop after a full queue", deltas: 2*handoffMax + 1, holdAt: 0, end: func(func(Part, error) bool) {}, wantErr: ErrIncomplete},
+		{name: "no message stop, late", deltas: 2, holdAt: -1, late: true, end: func(func(Part, error) bool) {}, wantErr: ErrIncomplete},
+		{name: "an error", deltas: 4, holdAt: -1, end: func(yield func(Part, error) bool) { yield(Part{}, boom) }, wantErr: boom},
+		{name: "an error, late", deltas: 1, holdAt: -1, late: true, end: func(yield func(Part, error) bool) { yield(Part{}, boom) }, wantErr: boom},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				hasLast := make(chan struct{})
+				p := script(func(ctx context.Context, yield func(Part, error) bool) {
+					for i := range tt.deltas {
+						if !yield(Part{Type: PartBlockDelta, Delta: DeltaText, Index: i}, nil) {
+							return
+						}
+					}
+					if tt.late {
+						select {
+						case <-hasLast:
+						case <-ctx.Done():
+							return
+						}
+					}
+					tt.end(yield)
+				})
+				start := time.Now()
+				next := 0
+				var gotErr error
+				stopped := false
+				for part, err := range Stream(t.Context(), p, &Request{}, StreamOptions{MaxRetries: 1}) {
+					if err != nil {
+						t.Fatalf("after %d deltas: %v", next, err)
+					}
+					switch part.Type {
+					case PartBlockDelta:
+						if part.Index != next {
+							t.Fatalf("delta %d, want %d", part.Index, next)
+						}
+						if next == tt.holdAt {
+							synctest.Wait() // the provider fills the queue and waits for room
+						}
+						if next == tt.deltas-1 && tt.late {
+							close(hasLast)
+						}
+						next++
+						continue
+					case PartRetry:
+						gotErr = part.Retry.Err
+					case PartMessageStop:
+						stopped = true
+					default:
+						t.Fatalf("part %v after %d deltas", part.Type, next)
+					}
+					break
+				}
+				if next != tt.deltas {
+					t.Errorf("%d deltas passed on, want %d", next, tt.deltas)
+				}
+				if tt.wantErr == nil && (!stopped || gotErr != nil) {
+					t.Errorf("the attempt failed (%v), want it to end with its message stop", gotErr)
+				}
+				if tt.wantErr != nil && !errors.Is(gotErr, tt.wantErr) {
+					t.Errorf("the attempt failed with %v, want %v", gotErr, tt.wantErr)
+				}
+				if d := time.Since(start); d != 0 {
+					t.Errorf("the attempt took %v of the bubble's time, want none", d)
+				}
+			})
+		})
+	}
 }

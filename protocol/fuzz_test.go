@@ -327,6 +327,12 @@ func FuzzDecodeNotification(f *testing.F) {
 		`{"jsonrpc":"2.0","method":"turnEnde\u0064","params":{"sessionId":"s","seq":1}}`,
 		`{"jsonrpc":"2.0","method":"turnEnded","params":{"sessionId":"s","seq":1} }`,
 		`{"jsonrpc":"2.0","method":"turnEnded","params":{"sessionId":"}"}`,
+		// Each is one byte or name off the frame, where the frame's own
+		// checks (prefix, separator, closing brace) are all that tells it
+		// from a line that is not a notification.
+		`{"jsonrpc":"2.0","methox":"turnEnded","params":{"sessionId":"s","seq":1}}`,
+		`{"jsonrpc":"2.0","method":"turnEnded","paramz":{"sessionId":"s","seq":1}}`,
+		`{"jsonrpc":"2.0","method":"turnEnded","params":{"sessionId":"s","seq":1}]`,
 	} {
 		f.Add([]byte(s))
 	}
