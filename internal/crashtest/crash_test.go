@@ -446,6 +446,65 @@ func TestKilledDuringBash(t *testing.T) {
 	}
 }
 
+// TestKilledWithMCPServer: kill -9 while a stdio MCP server runs that
+// started a child of its own and ignores its stdin closing; both are gone.
+// sluice is still waiting for the server's initialize answer (it gives
+// none), so nothing else of sluice's is in the way.
+func TestKilledWithMCPServer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, newModel(t, nil))
+	server := `sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > child; echo $$ > server; exec sleep 1000`
+	if err := os.WriteFile(filepath.Join(e.wd, "server.sh"), []byte(server), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	config := `{"mcpServers":{"stubborn":{"command":"/bin/sh","args":["server.sh"]}}}`
+	cmd := e.command("-p", "--mcp-config", config, "--strict-mcp-config", "hello")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("sluice's stderr:\n%s", stderr.String())
+		}
+	})
+	var pids []int
+	deadline := time.Now().Add(guard)
+	for _, name := range []string{"child", "server"} {
+		for {
+			data, _ := os.ReadFile(filepath.Join(e.wd, name))
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+				pids = append(pids, pid)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the server never wrote its %s's pid", name)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	t.Cleanup(func() {
+		for _, p := range pids {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	})
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	for _, pid := range pids {
+		for proctest.Alive(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d of the MCP server outlived sluice (%v)", pid, pids)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
 // TestDiskFull: sluice -p on a disk that fills up while it saves the
 // session exits non-zero and says why. The disk is a small tmpfs.
 // The behaviour itself is covered without a mount by agent's

@@ -15,7 +15,9 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"strings"
 )
 
 // Command returns a shell (bash, or /bin/sh where bash is missing) that
@@ -27,15 +29,61 @@ import (
 // its own copy once the command has started. ctx is exec.CommandContext's.
 // Start the command with Start.
 func Command(ctx context.Context, argv0, line string, stdin *os.File) (*exec.Cmd, error) {
-	shell, err := exec.LookPath("bash")
-	if err != nil {
-		shell = "/bin/sh"
-	}
-	cmd := exec.CommandContext(ctx, shell)
+	cmd := exec.CommandContext(ctx, guardShell())
 	if err := guard(cmd, platform, argv0, line, stdin); err != nil {
 		return nil, err
 	}
 	return cmd, nil
+}
+
+// CommandArgs is Command for a program rather than a shell line, run in
+// dir (the process's own when empty): the guard runs name with args, which
+// reach it byte for byte (they are the guard's positional parameters,
+// never parsed by a shell), and the program replaces the guard's
+// background subshell, so its stdin (as Command's), stdout and stderr are
+// the guard's files themselves, with nothing copying in between. name is
+// looked up as exec.Command would run it (in PATH when it has no slash,
+// otherwise relative to dir) and a program that is not there, or not
+// executable, is the error, as it is Start's for exec.Command; one that
+// the exec still fails makes the guard exit with status 126 or 127 and the
+// shell's complaint on stderr. The guard's status is the program's, 128+n
+// for a program killed by signal n.
+func CommandArgs(ctx context.Context, dir, name string, args []string, stdin *os.File) (*exec.Cmd, error) {
+	path, err := programPath(dir, name)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, guardShell())
+	cmd.Dir = dir
+	if err := guardArgv(cmd, platform, append([]string{path}, args...), stdin); err != nil {
+		return nil, err
+	}
+	return cmd, nil
+}
+
+// programPath is name as exec.Command would run it in dir, checked to be
+// an executable file, and made a word that exec cannot take for an
+// option: absolute, or relative starting with "./".
+func programPath(dir, name string) (string, error) {
+	if !strings.Contains(name, "/") {
+		return exec.LookPath(name)
+	}
+	if filepath.IsAbs(name) {
+		_, err := exec.LookPath(name)
+		return name, err
+	}
+	if _, err := exec.LookPath(filepath.Join(dir, name)); err != nil {
+		return "", err
+	}
+	return "./" + name, nil
+}
+
+// guardShell is bash, or /bin/sh where bash is missing.
+func guardShell() string {
+	if shell, err := exec.LookPath("bash"); err == nil {
+		return shell
+	}
+	return "/bin/sh"
 }
 
 // Start starts cmd and sends its wait error to waited, on a goroutine

@@ -107,6 +107,126 @@ func TestGuardRunsTheLine(t *testing.T) {
 	}
 }
 
+// TestGuardRunsTheProgram: under each guard a program gets its arguments
+// byte for byte, whatever they hold, its stdin as given, none of the
+// guard's own files, and the guard exits with its status.
+func TestGuardRunsTheProgram(t *testing.T) {
+	t.Parallel()
+	printf, err := exec.LookPath("printf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every argument printed between brackets. No argument can hold a NUL
+	// byte: execve takes C strings.
+	each := []string{printf, `[%s]`}
+	odd := []string{"", " ", "a b", `'`, `"`, `\`, `\n`, "$HOME", "${x:-y}", "$(echo no)", "`echo no`", "*", "~",
+		"a\nb", "\xff\xfe non-UTF-8 \xc3", "-n", "--", ";", "&&", "|", ">out", "<in", "#", "!", "\t\r"}
+	var oddOut strings.Builder
+	for _, a := range odd {
+		oddOut.WriteString("[" + a + "]")
+	}
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "-n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "-n", "prog"), []byte("#!/bin/sh\necho \"${0##*/} $#\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		argv     []string
+		stdin    string
+		wantOut  string
+		wantCode int
+	}{
+		{name: "arguments", argv: append(each, odd...), wantOut: oddOut.String()},
+		{name: "no arguments", argv: []string{"/bin/sh", "-c", `echo "$#"`}, wantOut: "0\n"},
+		{name: "a path that looks like an option", argv: []string{"./-n/prog", "a"}, wantOut: "prog 1\n"},
+		{name: "status", argv: []string{"/bin/sh", "-c", "exit 3"}, wantCode: 3},
+		{name: "killed by a signal", argv: []string{"/bin/sh", "-c", "kill -TERM $$"}, wantCode: 128 + int(syscall.SIGTERM)},
+		{name: "not executable", argv: []string{"./-n"}, wantCode: 126},
+		{name: "stdin", argv: []string{"/bin/sh", "-c", `read -r a; echo "got $a"`}, stdin: "input\n", wantOut: "got input\n"},
+		{name: "stdin untouched", argv: []string{"/bin/sh", "-c", "cat"}, stdin: "\x00\xff\nno newline", wantOut: "\x00\xff\nno newline"},
+		{name: "no extra fds", argv: []string{"/bin/sh", "-c", `for fd in 3 4 5; do (: <&$fd) 2>/dev/null && echo "fd $fd open"; done; echo checked`}, stdin: "x", wantOut: "checked\n"},
+	}
+	for _, shell := range shells(t) {
+		for name, m := range mechanisms {
+			for _, tt := range tests {
+				t.Run(filepath.Base(shell)+"/"+name+"/"+tt.name, func(t *testing.T) {
+					t.Parallel()
+					var stdin *os.File
+					if tt.stdin != "" {
+						r, w, err := os.Pipe()
+						if err != nil {
+							t.Fatal(err)
+						}
+						defer r.Close()
+						go func() {
+							_, _ = w.WriteString(tt.stdin)
+							w.Close()
+						}()
+						stdin = r
+					}
+					cmd := exec.Command(shell)
+					if err := guardArgv(cmd, m, tt.argv, stdin); err != nil {
+						t.Fatal(err)
+					}
+					cmd.Dir = dir
+					var stderr strings.Builder
+					cmd.Stderr = &stderr
+					out, err := cmd.Output()
+					code := 0
+					var exitErr *exec.ExitError
+					if errors.As(err, &exitErr) {
+						code = exitErr.ExitCode()
+					} else if err != nil {
+						t.Fatal(err)
+					}
+					if string(out) != tt.wantOut || code != tt.wantCode {
+						t.Fatalf("got %q, status %d; want %q, status %d (stderr %q)", out, code, tt.wantOut, tt.wantCode, stderr.String())
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestCommandArgs: CommandArgs looks a bare name up in PATH and any other
+// relative to its directory, fails as exec.Command's Start fails on a
+// program that is missing or not executable, and runs the program through
+// Start.
+func TestCommandArgs(t *testing.T) {
+	t.Parallel()
+	if _, err := CommandArgs(context.Background(), "", "sluice-no-such-program", nil, nil); !errors.Is(err, exec.ErrNotFound) {
+		t.Fatalf("a missing program: %v, want exec.ErrNotFound", err)
+	}
+	dir := t.TempDir()
+	for _, name := range []string{filepath.Join(dir, "missing"), "sub/missing", "./missing"} {
+		if _, err := CommandArgs(context.Background(), dir, name, nil, nil); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("a missing %s: %v, want os.ErrNotExist", name, err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plain"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CommandArgs(context.Background(), dir, "./plain", nil, nil); !errors.Is(err, os.ErrPermission) {
+		t.Fatalf("a file that is not executable: %v, want os.ErrPermission", err)
+	}
+	cmd, err := CommandArgs(context.Background(), dir, "sh", []string{"-c", `echo "$1"`, "sh", "a  b"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	cmd.Stdout = &out
+	waited := make(chan error, 1)
+	if err := Start(cmd, waited); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waited; err != nil || out.String() != "a  b\n" {
+		t.Fatalf("got %q, %v; want \"a  b\"", out.String(), err)
+	}
+}
+
 // TestCommand runs a line as the platform runs it, through Start.
 func TestCommand(t *testing.T) {
 	t.Parallel()

@@ -22,7 +22,23 @@ type mechanism func(cmd *exec.Cmd, run string) (string, error)
 // parsed by eval exactly as bash -c would parse it; the shell variables
 // holding it (and the watcher's pid) are the only trace.
 func guard(cmd *exec.Cmd, m mechanism, argv0, line string, stdin *os.File) error {
-	run := `__sluice_command=$1; set --; { eval "$__sluice_command"; }`
+	return guardRun(cmd, m, `__sluice_command=$1; set --; { eval "$__sluice_command"; }`, stdin, argv0, line)
+}
+
+// guardArgv makes cmd, a shell with no arguments yet, run the program
+// argv[0] with argv[1:] under a guard built by m. argv reaches the
+// program as the guard's positional parameters, "$@", which no shell
+// parses, so any bytes pass as they are. exec replaces the background
+// subshell with the program: nothing stands between it and its files.
+// argv[0] must be a path that cannot be read as an option (it starts with
+// / or ./): exec takes none, but a word beginning with - would be one.
+func guardArgv(cmd *exec.Cmd, m mechanism, argv []string, stdin *os.File) error {
+	return guardRun(cmd, m, `{ exec "$@"; }`, stdin, append([]string{argv[0]}, argv...)...)
+}
+
+// guardRun makes cmd run run under a guard built by m, with args as the
+// shell's $0 and positional parameters.
+func guardRun(cmd *exec.Cmd, m mechanism, run string, stdin *os.File, args ...string) error {
 	if stdin != nil {
 		fd := 3 + len(cmd.ExtraFiles)
 		cmd.ExtraFiles = append(cmd.ExtraFiles, stdin)
@@ -32,7 +48,7 @@ func guard(cmd *exec.Cmd, m mechanism, argv0, line string, stdin *os.File) error
 	if err != nil {
 		return fmt.Errorf("deathsig: %w", err)
 	}
-	cmd.Args = append(cmd.Args, "-c", script, argv0, line)
+	cmd.Args = append(append(cmd.Args, "-c", script), args...)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"strings"
@@ -10,14 +11,20 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/childenv"
+	"github.com/sluicehq/sluice/internal/deathsig"
 )
 
 // stderrKeep is how much of a server's stderr is kept for error reports.
 const stderrKeep = 4 << 10
 
-// process is a stdio server's process. It runs in its own process group, so
-// that stopping it also stops what it started (npx starts node, uvx starts
-// python): those would otherwise outlive sluice.
+// process is a stdio server's process. It runs under a guard shell
+// (package deathsig) that leads a process group of its own and kills the
+// whole group when sluice dies, kill -9 included: what the server started
+// (npx starts node, uvx starts python) would otherwise outlive sluice
+// unless it happened to exit when its stdin closed. The server replaces
+// the guard's background subshell, so its stdin and stdout are the pipes
+// themselves, and the guard exits with the server's status (128+n when a
+// signal killed it); stopping the group stops the server and its children.
 //
 // stdin and stdout carry the protocol; stderr is not shown but its tail is
 // kept, because a server that fails to start usually says why there.
@@ -35,32 +42,35 @@ type process struct {
 
 // startProcess starts sc's command in dir with the process's environment
 // filtered by the child-process policy (package childenv; allow names the
-// secret-looking variables passed anyway) plus sc.Env, passed as written. waitDelay bounds how long Wait keeps reading stderr after the
-// process has exited, for descendants that left the group holding it.
+// secret-looking variables passed anyway) plus sc.Env, passed as written.
+// waitDelay bounds how long Wait keeps reading stderr after the guard has
+// exited, for descendants that left the group holding it.
 func startProcess(sc ServerConfig, dir string, allow []string, waitDelay time.Duration) (*process, error) {
-	cmd := exec.Command(sc.Command, sc.Args...)
-	cmd.Dir = dir
-	cmd.Env = childenv.Environ(os.Environ(), allow, sc.Env)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p := &process{cmd: cmd, stderr: &tail{max: stderrKeep}, done: make(chan struct{})}
-	cmd.Stderr = p.stderr
-	cmd.WaitDelay = waitDelay
-
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	outR, outW, err := os.Pipe()
+	// The child has its own copies; ours would keep the pipes open after
+	// it exits, and reading stdout would never see EOF.
+	defer inR.Close()
+	cmd, err := deathsig.CommandArgs(context.Background(), dir, sc.Command, sc.Args, inR)
 	if err != nil {
-		inR.Close()
 		inW.Close()
 		return nil, err
 	}
-	cmd.Stdin, cmd.Stdout = inR, outW
-	err = cmd.Start()
-	// The child has its own copies; ours would keep the pipes open after
-	// it exits, and reading stdout would never see EOF.
-	inR.Close()
+	cmd.Env = childenv.Environ(os.Environ(), allow, sc.Env)
+	p := &process{cmd: cmd, stderr: &tail{max: stderrKeep}, done: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	cmd.WaitDelay = waitDelay
+
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inW.Close()
+		return nil, err
+	}
+	cmd.Stdout = outW
+	waited := make(chan error, 1)
+	err = deathsig.Start(cmd, waited)
 	outW.Close()
 	if err != nil {
 		inW.Close()
@@ -69,7 +79,7 @@ func startProcess(sc ServerConfig, dir string, allow []string, waitDelay time.Du
 	}
 	p.stdin, p.stdout = &closeOnce{File: inW}, &closeOnce{File: outR}
 	go func() {
-		_ = cmd.Wait() // how it ended is in cmd.ProcessState
+		<-waited // how it ended is in cmd.ProcessState
 		close(p.done)
 	}()
 	return p, nil
