@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv("SLUICE_TEST_GUARD_PARENT"); dir != "" {
 		// The parent process of TestDiesWithParent, killed while the
 		// command runs.
-		guardParent(dir, os.Getenv("SLUICE_TEST_GUARD_SHELL"), mechanisms[os.Getenv("SLUICE_TEST_GUARD_MECHANISM")])
+		guardParent(dir, os.Getenv("SLUICE_TEST_GUARD_SHELL"), mechanisms[os.Getenv("SLUICE_TEST_GUARD_MECHANISM")], os.Getenv("SLUICE_TEST_GUARD_COMMAND") == "argv")
 		return
 	}
 	goleak.VerifyTestMain(m)
@@ -245,11 +245,18 @@ func TestCommand(t *testing.T) {
 	}
 }
 
-// guardParent runs a command that starts a job of its own and never ends.
-func guardParent(dir, shell string, m mechanism) {
+// guardParent runs a command that starts a job of its own and never ends:
+// a shell line, or with argv a program (a shell) given its arguments.
+func guardParent(dir, shell string, m mechanism, argv bool) {
 	line := `sleep 1000 & echo $! > job; echo $$ > shell; sleep 1000`
 	cmd := exec.Command(shell)
-	if err := guard(cmd, m, "sh", line, nil); err != nil {
+	var err error
+	if argv {
+		err = guardArgv(cmd, m, []string{"/bin/sh", "-c", line}, nil)
+	} else {
+		err = guard(cmd, m, "sh", line, nil)
+	}
+	if err != nil {
 		panic(err)
 	}
 	cmd.Dir = dir
@@ -261,8 +268,8 @@ func guardParent(dir, shell string, m mechanism) {
 }
 
 // TestDiesWithParent: a kill -9 of the process that started a guarded
-// command leaves none of the command's processes running, with each
-// shell and each mechanism.
+// command (a line or a program) leaves none of the command's processes
+// running, with each shell and each mechanism.
 func TestDiesWithParent(t *testing.T) {
 	t.Parallel()
 	exe, err := os.Executable()
@@ -271,54 +278,61 @@ func TestDiesWithParent(t *testing.T) {
 	}
 	for _, shell := range shells(t) {
 		for name := range mechanisms {
-			t.Run(filepath.Base(shell)+"/"+name, func(t *testing.T) {
-				t.Parallel()
-				dir := t.TempDir()
-				parent := exec.Command(exe, "-test.run=^$")
-				parent.Env = append(os.Environ(), "SLUICE_TEST_GUARD_PARENT="+dir, "SLUICE_TEST_GUARD_SHELL="+shell, "SLUICE_TEST_GUARD_MECHANISM="+name)
-				if err := parent.Start(); err != nil {
-					t.Fatal(err)
-				}
-				deadline := time.Now().Add(failAfter)
-				var pids []int
-				for _, file := range []string{"job", "shell"} {
-					for {
-						data, _ := os.ReadFile(filepath.Join(dir, file))
-						if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
-							pids = append(pids, pid)
-							break
-						}
-						if time.Now().After(deadline) {
-							_ = parent.Process.Kill()
-							_ = parent.Wait()
-							t.Fatalf("the command never wrote its %s's pid", file)
-						}
-						time.Sleep(5 * time.Millisecond)
+			for _, command := range []string{"line", "argv"} {
+				t.Run(filepath.Base(shell)+"/"+name+"/"+command, func(t *testing.T) {
+					t.Parallel()
+					dir := t.TempDir()
+					parent := exec.Command(exe, "-test.run=^$")
+					parent.Env = append(os.Environ(), "SLUICE_TEST_GUARD_PARENT="+dir, "SLUICE_TEST_GUARD_SHELL="+shell, "SLUICE_TEST_GUARD_MECHANISM="+name, "SLUICE_TEST_GUARD_COMMAND="+command)
+					if err := parent.Start(); err != nil {
+						t.Fatal(err)
 					}
-				}
-				// $$ is the guard's pid, the group's ID: whatever a failure
-				// leaves running goes with it.
-				t.Cleanup(func() { _ = syscall.Kill(-pids[1], syscall.SIGKILL) })
-				// Still running while the parent lives: the guard kills only
-				// on its parent's death.
-				for _, pid := range pids {
-					if !proctest.Alive(pid) {
-						t.Fatalf("process %d of the command ended while its parent lived", pid)
-					}
-				}
-				if err := parent.Process.Signal(syscall.SIGKILL); err != nil {
-					t.Fatal(err)
-				}
-				_ = parent.Wait()
-				for _, pid := range pids {
-					for proctest.Alive(pid) {
-						if time.Now().After(deadline) {
-							t.Fatalf("process %d of the command outlived the process that started it", pid)
+					deadline := time.Now().Add(failAfter)
+					var pids []int
+					for _, file := range []string{"job", "shell"} {
+						for {
+							data, _ := os.ReadFile(filepath.Join(dir, file))
+							if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+								pids = append(pids, pid)
+								break
+							}
+							if time.Now().After(deadline) {
+								_ = parent.Process.Kill()
+								_ = parent.Wait()
+								t.Fatalf("the command never wrote its %s's pid", file)
+							}
+							time.Sleep(5 * time.Millisecond)
 						}
-						time.Sleep(5 * time.Millisecond)
 					}
-				}
-			})
+					// The group is the guard's: whatever a failure leaves
+					// running goes with it. ($$ is the guard's pid for a line,
+					// the program's for a program.)
+					pgid, err := syscall.Getpgid(pids[1])
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+					// Still running while the parent lives: the guard kills only
+					// on its parent's death.
+					for _, pid := range pids {
+						if !proctest.Alive(pid) {
+							t.Fatalf("process %d of the command ended while its parent lived", pid)
+						}
+					}
+					if err := parent.Process.Signal(syscall.SIGKILL); err != nil {
+						t.Fatal(err)
+					}
+					_ = parent.Wait()
+					for _, pid := range pids {
+						for proctest.Alive(pid) {
+							if time.Now().After(deadline) {
+								t.Fatalf("process %d of the command outlived the process that started it", pid)
+							}
+							time.Sleep(5 * time.Millisecond)
+						}
+					}
+				})
+			}
 		}
 	}
 }
