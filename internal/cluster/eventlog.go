@@ -127,6 +127,11 @@ type Writer struct {
 	acksSub *nats.Subscription
 	inbox   string
 	attempt uint64
+	// msg is the publish of every Append, its header values overwritten
+	// each time: PublishMsg copies it into the connection's buffer before
+	// it returns, and a message and a header map per event were half of
+	// what the owner allocated on the way to the stream.
+	msg nats.Msg
 }
 
 // ackBuffer is the capacity of a writer's ack channel. One publish is in
@@ -150,7 +155,13 @@ func (l *Log) Writer(ctx context.Context, session string) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: subscribe to the acks of %s: %w", session, err)
 	}
-	return &Writer{log: l, session: session, pos: pos, acks: acks, acksSub: sub, inbox: inbox + "."}, nil
+	w := &Writer{log: l, session: session, pos: pos, acks: acks, acksSub: sub, inbox: inbox + "."}
+	w.msg = nats.Msg{Subject: Subject(session), Header: nats.Header{
+		headerSeq:                           {""},
+		jetstream.MsgIDHeader:               {""},
+		jetstream.ExpectedLastSubjSeqHeader: {""},
+	}}
+	return w, nil
 }
 
 // Close ends the writer's subscription to its acks.
@@ -188,11 +199,11 @@ func (w *Writer) Append(ctx context.Context, ev protocol.Event) error {
 	seq := strconv.FormatInt(h.Seq, 10)
 	w.attempt++
 	reply := w.inbox + strconv.FormatUint(w.attempt, 10)
-	msg := &nats.Msg{Subject: Subject(w.session), Reply: reply, Data: data, Header: nats.Header{
-		headerSeq:                           {seq},
-		jetstream.MsgIDHeader:               {w.session + ":" + seq},
-		jetstream.ExpectedLastSubjSeqHeader: {strconv.FormatUint(w.pos.Stream, 10)},
-	}}
+	msg := &w.msg
+	msg.Reply, msg.Data = reply, data
+	msg.Header[headerSeq][0] = seq
+	msg.Header[jetstream.MsgIDHeader][0] = w.session + ":" + seq
+	msg.Header[jetstream.ExpectedLastSubjSeqHeader][0] = strconv.FormatUint(w.pos.Stream, 10)
 	if err := w.log.nc.PublishMsg(msg); err != nil {
 		return fmt.Errorf("cluster: publish %s seq %d: %w", w.session, h.Seq, err)
 	}
