@@ -110,3 +110,73 @@ func testJournalMergesDeltas(t *testing.T) {
 		t.Errorf("the journal's events reduce to\n%+v\nthe published ones to\n%+v", got, want)
 	}
 }
+
+// TestJournalKeepsRunsApart: a text delta merges into the run before it
+// only when it continues that run (the next seq, the same block of the
+// same message, the same session or child): deltas of two blocks, or of a
+// parent and its child, that follow each other with nothing between are
+// written each to its own, and what the journal writes reduces to the
+// display the published events reduce to.
+func TestJournalKeepsRunsApart(t *testing.T) {
+	t.Parallel()
+	delta := func(msg string, block int, parent, chunk string) protocol.Event {
+		return protocol.AssistantContentUpdated{Header: protocol.Header{ParentToolID: parent}, MessageID: msg, BlockIndex: block,
+			Chunk: chunk, Stage: protocol.StageStreaming}
+	}
+	message := func(id, parent string) protocol.Event {
+		return protocol.AssistantMessageAdded{Header: protocol.Header{ParentToolID: parent},
+			Message: protocol.Message{ID: id, Role: protocol.RoleAssistant, Blocks: []protocol.Block{}}}
+	}
+	tests := []struct {
+		name string
+		evs  []protocol.Event
+	}{
+		{name: "two blocks", evs: []protocol.Event{message("m", ""),
+			delta("m", 0, "", "a0 "), delta("m", 1, "", "b0 "), delta("m", 0, "", "a1 "), delta("m", 1, "", "b1 "), delta("m", 1, "", "b2 ")}},
+		{name: "two messages", evs: []protocol.Event{message("m1", ""), delta("m1", 0, "", "a0 "), message("m2", ""),
+			delta("m2", 0, "", "b0 "), delta("m1", 0, "", "a1 "), delta("m2", 0, "", "b1 ")}},
+		{name: "a parent and its child", evs: []protocol.Event{message("m", ""),
+			protocol.ToolBlockUpdated{MessageID: "m", BlockIndex: 0, ToolID: "call", Name: "Agent", Stage: protocol.StageStart},
+			message("c", "call"), delta("c", 0, "call", "child0 "),
+			delta("m", 1, "", "parent0 "), delta("c", 0, "call", "child1 "), delta("m", 1, "", "parent1 ")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			log := &memLog{}
+			j := newJournal(log)
+			var published protocol.List
+			for i, ev := range tt.evs {
+				out, err := published.Publish(protocol.WithHeader(ev, protocol.Header{SessionID: "s", Seq: int64(i + 1), ParentToolID: ev.Head().ParentToolID}))
+				if err != nil {
+					t.Fatalf("event %d: %v", i, err)
+				}
+				j.addEvent(out)
+			}
+			if err := j.close(); err != nil {
+				t.Fatal(err)
+			}
+			var replayed protocol.List
+			for i, line := range log.lines {
+				var r struct {
+					Method string          `json:"method"`
+					Event  json.RawMessage `json:"event"`
+				}
+				if err := json.Unmarshal(line, &r); err != nil {
+					t.Fatal(err)
+				}
+				ev, err := protocol.Decode(r.Method, r.Event)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := replayed.Apply(protocol.WithHeader(ev, protocol.Header{SessionID: "s", Seq: int64(i + 1), ParentToolID: ev.Head().ParentToolID})); err != nil {
+					t.Fatalf("record %d: %v", i, err)
+				}
+			}
+			got, want := replayed.Snapshot().Messages, published.Snapshot().Messages
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("the journal's events reduce to\n%+v\nthe published ones to\n%+v", got, want)
+			}
+		})
+	}
+}
