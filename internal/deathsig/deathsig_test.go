@@ -3,8 +3,10 @@
 package deathsig
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -187,6 +189,59 @@ func TestGuardRunsTheProgram(t *testing.T) {
 					}
 				})
 			}
+		}
+	}
+}
+
+// TestGuardOutlastsTerm: a SIGTERM to a guarded program's group (how
+// sluice stops an MCP server) leaves the guard waiting for the program,
+// which handles it in its own time, and the guard exits with the
+// program's status. The program's output is a pipe, and it has no stderr:
+// Wait waits for the guard alone.
+func TestGuardOutlastsTerm(t *testing.T) {
+	t.Parallel()
+	program := `trap 'echo term; exit 7' TERM; echo ready; while :; do sleep 1 >/dev/null & wait $!; done`
+	for _, shell := range shells(t) {
+		for name, m := range mechanisms {
+			t.Run(filepath.Base(shell)+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				r, w, err := os.Pipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+				cmd := exec.Command(shell)
+				if err := guardArgv(cmd, m, []string{"/bin/sh", "-c", program}, nil); err != nil {
+					t.Fatal(err)
+				}
+				cmd.Stdout = w
+				err = cmd.Start()
+				w.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+				out := bufio.NewReader(r)
+				if line, err := out.ReadString('\n'); line != "ready\n" {
+					t.Fatalf("the program printed %q (%v), want ready", line, err)
+				}
+				if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
+				waited := make(chan error, 1)
+				go func() { waited <- cmd.Wait() }()
+				select {
+				case err = <-waited:
+				case <-time.After(failAfter):
+					_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+					t.Fatalf("the guard did not end %v after SIGTERM: %v", failAfter, <-waited)
+				}
+				rest, _ := io.ReadAll(out)
+				var exitErr *exec.ExitError
+				if !errors.As(err, &exitErr) || exitErr.ExitCode() != 7 || string(rest) != "term\n" {
+					t.Fatalf("the guard ended with %v, the program printing %q; want exit status 7 and term", err, rest)
+				}
+			})
 		}
 	}
 }

@@ -13,7 +13,7 @@ var platform mechanism = signalGuard
 // started it exits (see Start), and the guard's trap kills the group.
 // SIGUSR1 is not a signal that sluice sends to a group (SIGTERM, SIGKILL),
 // so a kill by timeout or abort still gives the command its grace.
-func signalGuard(cmd *exec.Cmd, run string) (string, error) {
+func signalGuard(cmd *exec.Cmd, j job) (string, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGUSR1}
-	return `trap 'kill -KILL 0' USR1; ` + run + ` & wait $!`, nil
+	return `trap 'kill -KILL 0' USR1; ` + j.traps() + j.run + ` & wait $!`, nil
 }
