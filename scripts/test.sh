@@ -21,10 +21,28 @@ phase() { echo "== $* (at $((SECONDS - start))s)"; }
 # One build of the binary for every test that runs it (package testbin),
 # built as a release is (scripts/build.sh: static, CGO_ENABLED=0).
 bin=$(mktemp -d)
-trap 'rm -rf "$bin"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$bin"' EXIT
 phase scripts/build.sh
 ./scripts/build.sh "$bin/sluice"
 export SLUICE_BIN="$bin/sluice"
+
+# The fuzz targets' packages, found rather than listed, so that a new
+# target runs without editing this file.
+targets=$(grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' . | sed 's/:func / /' | sort -u)
+[ -n "$targets" ] || { echo "no fuzz targets found" >&2; exit 1; }
+
+# While the race tests run they leave a core idle for long stretches
+# (waiting on terminals, servers and child processes). At the lowest
+# priority, two later steps use it: the darwin type-check, and the fuzz
+# targets' builds (coverage-instrumented, so they share no package with
+# the race build: ~150 s of compiling on a cold cache). Their phases then
+# find the work done, or finish it.
+(nice -n 19 go run ./internal/crosscheck darwin/arm64 >"$bin/crosscheck.out" 2>&1) &
+crosscheck=$!
+(for pkg in $(awk '{print $1}' <<<"$targets" | xargs -n1 dirname | sort -u); do
+  nice -n 19 go test -c -ldflags=-w -fuzz=. -o /dev/null "./${pkg#./}" >/dev/null 2>&1 || true
+done) &
+prebuild=$!
 
 # -ldflags=-w: test binaries without DWARF (a debugger's tables; stack
 # traces do not use them) link with about 30% less CPU; a run links ~48
@@ -42,8 +60,12 @@ unformatted=$(gofmt -l .)
 go vet -race ./...
 GOFLAGS=-race go tool staticcheck ./...
 # macOS: the module and its tests type-check for darwin (no Linux-only code
-# without a counterpart), from source and without compiling for darwin.
-go run ./internal/crosscheck darwin/arm64
+# without a counterpart), from source and without compiling for darwin
+# (started before the race tests, above).
+crosscheck_rc=0
+wait "$crosscheck" || crosscheck_rc=$?
+cat "$bin/crosscheck.out"
+[ "$crosscheck_rc" -eq 0 ] || { echo "crosscheck darwin/arm64 failed" >&2; exit 1; }
 
 phase "node --test (the page's JavaScript reducer against the protocol vectors)"
 node --test internal/web/jstest/
@@ -59,10 +81,9 @@ phase "load check: sessions streaming over WebSocket through a real sluice serve
 CGO_ENABLED=0 go run ./internal/web/cmd/loadcheck -sluice "$SLUICE_BIN" -sessions 20
 
 phase "fuzz (${fuzzexecs} executions each)"
-# Every Fuzz* function of the module, found rather than listed, so that a new
-# target runs without editing this file.
-targets=$(grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' . | sed 's/:func / /' | sort -u)
-[ -n "$targets" ] || { echo "no fuzz targets found" >&2; exit 1; }
+# The builds started before the race tests finish first (a build that
+# failed there fails again below, with its message).
+wait "$prebuild" || true
 while read -r file target; do
   pkg=./$(dirname "${file#./}")
   echo "-- $pkg $target"
