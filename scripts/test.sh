@@ -21,7 +21,7 @@ phase() { echo "== $* (at $((SECONDS - start))s)"; }
 # One build of the binary for every test that runs it (package testbin),
 # built as a release is (scripts/build.sh: static, CGO_ENABLED=0).
 bin=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$bin"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$bin"' EXIT
 phase scripts/build.sh
 ./scripts/build.sh "$bin/sluice"
 export SLUICE_BIN="$bin/sluice"
