@@ -78,19 +78,7 @@ func TestGuardRunsTheLine(t *testing.T) {
 			for _, tt := range tests {
 				t.Run(filepath.Base(shell)+"/"+name+"/"+tt.name, func(t *testing.T) {
 					t.Parallel()
-					var stdin *os.File
-					if tt.stdin != "" {
-						r, w, err := os.Pipe()
-						if err != nil {
-							t.Fatal(err)
-						}
-						defer r.Close()
-						go func() {
-							_, _ = w.WriteString(tt.stdin)
-							w.Close()
-						}()
-						stdin = r
-					}
+					stdin := stdinOf(t, tt.stdin)
 					cmd := command(t, shell, m, tt.line, stdin)
 					out, err := cmd.CombinedOutput()
 					code := 0
@@ -156,19 +144,7 @@ func TestGuardRunsTheProgram(t *testing.T) {
 			for _, tt := range tests {
 				t.Run(filepath.Base(shell)+"/"+name+"/"+tt.name, func(t *testing.T) {
 					t.Parallel()
-					var stdin *os.File
-					if tt.stdin != "" {
-						r, w, err := os.Pipe()
-						if err != nil {
-							t.Fatal(err)
-						}
-						defer r.Close()
-						go func() {
-							_, _ = w.WriteString(tt.stdin)
-							w.Close()
-						}()
-						stdin = r
-					}
+					stdin := stdinOf(t, tt.stdin)
 					cmd := exec.Command(shell)
 					if err := guardArgv(cmd, m, tt.argv, stdin); err != nil {
 						t.Fatal(err)
@@ -390,4 +366,22 @@ func TestDiesWithParent(t *testing.T) {
 			}
 		}
 	}
+}
+
+// stdinOf is a pipe that reads s, closed when the test ends; nil for "".
+func stdinOf(t *testing.T, s string) *os.File {
+	t.Helper()
+	if s == "" {
+		return nil
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	go func() {
+		_, _ = w.WriteString(s)
+		w.Close()
+	}()
+	return r
 }
