@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -265,16 +263,7 @@ func runReducerFuzz(t *testing.T, data []byte) {
 // FuzzDecodeApply feeds arbitrary notification lines to the decoder and
 // the reducer: whatever arrives on the wire, nothing panics.
 func FuzzDecodeApply(f *testing.F) {
-	files, _ := filepath.Glob("testdata/vectors/*.json")
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		var v vector
-		if err := json.Unmarshal(data, &v); err != nil {
-			f.Fatal(err)
-		}
+	for _, v := range loadVectors(f) {
 		var lines [][]byte
 		for _, n := range v.Events {
 			line, _ := json.Marshal(n)
@@ -299,16 +288,7 @@ func FuzzDecodeApply(f *testing.F) {
 // Encode's shape by its frame, against decoding the envelope as JSON and
 // then its params: for any line both fail, or both give the same event.
 func FuzzDecodeNotification(f *testing.F) {
-	files, _ := filepath.Glob("testdata/vectors/*.json")
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		var v vector
-		if err := json.Unmarshal(data, &v); err != nil {
-			f.Fatal(err)
-		}
+	for _, v := range loadVectors(f) {
 		for _, n := range v.Events {
 			ev, err := protocol.Decode(n.Method, n.Params)
 			if err != nil {

@@ -20,7 +20,7 @@ type vector struct {
 	Expected    json.RawMessage         `json:"expected"`
 }
 
-func loadVectors(t *testing.T) map[string]vector {
+func loadVectors(t testing.TB) map[string]vector {
 	t.Helper()
 	files, err := filepath.Glob("testdata/vectors/*/*.json")
 	if err != nil {

@@ -400,13 +400,13 @@ func TestKilledDuringBash(t *testing.T) {
 	e := newEnv(t, m)
 	cmd, _, id := e.startPrint("--dangerously-skip-permissions", "run it")
 	deadline := time.Now().Add(guard)
-	pids := pidsWritten(t, e.wd, "the command", deadline, "job", "shell")
+	pids := proctest.PIDsWritten(t, e.wd, "the command", deadline, "job", "shell")
 	waitFile(t, e.sessionFile(id), "toolu_1")
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	cmd.Wait()
-	waitGone(t, pids, "the Bash call", deadline)
+	proctest.WaitGone(t, pids, "the Bash call", deadline)
 
 	e.continueRun("what happened?")
 	got := m.request(t, 1)
@@ -447,52 +447,12 @@ func TestKilledWithMCPServer(t *testing.T) {
 		}
 	})
 	deadline := time.Now().Add(guard)
-	pids := pidsWritten(t, e.wd, "the server", deadline, "child", "server")
+	pids := proctest.PIDsWritten(t, e.wd, "the server", deadline, "child", "server")
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	waitGone(t, pids, "the MCP server", deadline)
-}
-
-// pidsWritten waits until each named file in dir holds the pid that
-// writer put there, and kills those processes when the test ends.
-func pidsWritten(t *testing.T, dir, writer string, deadline time.Time, names ...string) []int {
-	t.Helper()
-	var pids []int
-	t.Cleanup(func() {
-		for _, p := range pids {
-			_ = syscall.Kill(p, syscall.SIGKILL)
-		}
-	})
-	for _, name := range names {
-		for {
-			data, _ := os.ReadFile(filepath.Join(dir, name))
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
-				pids = append(pids, pid)
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s never wrote its %s's pid", writer, name)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-	return pids
-}
-
-// waitGone waits, until deadline, for every one of pids (what's) to be
-// gone once sluice was killed.
-func waitGone(t *testing.T, pids []int, what string, deadline time.Time) {
-	t.Helper()
-	for _, pid := range pids {
-		for proctest.Alive(pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("process %d of %s outlived sluice (%v)", pid, what, pids)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+	proctest.WaitGone(t, pids, "the MCP server", deadline)
 }
 
 // TestDiskFull: sluice -p on a disk that fills up while it saves the

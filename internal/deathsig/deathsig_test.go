@@ -247,14 +247,8 @@ func TestCommandArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out strings.Builder
-	cmd.Stdout = &out
-	waited := make(chan error, 1)
-	if err := Start(cmd, waited); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-waited; err != nil || out.String() != "a  b\n" {
-		t.Fatalf("got %q, %v; want \"a  b\"", out.String(), err)
+	if out, err := runThroughStart(t, cmd); err != nil || out != "a  b\n" {
+		t.Fatalf("got %q, %v; want \"a  b\"", out, err)
 	}
 }
 
@@ -265,15 +259,23 @@ func TestCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if out, err := runThroughStart(t, cmd); err != nil || out != "x\n" {
+		t.Fatalf("got %q, %v; want x", out, err)
+	}
+}
+
+// runThroughStart starts cmd with Start and returns its stdout and wait
+// error once it has ended.
+func runThroughStart(t *testing.T, cmd *exec.Cmd) (string, error) {
+	t.Helper()
 	var out strings.Builder
 	cmd.Stdout = &out
 	waited := make(chan error, 1)
 	if err := Start(cmd, waited); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-waited; err != nil || out.String() != "x\n" {
-		t.Fatalf("got %q, %v; want x", out.String(), err)
-	}
+	err := <-waited
+	return out.String(), err
 }
 
 // guardParent runs a command that starts a job of its own and never ends:

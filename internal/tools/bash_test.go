@@ -393,36 +393,15 @@ func TestBashDiesWithSluice(t *testing.T) {
 	if err := parent.Start(); err != nil {
 		t.Fatal(err)
 	}
-	pids := []int{}
+	t.Cleanup(func() {
+		_ = parent.Process.Kill()
+		_ = parent.Wait()
+	})
 	deadline := time.Now().Add(failAfter)
-	for _, name := range []string{"job", "shell"} {
-		for {
-			data, _ := os.ReadFile(filepath.Join(dir, name))
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
-				pids = append(pids, pid)
-				break
-			}
-			if time.Now().After(deadline) {
-				parent.Process.Kill()
-				parent.Wait()
-				t.Fatalf("the command never wrote its %s's pid", name)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+	pids := proctest.PIDsWritten(t, dir, "the command", deadline, "job", "shell")
 	if err := parent.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	parent.Wait()
-	for _, pid := range pids {
-		for proctest.Alive(pid) {
-			if time.Now().After(deadline) {
-				for _, p := range pids {
-					syscall.Kill(p, syscall.SIGKILL)
-				}
-				t.Fatalf("process %d of the call outlived the process that ran it", pid)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+	_ = parent.Wait()
+	proctest.WaitGone(t, pids, "the call", deadline)
 }
