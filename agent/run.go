@@ -275,7 +275,8 @@ func (s *Session) recordToolResults(msgID string, results []model.Content) {
 }
 
 // assistantContent is what of a response goes back to the model: empty
-// text dropped, and after max_tokens no tool call (it has no result).
+// text dropped (unless it carries a signature the server wants back), and
+// after max_tokens no tool call (it has no result).
 func assistantContent(resp *model.Response, stopReason string) []model.Content {
 	if resp == nil {
 		return nil
@@ -283,7 +284,7 @@ func assistantContent(resp *model.Response, stopReason string) []model.Content {
 	var out []model.Content
 	for _, c := range resp.Content {
 		switch {
-		case c.Type == model.ContentText && c.Text == "" && len(c.Citations) == 0:
+		case c.Type == model.ContentText && c.Text == "" && len(c.Citations) == 0 && c.Signature == "":
 		case c.Type == model.ContentToolUse && (stopReason == model.StopMaxTokens || stopReason == model.StopContextLimit):
 		default:
 			out = append(out, c)

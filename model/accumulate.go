@@ -111,7 +111,7 @@ func (b *accBlock) add(p Part, keepText bool) error {
 			b.text.WriteString(p.Text)
 		}
 	case DeltaSignature:
-		ok = b.typ == BlockReasoning
+		ok = b.typ == BlockReasoning || b.typ == BlockText || b.typ == BlockToolUse
 		b.signature.WriteString(p.Text)
 	case DeltaRedacted:
 		ok = b.typ == BlockRedactedReasoning
@@ -184,7 +184,7 @@ func (a *Accumulator) text(b *accBlock) string {
 func (a *Accumulator) content(b *accBlock) (Content, bool) {
 	switch b.typ {
 	case BlockText:
-		c := Content{Type: ContentText, Text: a.text(b)}
+		c := Content{Type: ContentText, Text: a.text(b), Signature: b.signature.String()}
 		if len(b.citations) > 0 {
 			c.Citations = joinArray(b.citations)
 		}
@@ -201,7 +201,7 @@ func (a *Accumulator) content(b *accBlock) (Content, bool) {
 		if !json.Valid(input) {
 			return Content{}, false
 		}
-		return Content{Type: ContentToolUse, ID: b.id, Name: b.name, Input: input, Caller: b.caller}, true
+		return Content{Type: ContentToolUse, ID: b.id, Name: b.name, Input: input, Caller: b.caller, Signature: b.signature.String()}, true
 	case BlockRaw:
 		raw := b.raw
 		if b.input.Len() > 0 || len(b.fields) > 0 {
@@ -291,6 +291,7 @@ func contentParts(index int, c Content, yield func(Part) bool) bool {
 				delta(DeltaCitation, string(ci))
 			}
 		}
+		delta(DeltaSignature, c.Signature)
 	case ContentReasoning:
 		start.Block = BlockReasoning
 		delta(DeltaReasoning, c.Text)
@@ -305,6 +306,7 @@ func contentParts(index int, c Content, yield func(Part) bool) bool {
 			input = "{}"
 		}
 		delta(DeltaInputJSON, input)
+		delta(DeltaSignature, c.Signature)
 	case ContentRaw:
 		start.Block, start.Name, start.Raw = BlockRaw, c.Name, c.Raw
 		if start.Name == "" {

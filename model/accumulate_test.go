@@ -26,6 +26,9 @@ func TestResponsePartsRoundTrip(t *testing.T) {
 			{Type: ContentText, Text: "Hello 世界 👋", Citations: json.RawMessage(`[{"type":"a","n":1},{"type":"b"}]`)},
 			{Type: ContentRaw, Name: "web_search_tool_result", Raw: json.RawMessage(`{"type":"web_search_tool_result","tool_use_id":"s1","content":[]}`)},
 			{Type: ContentToolUse, ID: "toolu_1", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`)},
+			// Gemini's thoughtSignatures, on a text part and a function call.
+			{Type: ContentText, Text: "", Signature: "textsig"},
+			{Type: ContentToolUse, ID: "call_2", Name: "Read", Input: json.RawMessage(`{}`), Signature: "callsig"},
 		},
 	}
 	parts := collect(resp)
@@ -71,6 +74,8 @@ func TestAccumulator(t *testing.T) {
 			[]Content{{Type: ContentToolUse, ID: "a", Name: "x", Input: json.RawMessage(`{"a":1}`)}, {Type: ContentToolUse, ID: "b", Name: "y", Input: json.RawMessage(`{"b":2}`)}}},
 		{"retry discards", []Part{start(0, BlockText), delta(0, DeltaText, "lost"), {Type: PartRetry, Retry: &Retry{Attempt: 1}}, {Type: PartMessageStart, ID: "m2"}, start(0, BlockText), delta(0, DeltaText, "kept"), stop(0)},
 			[]Content{{Type: ContentText, Text: "kept"}}},
+		{"signatures of text and tool blocks", []Part{start(0, BlockText), delta(0, DeltaText, "a"), delta(0, DeltaSignature, "s1"), stop(0), {Type: PartBlockStart, Index: 1, Block: BlockToolUse, ID: "t", Name: "n"}, delta(1, DeltaInputJSON, `{}`), delta(1, DeltaSignature, "s2"), stop(1)},
+			[]Content{{Type: ContentText, Text: "a", Signature: "s1"}, {Type: ContentToolUse, ID: "t", Name: "n", Input: json.RawMessage(`{}`), Signature: "s2"}}},
 		{"stall changes nothing", []Part{start(0, BlockText), delta(0, DeltaText, "a"), {Type: PartStalled}, delta(0, DeltaText, "b")},
 			[]Content{{Type: ContentText, Text: "ab"}}},
 	}

@@ -70,7 +70,7 @@ type DeltaType uint8
 const (
 	DeltaText      DeltaType = iota + 1 // text to append
 	DeltaReasoning                      // reasoning text to append
-	DeltaSignature                      // a reasoning block's signature (appended; Anthropic sends it whole)
+	DeltaSignature                      // a block's signature (appended; sent whole): a reasoning block's (Anthropic), or a text or tool use block's (Gemini's thoughtSignature)
 	DeltaInputJSON                      // a fragment of a tool use's (or raw block's) JSON input
 	DeltaCitation                       // one citation, as JSON, for the text block
 	DeltaRaw                            // an unknown delta of a raw block, as JSON

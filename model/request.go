@@ -32,7 +32,9 @@ type Content struct {
 	Type ContentType `json:"type"`
 	// Text is the text of text and reasoning blocks and of a tool result.
 	Text string `json:"text,omitempty"`
-	// Signature authenticates a reasoning block (Anthropic).
+	// Signature authenticates a reasoning block (Anthropic); on a text or
+	// tool use block it is Gemini's thoughtSignature, which goes back on
+	// the same part.
 	Signature string `json:"signature,omitempty"`
 	// Data is the opaque payload of a redacted reasoning block, and an
 	// image's bytes in base64.

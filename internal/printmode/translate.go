@@ -311,6 +311,12 @@ func (t *translator) part(p model.Part) {
 		if !t.cfg.IncludePartial {
 			return
 		}
+		if p.Delta == model.DeltaSignature && t.starts[p.Index].kind != model.BlockReasoning {
+			// Gemini's signatures of text and tool blocks stay in the
+			// session: Anthropic's stream has signature_delta only in
+			// thinking blocks.
+			return
+		}
 		// A long delta (a whole answer from the non-streaming fallback)
 		// goes through line, which holds a long string once.
 		if head := deltaHead(p.Delta); head != "" && len(p.Text) < longText {

@@ -35,6 +35,9 @@ type Client struct {
 	Overflow func(*model.APIError) bool
 	// Now is the clock for retry-after dates; nil means time.Now.
 	Now func() time.Time
+	// Detail, when set, reads what else an error answer's body says into
+	// e (Google's retry delay, given in the body rather than a header).
+	Detail func(body []byte, e *model.APIError)
 }
 
 // Post sends body to url with header and returns the response if its
@@ -145,6 +148,9 @@ func (c *Client) Error(resp *http.Response) error {
 	if e.Message == "" && e.Type == "" {
 		e.Message = http.StatusText(resp.StatusCode)
 	}
+	if c.Detail != nil {
+		c.Detail(body, e)
+	}
 	return c.Wrap(e)
 }
 
@@ -159,7 +165,8 @@ func (c *Client) Wrap(e *model.APIError) error {
 
 // ParseError reads the type and message of an error body in the shapes
 // servers use: Anthropic's {"type":"error","error":{"type","message"}},
-// OpenAI's {"error":{"message","type","code"}}, {"error":"text"} (Ollama),
+// OpenAI's {"error":{"message","type","code"}}, Google's
+// {"error":{"code","message","status"}}, {"error":"text"} (Ollama),
 // {"object":"error","message","type"} (vLLM). A body that is not JSON (a
 // proxy's HTML page) becomes the message, shortened.
 func ParseError(body []byte) (typ, message string) {
@@ -180,12 +187,13 @@ func ParseError(body []byte) (typ, message string) {
 		Type    string          `json:"type"`
 		Message string          `json:"message"`
 		Code    json.RawMessage `json:"code"`
+		Status  json.RawMessage `json:"status"` // Google's RESOURCE_EXHAUSTED
 	}
 	var text string
 	switch {
 	case json.Unmarshal(top.Error, &inner) == nil:
 		typ, message = first(inner.Type, typ), first(inner.Message, message)
-		typ = first(typ, code(inner.Code))
+		typ = first(first(typ, code(inner.Code)), code(inner.Status))
 	case json.Unmarshal(top.Error, &text) == nil:
 		message = first(text, message)
 	}

@@ -48,6 +48,8 @@ func TestParseError(t *testing.T) {
 		{`{"error":{"message":"too long","code":"context_length_exceeded"}}`, "context_length_exceeded", "too long"},
 		{`{"error":"model not found"}`, "", "model not found"},
 		{`{"object":"error","message":"max context","type":"BadRequestError","code":400}`, "BadRequestError", "max context"},
+		{`{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED"}}`, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."},
+		{`{"error":{"code":500,"message":"internal","status":500}}`, "", "internal"},
 		{"<html>\n  <body>502   Bad Gateway</body>\n</html>", "", "<html> <body>502 Bad Gateway</body> </html>"},
 		{"", "", ""},
 	}
