@@ -4,7 +4,8 @@
 // An explicit provider name wins. Otherwise the environment decides, in
 // this order: CLAUDE_CODE_USE_BEDROCK → bedrock, CLAUDE_CODE_USE_VERTEX →
 // vertex (as Claude Code reads them), ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) → anthropic,
-// OPENAI_API_KEY → openai, ANTHROPIC_BASE_URL → anthropic and
+// OPENAI_API_KEY → openai, GEMINI_API_KEY (or GOOGLE_API_KEY) → gemini,
+// ANTHROPIC_BASE_URL → anthropic and
 // OPENAI_BASE_URL → openai (a local server that needs no key), and with
 // none of them the offline demo, which Open reports so that the CLI can say
 // so in one line.
@@ -29,18 +30,19 @@ const (
 	Demo      = "demo"
 	Bedrock   = "bedrock"
 	Vertex    = "vertex"
+	Gemini    = "gemini"
 )
 
 // Names lists the providers Open knows.
-var Names = []string{Anthropic, OpenAI, Bedrock, Vertex, Demo}
+var Names = []string{Anthropic, OpenAI, Bedrock, Vertex, Gemini, Demo}
 
 // Config is what the user set explicitly (flags, a config file); empty
 // fields are taken from the environment, then from defaults.
 type Config struct {
-	// Provider is "anthropic", "openai", "bedrock", "vertex" or "demo"; empty picks one from the
+	// Provider is "anthropic", "openai", "bedrock", "vertex", "gemini" or "demo"; empty picks one from the
 	// environment (SLUICE_PROVIDER, then the keys).
 	Provider string
-	// APIKey overrides ANTHROPIC_API_KEY / OPENAI_API_KEY.
+	// APIKey overrides ANTHROPIC_API_KEY / OPENAI_API_KEY / GEMINI_API_KEY.
 	APIKey string
 	// BaseURL overrides ANTHROPIC_BASE_URL / OPENAI_BASE_URL. Anthropic's
 	// is the root (https://api.anthropic.com), OpenAI's includes /v1
@@ -93,6 +95,8 @@ func Models(name string) []string {
 		return []string{"claude-sonnet-4-6", "claude-opus-4-5", "claude-haiku-4-5"}
 	case OpenAI:
 		return []string{"gpt-4.1", "gpt-4.1-mini", "gpt-4o", "o4-mini"}
+	case Gemini:
+		return []string{"gemini-2.5-pro", "gemini-2.5-flash", "gemini-2.5-flash-lite", "gemini-3-pro-preview"}
 	case Demo:
 		return []string{"demo"}
 	}
@@ -100,7 +104,7 @@ func Models(name string) []string {
 }
 
 // DemoNotice is Selection.Notice when the demo was chosen for want of keys.
-const DemoNotice = "No ANTHROPIC_API_KEY or OPENAI_API_KEY set: using the offline demo model."
+const DemoNotice = "No ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY set: using the offline demo model."
 
 // Open chooses and builds the provider for cfg, reading the environment
 // through getenv (os.Getenv). Errors say what to set.
@@ -122,6 +126,8 @@ func Open(cfg Config, getenv func(string) string) (*Selection, error) {
 			name = Anthropic
 		case getenv("OPENAI_API_KEY") != "":
 			name = OpenAI
+		case geminiKey(getenv) != "":
+			name = Gemini
 		case getenv("ANTHROPIC_BASE_URL") != "":
 			name = Anthropic
 		case getenv("OPENAI_BASE_URL") != "":
@@ -175,6 +181,8 @@ func Open(cfg Config, getenv func(string) string) (*Selection, error) {
 		sel.Provider, sel.Model, sel.BaseURL, err = openBedrock(cfg, getenv, modelName)
 	case Vertex:
 		sel.Provider, sel.Model, sel.BaseURL, err = openVertex(cfg, getenv, modelName)
+	case Gemini:
+		sel.Provider, sel.Model, sel.BaseURL, err = openGemini(cfg, getenv, modelName)
 	case Demo:
 		p := demo.New(cfg.Demo)
 		sel.Provider, sel.Model = p, first(modelName, p.Model())

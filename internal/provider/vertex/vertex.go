@@ -1,7 +1,9 @@
 // Package vertex is the provider for Anthropic's models on Google Vertex AI:
 // streamRawPredict, whose answer is the Messages API's event stream, read
-// by the anthropic package's decoder. Requests carry an OAuth access token
-// from Google's Application Default Credentials (cloud.google.com/go/auth).
+// by the anthropic package's decoder. A model named gemini-* is Google's
+// own, asked through streamGenerateContent and read by the gemini
+// package's decoder. Requests carry an OAuth access token from Google's
+// Application Default Credentials (cloud.google.com/go/auth).
 package vertex
 
 import (
@@ -20,6 +22,7 @@ import (
 	"cloud.google.com/go/auth/credentials"
 
 	"github.com/sluicehq/sluice/internal/provider/anthropic"
+	"github.com/sluicehq/sluice/internal/provider/gemini"
 	"github.com/sluicehq/sluice/internal/provider/httpapi"
 	"github.com/sluicehq/sluice/model"
 )
@@ -116,7 +119,7 @@ func New(cfg Config) (*Provider, error) {
 	return &Provider{
 		cfg:     cfg,
 		creds:   creds,
-		api:     httpapi.Client{Provider: "vertex", HTTP: cfg.HTTPClient, Overflow: anthropic.Overflow},
+		api:     httpapi.Client{Provider: "vertex", HTTP: cfg.HTTPClient, Overflow: overflow, Detail: gemini.Detail},
 		msgs:    anthropic.New(anthropic.Config{Model: cfg.Model, MaxTokens: cfg.MaxTokens}),
 		baseURL: strings.TrimRight(base, "/"),
 	}, nil
@@ -131,15 +134,30 @@ func (p *Provider) Model() string { return p.cfg.Model }
 // BaseURL is where the requests go.
 func (p *Provider) BaseURL() string { return p.baseURL }
 
-// url is the endpoint of method ("streamRawPredict", "rawPredict") for
-// req's model.
-func (p *Provider) url(req *model.Request, method string) string {
-	name := req.Model
-	if name == "" {
-		name = p.cfg.Model
+// overflow recognises a prompt too long for a Claude or a Gemini model.
+func overflow(e *model.APIError) bool { return anthropic.Overflow(e) || gemini.Overflow(e) }
+
+// modelName is the model req asks.
+func (p *Provider) modelName(req *model.Request) string {
+	if req.Model != "" {
+		return req.Model
+	}
+	return p.cfg.Model
+}
+
+// isGemini reports whether name is one of Google's models, served by the
+// google publisher's generateContent methods.
+func isGemini(name string) bool { return strings.HasPrefix(name, "gemini-") }
+
+// url is the endpoint of method ("streamRawPredict", "rawPredict",
+// "streamGenerateContent?alt=sse", "generateContent") for the model.
+func (p *Provider) url(name, method string) string {
+	publisher := "anthropic"
+	if isGemini(name) {
+		publisher = "google"
 	}
 	return p.baseURL + "/projects/" + url.PathEscape(p.cfg.ProjectID) + "/locations/" + url.PathEscape(p.cfg.Region) +
-		"/publishers/anthropic/models/" + url.PathEscape(ModelID(name)) + ":" + method
+		"/publishers/" + publisher + "/models/" + url.PathEscape(ModelID(name)) + ":" + method
 }
 
 // header carries the access token. A failure to get one is not retried:
@@ -172,7 +190,22 @@ func (p *Provider) wrap(e *model.APIError) error {
 // model.Provider.
 func (p *Provider) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Part, error] {
 	return func(yield func(model.Part, error) bool) {
-		body, err := p.msgs.PlatformBody(req, true, Version)
+		name := p.modelName(req)
+		method := "streamRawPredict"
+		decode := func(r io.Reader, yield func(model.Part, error) bool) {
+			anthropic.DecodeEvents(r, p.cfg.MaxEventSize, p.wrap, yield)
+		}
+		var body []byte
+		var err error
+		if isGemini(name) {
+			method = "streamGenerateContent?alt=sse"
+			decode = func(r io.Reader, yield func(model.Part, error) bool) {
+				gemini.DecodeEvents(r, p.cfg.MaxEventSize, "vertex", p.api.Wrap, yield)
+			}
+			body, err = gemini.Body(req, name)
+		} else {
+			body, err = p.msgs.PlatformBody(req, true, Version)
+		}
 		if err != nil {
 			yield(model.Part{}, err)
 			return
@@ -182,15 +215,22 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request) iter.Seq2[mod
 			yield(model.Part{}, err)
 			return
 		}
-		p.api.Stream(ctx, p.url(req, "streamRawPredict"), h, body, func(r io.Reader, yield func(model.Part, error) bool) {
-			anthropic.DecodeEvents(r, p.cfg.MaxEventSize, p.wrap, yield)
-		}, yield)
+		p.api.Stream(ctx, p.url(name, method), h, body, decode, yield)
 	}
 }
 
-// Complete sends req without streaming (rawPredict).
+// Complete sends req without streaming (rawPredict, or generateContent
+// for a Gemini model).
 func (p *Provider) Complete(ctx context.Context, req *model.Request) (*model.Response, error) {
-	body, err := p.msgs.PlatformBody(req, false, Version)
+	name := p.modelName(req)
+	gem := isGemini(name)
+	var body []byte
+	var err error
+	if gem {
+		body, err = gemini.Body(req, name)
+	} else {
+		body, err = p.msgs.PlatformBody(req, false, Version)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -198,12 +238,23 @@ func (p *Provider) Complete(ctx context.Context, req *model.Request) (*model.Res
 	if err != nil {
 		return nil, err
 	}
-	resp, err := p.api.Post(ctx, p.url(req, "rawPredict"), h, body)
+	method := "rawPredict"
+	if gem {
+		method = "generateContent"
+	}
+	resp, err := p.api.Post(ctx, p.url(name, method), h, body)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	return anthropic.ReadResponse(resp.Body)
+	if !gem {
+		return anthropic.ReadResponse(resp.Body)
+	}
+	data, err := p.api.Document(ctx, resp)
+	if err != nil {
+		return nil, err
+	}
+	return gemini.ReadResponse(data, "vertex", p.api.Wrap)
 }
 
 // String describes the configuration, naming the credentials only by where

@@ -279,7 +279,7 @@ func TestEndpoints(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := p.url(hi, "streamRawPredict"); got != tt.base+"/projects/"+project+"/locations/"+tt.region+"/publishers/anthropic/models/claude-sonnet-4-6:streamRawPredict" {
+		if got := p.url(p.modelName(hi), "streamRawPredict"); got != tt.base+"/projects/"+project+"/locations/"+tt.region+"/publishers/anthropic/models/claude-sonnet-4-6:streamRawPredict" {
 			t.Errorf("%s: %s", tt.region, got)
 		}
 	}
