@@ -23,11 +23,14 @@ import (
 	"go.uber.org/goleak"
 
 	pt "github.com/sluicehq/sluice/internal/provider/providertest"
+	"github.com/sluicehq/sluice/internal/testbin"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/model/modeltest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { testbin.Cleanup() }))
+}
 
 const apiKey = "AIza-test-secret-key"
 
