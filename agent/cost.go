@@ -30,6 +30,34 @@ var prices = []struct {
 	{"gpt-4o-mini", price{0.15, 0.6}},
 	{"gpt-4o", price{2.5, 10}},
 	{"deepseek", price{0.28, 0.42}},
+	// Gemini's prices for prompts up to 200K tokens; cache reads cost
+	// 0.1× input, as for 2.5 and 3.
+	{"gemini-3-pro", price{2, 12}},
+	{"gemini-3-flash", price{0.5, 3}},
+	{"gemini-2.5-pro", price{1.25, 10}},
+	{"gemini-2.5-flash-lite", price{0.1, 0.4}},
+	{"gemini-2.5-flash", price{0.3, 2.5}},
+	{"gemini-2.0-flash-lite", price{0.075, 0.3}},
+	{"gemini-2.0-flash", price{0.1, 0.4}},
+}
+
+// contextWindows are models' context windows by name prefix, where they
+// differ from the default of 200,000 tokens.
+var contextWindows = []struct {
+	prefix string
+	tokens int
+}{
+	{"gemini-", 1_048_576},
+}
+
+// contextWindow is model's context window in tokens.
+func contextWindow(model string) int {
+	for _, e := range contextWindows {
+		if strings.HasPrefix(model, e.prefix) {
+			return e.tokens
+		}
+	}
+	return 200_000
 }
 
 func cost(model string, u protocol.Usage) float64 {

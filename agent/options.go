@@ -84,7 +84,8 @@ type Options struct {
 	// MaxContinuations bounds automatic continuations after max_tokens
 	// (0: 3; negative: none).
 	MaxContinuations int
-	// ContextWindow is the model's context in tokens (0: 200,000).
+	// ContextWindow is the model's context in tokens (0: the model's as
+	// known, else 200,000).
 	ContextWindow int
 	// AutoCompact is the share of the context window past which the
 	// session compacts before the next request (0: 0.85; negative: never).
@@ -113,7 +114,7 @@ func (o *Options) setDefaults() {
 		o.MaxContinuations = 3
 	}
 	if o.ContextWindow <= 0 {
-		o.ContextWindow = 200_000
+		o.ContextWindow = contextWindow(o.Model)
 	}
 	if o.AutoCompact == 0 {
 		o.AutoCompact = 0.85
