@@ -171,7 +171,7 @@ func (s *Server) Initialize(_ context.Context, p sdk.InitializeRequest) (sdk.Ini
 	s.mu.Lock()
 	s.caps = p.ClientCapabilities
 	s.mu.Unlock()
-	desc := "sluice reads the model provider's API key from its environment (ANTHROPIC_API_KEY or OPENAI_API_KEY) or its settings file; set it where the client starts sluice acp."
+	desc := "sluice reads the model provider's API key from its environment (ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY) or its settings file; set it where the client starts sluice acp."
 	return sdk.InitializeResponse{
 		// Version 1 is the only one: a client asking for another gets the
 		// one this agent speaks and decides.

@@ -183,7 +183,7 @@ func runMain(ctx context.Context, name string, args []string, stdout, stderr io.
 	fs.StringVar(&f.baseURL, "base-url", "", "the platform's API base URL (default "+defaultBase+")")
 	fs.StringVar(&f.backend, "backend", "sluice", "agent backend: sluice (the built-in agent) or claude (Claude Code)")
 	fs.StringVar(&f.claudeBin, "claude-bin", "claude", "the Claude Code executable (backend claude)")
-	fs.StringVar(&f.provider, "provider", "", "model provider of the sluice backend: anthropic, openai or demo (default: from the environment, as sluice's)")
+	fs.StringVar(&f.provider, "provider", "", "model provider of the sluice backend: anthropic, openai, bedrock, vertex, gemini or demo (default: from the environment, as sluice's)")
 	fs.StringVar(&f.model, "model", "", "model (default: the backend's)")
 	fs.StringVar(&f.permissionMode, "permission-mode", "default", "default (approvals asked in the chat), acceptEdits, bypassPermissions or plan")
 	fs.StringVar(&f.workDir, "workdir", "", "the agent's working directory (default: the current one)")
@@ -509,7 +509,7 @@ func openProvider(name, modelName string, getenv func(string) string) (*provider
 		return nil, err
 	}
 	if sel.Notice != "" {
-		return nil, errors.New("set ANTHROPIC_API_KEY or OPENAI_API_KEY (or a *_BASE_URL), --provider demo for the offline demo, or use --backend claude")
+		return nil, errors.New("set ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY (or a *_BASE_URL), --provider demo for the offline demo, or use --backend claude")
 	}
 	return sel, nil
 }

@@ -150,3 +150,78 @@ func TestBinaryToolRoundTrip(t *testing.T) {
 		t.Fatalf("a text or tool signature in the output:\n%s", out)
 	}
 }
+
+// The built binary against a local Gemini API that first refuses the
+// prompt as too long (Google's 400): sluice compacts (a summary request)
+// and retries; that answer stops at MAX_TOKENS and is continued, and the
+// result is the cut text and its continuation joined.
+func TestBinaryOverflowAndContinuation(t *testing.T) {
+	t.Parallel()
+	bin := testbin.Sluice(t)
+	answers := []func(w http.ResponseWriter){
+		func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"error":{"code":400,"message":"The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}`)
+		},
+		func(w http.ResponseWriter) {
+			io.WriteString(w, stream("STOP", `[{"text":"The user asks what the notes say."}]`))
+		},
+		func(w http.ResponseWriter) {
+			io.WriteString(w, stream("MAX_TOKENS", `[{"text":"Let me answer.","thought":true}]`, `[{"text":"The notes"}]`, `[{"text":" say","thoughtSignature":"Y3V0"}]`))
+		},
+		func(w http.ResponseWriter) { io.WriteString(w, stream("STOP", `[{"text":" 42."}]`)) },
+	}
+	var (
+		mu     sync.Mutex
+		bodies []string
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(body))
+		n := len(bodies)
+		mu.Unlock()
+		if n > len(answers) {
+			w.WriteHeader(http.StatusTeapot)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		answers[n-1](w)
+	}))
+	defer srv.Close()
+
+	cmd := exec.Command(bin, "-p", "What do my notes say?", "--provider", "gemini", "--output-format", "json")
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "SLUICE_HOME="+t.TempDir(), "HOME="+t.TempDir(), "GEMINI_API_KEY="+apiKey, "GEMINI_BASE_URL="+srv.URL,
+		"ANTHROPIC_API_KEY=", "OPENAI_API_KEY=", "SLUICE_PROVIDER=", "SLUICE_MODEL=")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("sluice: %v\n%s\n%s", err, stderr.String(), stdout.String())
+	}
+	var result struct {
+		Subtype string `json:"subtype"`
+		Result  string `json:"result"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &result); err != nil || result.Subtype != "success" || result.Result != "The notes say 42." {
+		t.Fatalf("result %s: %v", stdout.String(), err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bodies) != 4 {
+		t.Fatalf("%d requests", len(bodies))
+	}
+	for i, want := range []string{
+		"Summarize this conversation",                                                   // the compaction's summary request
+		"The user asks what the notes say.",                                             // the retry carries the summary
+		`{"role":"model","parts":[{"text":"The notes say","thoughtSignature":"Y3V0"}]}`, // the cut answer goes back, signed
+	} {
+		if !strings.Contains(bodies[i+1], want) {
+			t.Fatalf("request %d lacks %s:\n%s", i+2, want, bodies[i+1])
+		}
+	}
+	if !strings.Contains(bodies[3], "exceeded the output token limit") {
+		t.Fatalf("no continuation prompt:\n%s", bodies[3])
+	}
+}
