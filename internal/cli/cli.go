@@ -84,7 +84,7 @@ func (f *AgentFlags) Register(fs *flag.FlagSet) {
 	f.fs = fs
 	fs.StringVar(&f.Provider, "provider", "", "model provider: anthropic, openai, bedrock, vertex, gemini or demo (default: picked from the API keys in the environment; demo without any)")
 	fs.StringVar(&f.Model, "model", "", "model name (default: the provider's)")
-	fs.StringVar(&f.BaseURL, "base-url", "", "API base URL (default: ANTHROPIC_BASE_URL / OPENAI_BASE_URL, else the provider's)")
+	fs.StringVar(&f.BaseURL, "base-url", "", "API base URL (default: ANTHROPIC_BASE_URL / OPENAI_BASE_URL / GEMINI_BASE_URL, else the provider's)")
 	fs.StringVar(&f.PermissionMode, "permission-mode", "", "default, acceptEdits, bypassPermissions or plan")
 	fs.BoolVar(&f.SkipPermissions, "dangerously-skip-permissions", false, "run every tool without asking (bypassPermissions)")
 	fs.IntVar(&f.MaxTurns, "max-turns", 0, "most model responses for one message (default 100)")
