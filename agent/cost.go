@@ -50,6 +50,10 @@ var contextWindows = []struct {
 	{"gemini-", 1_048_576},
 }
 
+// ContextWindow is model's context window in tokens, for faces that
+// report how full it is when none was configured.
+func ContextWindow(model string) int { return contextWindow(model) }
+
 // contextWindow is model's context window in tokens.
 func contextWindow(model string) int {
 	for _, e := range contextWindows {

@@ -238,7 +238,7 @@ func (ss *session) contextWindow() int {
 	if w := ss.srv.opts.Agent.ContextWindow; w > 0 {
 		return w
 	}
-	return 200_000
+	return agent.ContextWindow(ss.ag.Model())
 }
 
 func (ss *session) send(u sdk.SessionUpdate) bool {

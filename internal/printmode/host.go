@@ -546,7 +546,7 @@ func (h *host) contextUsage(sess *agent.Session) map[string]any {
 	h.mu.Unlock()
 	window := h.cfg.ContextWindow
 	if window <= 0 {
-		window = 200_000
+		window = agent.ContextWindow(sess.Model())
 	}
 	free := max(window-used, 0)
 	return map[string]any{
