@@ -339,7 +339,7 @@ func (s *Setup) APIKeySource(getenv func(string) string) string {
 		if getenv("ANTHROPIC_AUTH_TOKEN") != "" {
 			return "ANTHROPIC_AUTH_TOKEN"
 		}
-	case provider.OpenAI:
+	case provider.OpenAI, provider.OpenAIResponses:
 		if getenv("OPENAI_API_KEY") != "" {
 			return "OPENAI_API_KEY"
 		}

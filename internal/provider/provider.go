@@ -6,6 +6,8 @@
 // vertex (as Claude Code reads them), ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) → anthropic,
 // OPENAI_API_KEY → openai, ANTHROPIC_BASE_URL → anthropic and
 // OPENAI_BASE_URL → openai (a local server that needs no key), and with
+// OPENAI_WIRE_API=responses (as Codex CLI's wire_api) openai-responses
+// instead of openai; and with
 // none of them the offline demo, which Open reports so that the CLI can say
 // so in one line.
 package provider
@@ -19,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice/internal/provider/anthropic"
 	"github.com/sluicehq/sluice/internal/provider/demo"
 	"github.com/sluicehq/sluice/internal/provider/openai"
+	"github.com/sluicehq/sluice/internal/provider/responses"
 	"github.com/sluicehq/sluice/model"
 )
 
@@ -29,15 +32,17 @@ const (
 	Demo      = "demo"
 	Bedrock   = "bedrock"
 	Vertex    = "vertex"
+	// OpenAIResponses is OpenAI's Responses API (/v1/responses).
+	OpenAIResponses = responses.Name
 )
 
 // Names lists the providers Open knows.
-var Names = []string{Anthropic, OpenAI, Bedrock, Vertex, Demo}
+var Names = []string{Anthropic, OpenAI, OpenAIResponses, Bedrock, Vertex, Demo}
 
 // Config is what the user set explicitly (flags, a config file); empty
 // fields are taken from the environment, then from defaults.
 type Config struct {
-	// Provider is "anthropic", "openai", "bedrock", "vertex" or "demo"; empty picks one from the
+	// Provider is one of Names; empty picks one from the
 	// environment (SLUICE_PROVIDER, then the keys).
 	Provider string
 	// APIKey overrides ANTHROPIC_API_KEY / OPENAI_API_KEY.
@@ -93,6 +98,8 @@ func Models(name string) []string {
 		return []string{"claude-sonnet-4-6", "claude-opus-4-5", "claude-haiku-4-5"}
 	case OpenAI:
 		return []string{"gpt-4.1", "gpt-4.1-mini", "gpt-4o", "o4-mini"}
+	case OpenAIResponses:
+		return []string{"gpt-5", "gpt-5-mini", "gpt-5-codex", "o3", "o4-mini"}
 	case Demo:
 		return []string{"demo"}
 	}
@@ -128,6 +135,9 @@ func Open(cfg Config, getenv func(string) string) (*Selection, error) {
 			name = OpenAI
 		default:
 			name, notice = Demo, DemoNotice
+		}
+		if name == OpenAI && strings.EqualFold(strings.TrimSpace(getenv("OPENAI_WIRE_API")), "responses") {
+			name = OpenAIResponses
 		}
 	}
 	modelName := first(cfg.Model, getenv("SLUICE_MODEL"))
@@ -171,6 +181,22 @@ func Open(cfg Config, getenv func(string) string) (*Selection, error) {
 		p := openai.New(c)
 		sel.Provider, sel.Model = p, p.Model()
 		sel.BaseURL = first(c.BaseURL, openai.DefaultBaseURL)
+	case OpenAIResponses:
+		c := responses.Config{
+			APIKey:     first(cfg.APIKey, getenv("OPENAI_API_KEY")),
+			BaseURL:    first(cfg.BaseURL, getenv("OPENAI_BASE_URL")),
+			Model:      first(modelName, getenv("OPENAI_MODEL")),
+			HTTPClient: cfg.HTTPClient,
+		}
+		if c.APIKey == "" && c.BaseURL == "" {
+			return nil, fmt.Errorf("provider openai-responses: no API key: set OPENAI_API_KEY (or OPENAI_BASE_URL for a server that needs none)")
+		}
+		if err := checkURL("OPENAI_BASE_URL", c.BaseURL); err != nil {
+			return nil, err
+		}
+		p := responses.New(c)
+		sel.Provider, sel.Model = p, p.Model()
+		sel.BaseURL = first(c.BaseURL, responses.DefaultBaseURL)
 	case Bedrock:
 		sel.Provider, sel.Model, sel.BaseURL, err = openBedrock(cfg, getenv, modelName)
 	case Vertex:
