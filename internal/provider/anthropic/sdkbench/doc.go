@@ -1,7 +1,9 @@
 // Package sdkbench holds only benchmarks: the anthropic provider's stream
 // decoding side by side with anthropic-sdk-go's over the same recorded
 // bytes, and the same stream in Amazon Bedrock's event-stream framing
-// (bedrock provider against the SDK's Bedrock option). It is a package of
+// (bedrock provider against the SDK's Bedrock option), and, beside them,
+// the openai-responses provider's decoding of a recorded Responses API
+// stream (BenchmarkDecodeResponses). It is a package of
 // its own so that the providers' tests do not link the SDK.
 //
 //	go test -run '^$' -bench . -count 8 ./internal/provider/anthropic/sdkbench
