@@ -25,6 +25,17 @@ var prices = []struct {
 	{"claude-3-5-sonnet", price{3, 15}},
 	{"claude-haiku-4", price{1, 5}},
 	{"claude-3-5-haiku", price{0.8, 4}},
+	// OpenAI's reasoning models (Responses API); their reasoning tokens are
+	// output tokens. Cached input is 0.1× input, as for Anthropic.
+	{"gpt-5-mini", price{0.25, 2}},
+	{"gpt-5-nano", price{0.05, 0.4}},
+	{"gpt-5-pro", price{15, 120}},
+	{"gpt-5.1-codex-mini", price{0.25, 2}},
+	{"gpt-5", price{1.25, 10}}, // gpt-5, gpt-5-codex, gpt-5.1, gpt-5.1-codex
+	{"o3-pro", price{20, 80}},
+	{"o3-mini", price{1.1, 4.4}},
+	{"o3", price{2, 8}},
+	{"o4-mini", price{1.1, 4.4}},
 	{"gpt-4.1-mini", price{0.4, 1.6}},
 	{"gpt-4.1", price{2, 8}},
 	{"gpt-4o-mini", price{0.15, 0.6}},
@@ -48,6 +59,8 @@ var contextWindows = []struct {
 	tokens int
 }{
 	{"gemini-", 1_048_576},
+	{"gpt-5", 400_000},
+	{"gpt-4.1", 1_047_576},
 }
 
 // ContextWindow is model's context window in tokens, for faces that

@@ -7,6 +7,8 @@ import (
 	"github.com/sluicehq/sluice/protocol"
 )
 
+// Prices by the most specific prefix: a mini model is not priced as its
+// big sibling, and an unknown model costs nothing rather than a guess.
 func TestCostAndContextWindow(t *testing.T) {
 	t.Parallel()
 	u := protocol.Usage{InputTokens: 1_000_000, OutputTokens: 1_000_000, CacheReadInputTokens: 1_000_000}
@@ -20,6 +22,13 @@ func TestCostAndContextWindow(t *testing.T) {
 		{"gemini-2.5-flash-lite", 0.1 + 0.4 + 0.01, 1_048_576},
 		{"gemini-2.5-flash", 0.3 + 2.5 + 0.03, 1_048_576},
 		{"gemini-3-pro-preview", 2 + 12 + 0.2, 1_048_576},
+		{"gpt-5", 1.25 + 10 + 0.125, 400_000},
+		{"gpt-5-codex", 1.25 + 10 + 0.125, 400_000},
+		{"gpt-5-mini-2025-08-07", 0.25 + 2 + 0.025, 400_000},
+		{"o3", 2 + 8 + 0.2, 200_000},
+		{"o3-mini", 1.1 + 4.4 + 0.11, 200_000},
+		{"o4-mini", 1.1 + 4.4 + 0.11, 200_000},
+		{"gpt-4.1-mini", 0.4 + 1.6 + 0.04, 1_047_576},
 		{"unknown-model", 0, 200_000},
 	} {
 		if got := CostUSD(tt.model, u); math.Abs(got-tt.usd) > 1e-9 {

@@ -23,7 +23,7 @@ import (
 //
 // Commands added to testscript's own:
 //
-//	fakemodel anthropic|openai ANSWER...
+//	fakemodel anthropic|openai|openai-responses ANSWER...
 //	    start a fake model server answering the requests with ANSWERs in
 //	    order (see printmodetest.ParseAnswers) and point sluice at it
 //	    (ANTHROPIC_BASE_URL, or OPENAI_BASE_URL with /v1)
@@ -88,7 +88,7 @@ func cmdFakeModel(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	fm := ts.Value(fakeKey{}).(*fakeModels)
 	if len(args) == 0 {
-		ts.Fatalf("usage: fakemodel anthropic|openai ANSWER... | fakemodel requests")
+		ts.Fatalf("usage: fakemodel anthropic|openai|openai-responses ANSWER... | fakemodel requests")
 	}
 	if args[0] == "requests" {
 		if fm.srv == nil {
@@ -115,7 +115,7 @@ func cmdFakeModel(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	ts.Defer(srv.Close)
 	fm.srv, fm.format = srv, args[0]
-	if args[0] == printmodetest.OpenAI {
+	if args[0] == printmodetest.OpenAI || args[0] == printmodetest.OpenAIResponses {
 		ts.Setenv("OPENAI_BASE_URL", srv.URL)
 	} else {
 		ts.Setenv("ANTHROPIC_BASE_URL", srv.URL)

@@ -82,7 +82,7 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 // Register adds the flags to fs.
 func (f *AgentFlags) Register(fs *flag.FlagSet) {
 	f.fs = fs
-	fs.StringVar(&f.Provider, "provider", "", "model provider: anthropic, openai, bedrock, vertex, gemini or demo (default: picked from the API keys in the environment; demo without any)")
+	fs.StringVar(&f.Provider, "provider", "", "model provider: "+strings.Join(provider.Names, ", ")+" (default: picked from the API keys in the environment; demo without any; OPENAI_WIRE_API=responses makes an OpenAI key use openai-responses)")
 	fs.StringVar(&f.Model, "model", "", "model name (default: the provider's)")
 	fs.StringVar(&f.BaseURL, "base-url", "", "API base URL (default: ANTHROPIC_BASE_URL / OPENAI_BASE_URL / GEMINI_BASE_URL, else the provider's)")
 	fs.StringVar(&f.PermissionMode, "permission-mode", "", "default, acceptEdits, bypassPermissions or plan")
@@ -339,7 +339,7 @@ func (s *Setup) APIKeySource(getenv func(string) string) string {
 		if getenv("ANTHROPIC_AUTH_TOKEN") != "" {
 			return "ANTHROPIC_AUTH_TOKEN"
 		}
-	case provider.OpenAI:
+	case provider.OpenAI, provider.OpenAIResponses:
 		if getenv("OPENAI_API_KEY") != "" {
 			return "OPENAI_API_KEY"
 		}

@@ -7,6 +7,8 @@
 // OPENAI_API_KEY → openai, GEMINI_API_KEY (or GOOGLE_API_KEY) → gemini,
 // ANTHROPIC_BASE_URL → anthropic and
 // OPENAI_BASE_URL → openai (a local server that needs no key), and with
+// OPENAI_WIRE_API=responses (as Codex CLI's wire_api) openai-responses
+// instead of openai; and with
 // none of them the offline demo, which Open reports so that the CLI can say
 // so in one line.
 package provider
@@ -20,6 +22,7 @@ import (
 	"github.com/sluicehq/sluice/internal/provider/anthropic"
 	"github.com/sluicehq/sluice/internal/provider/demo"
 	"github.com/sluicehq/sluice/internal/provider/openai"
+	"github.com/sluicehq/sluice/internal/provider/responses"
 	"github.com/sluicehq/sluice/model"
 )
 
@@ -31,15 +34,17 @@ const (
 	Bedrock   = "bedrock"
 	Vertex    = "vertex"
 	Gemini    = "gemini"
+	// OpenAIResponses is OpenAI's Responses API (/v1/responses).
+	OpenAIResponses = responses.Name
 )
 
 // Names lists the providers Open knows.
-var Names = []string{Anthropic, OpenAI, Bedrock, Vertex, Gemini, Demo}
+var Names = []string{Anthropic, OpenAI, OpenAIResponses, Bedrock, Vertex, Gemini, Demo}
 
 // Config is what the user set explicitly (flags, a config file); empty
 // fields are taken from the environment, then from defaults.
 type Config struct {
-	// Provider is "anthropic", "openai", "bedrock", "vertex", "gemini" or "demo"; empty picks one from the
+	// Provider is one of Names; empty picks one from the
 	// environment (SLUICE_PROVIDER, then the keys).
 	Provider string
 	// APIKey overrides ANTHROPIC_API_KEY / OPENAI_API_KEY / GEMINI_API_KEY.
@@ -97,6 +102,8 @@ func Models(name string) []string {
 		return []string{"gpt-4.1", "gpt-4.1-mini", "gpt-4o", "o4-mini"}
 	case Gemini:
 		return []string{"gemini-2.5-pro", "gemini-2.5-flash", "gemini-2.5-flash-lite", "gemini-3-pro-preview"}
+	case OpenAIResponses:
+		return []string{"gpt-5", "gpt-5-mini", "gpt-5-codex", "o3", "o4-mini"}
 	case Demo:
 		return []string{"demo"}
 	}
@@ -134,6 +141,9 @@ func Open(cfg Config, getenv func(string) string) (*Selection, error) {
 			name = OpenAI
 		default:
 			name, notice = Demo, DemoNotice
+		}
+		if name == OpenAI && strings.EqualFold(strings.TrimSpace(getenv("OPENAI_WIRE_API")), "responses") {
+			name = OpenAIResponses
 		}
 	}
 	modelName := first(cfg.Model, getenv("SLUICE_MODEL"))
@@ -177,6 +187,22 @@ func Open(cfg Config, getenv func(string) string) (*Selection, error) {
 		p := openai.New(c)
 		sel.Provider, sel.Model = p, p.Model()
 		sel.BaseURL = first(c.BaseURL, openai.DefaultBaseURL)
+	case OpenAIResponses:
+		c := responses.Config{
+			APIKey:     first(cfg.APIKey, getenv("OPENAI_API_KEY")),
+			BaseURL:    first(cfg.BaseURL, getenv("OPENAI_BASE_URL")),
+			Model:      first(modelName, getenv("OPENAI_MODEL")),
+			HTTPClient: cfg.HTTPClient,
+		}
+		if c.APIKey == "" && c.BaseURL == "" {
+			return nil, fmt.Errorf("provider openai-responses: no API key: set OPENAI_API_KEY (or OPENAI_BASE_URL for a server that needs none)")
+		}
+		if err := checkURL("OPENAI_BASE_URL", c.BaseURL); err != nil {
+			return nil, err
+		}
+		p := responses.New(c)
+		sel.Provider, sel.Model = p, p.Model()
+		sel.BaseURL = first(c.BaseURL, responses.DefaultBaseURL)
 	case Bedrock:
 		sel.Provider, sel.Model, sel.BaseURL, err = openBedrock(cfg, getenv, modelName)
 	case Vertex:

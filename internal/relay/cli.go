@@ -183,7 +183,7 @@ func runMain(ctx context.Context, name string, args []string, stdout, stderr io.
 	fs.StringVar(&f.baseURL, "base-url", "", "the platform's API base URL (default "+defaultBase+")")
 	fs.StringVar(&f.backend, "backend", "sluice", "agent backend: sluice (the built-in agent) or claude (Claude Code)")
 	fs.StringVar(&f.claudeBin, "claude-bin", "claude", "the Claude Code executable (backend claude)")
-	fs.StringVar(&f.provider, "provider", "", "model provider of the sluice backend: anthropic, openai, bedrock, vertex, gemini or demo (default: from the environment, as sluice's)")
+	fs.StringVar(&f.provider, "provider", "", "model provider of the sluice backend: "+strings.Join(provider.Names, ", ")+" (default: from the environment, as sluice's)")
 	fs.StringVar(&f.model, "model", "", "model (default: the backend's)")
 	fs.StringVar(&f.permissionMode, "permission-mode", "default", "default (approvals asked in the chat), acceptEdits, bypassPermissions or plan")
 	fs.StringVar(&f.workDir, "workdir", "", "the agent's working directory (default: the current one)")

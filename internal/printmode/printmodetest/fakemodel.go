@@ -1,6 +1,6 @@
 // Package printmodetest holds what print mode's tests share: a fake model
-// server speaking Anthropic's Messages stream or OpenAI's Chat Completions
-// chunks from one script of answers, and the comparison of sluice's
+// server speaking Anthropic's Messages stream, OpenAI's Chat Completions
+// chunks or OpenAI's Responses events from one script of answers, and the comparison of sluice's
 // stream-json output with Claude Code's recorded output.
 package printmodetest
 
@@ -23,6 +23,8 @@ import (
 const (
 	Anthropic = "anthropic"
 	OpenAI    = "openai"
+	// OpenAIResponses is OpenAI's Responses API (POST /v1/responses).
+	OpenAIResponses = "openai-responses"
 )
 
 // Answer is what the server does with one request.
@@ -32,7 +34,7 @@ type Answer struct {
 	Status int
 	// Events are Anthropic stream events (message_start ... message_stop),
 	// sent as they are to Anthropic clients and translated into chat
-	// completion chunks for OpenAI clients.
+	// completion chunks or Responses events for OpenAI clients.
 	Events []json.RawMessage
 	// Raw is a recorded body, sent verbatim whatever the wire format.
 	Raw []byte
@@ -50,7 +52,7 @@ type Request struct {
 // last, a 418 that says the script ran out (4xx: never retried).
 type Server struct {
 	// URL is the base URL to give the client: the root for Anthropic
-	// (ANTHROPIC_BASE_URL), the root plus /v1 for OpenAI (OPENAI_BASE_URL).
+	// (ANTHROPIC_BASE_URL), the root plus /v1 for OpenAI's APIs (OPENAI_BASE_URL).
 	URL    string
 	format string
 	srv    *httptest.Server
@@ -60,16 +62,16 @@ type Server struct {
 	requests []Request
 }
 
-// NewServer starts a server speaking format (Anthropic or OpenAI) that
-// answers the requests with answers, in order.
+// NewServer starts a server speaking format (Anthropic, OpenAI or
+// OpenAIResponses) that answers the requests with answers, in order.
 func NewServer(format string, answers []Answer) (*Server, error) {
-	if format != Anthropic && format != OpenAI {
-		return nil, fmt.Errorf("fake model: unknown wire format %q (want %s or %s)", format, Anthropic, OpenAI)
+	if format != Anthropic && format != OpenAI && format != OpenAIResponses {
+		return nil, fmt.Errorf("fake model: unknown wire format %q (want %s, %s or %s)", format, Anthropic, OpenAI, OpenAIResponses)
 	}
 	s := &Server{format: format, answers: answers}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
-	if format == OpenAI {
+	if format != Anthropic {
 		s.URL += "/v1"
 	}
 	return s, nil
@@ -94,10 +96,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	want := "/v1/messages"
-	if s.format == OpenAI {
-		want = "/v1/chat/completions"
-	}
+	want := map[string]string{Anthropic: "/v1/messages", OpenAI: "/v1/chat/completions", OpenAIResponses: "/v1/responses"}[s.format]
 	if r.Method != http.MethodPost || r.URL.Path != want {
 		http.Error(w, fmt.Sprintf("fake model: want POST %s, got %s %s", want, r.Method, r.URL.Path), http.StatusNotFound)
 		return
@@ -133,7 +132,7 @@ func (s *Server) serveError(w http.ResponseWriter, r *http.Request, status int) 
 	switch status {
 	case 401:
 		typ, msg = "authentication_error", "invalid x-api-key"
-		if s.format == OpenAI {
+		if s.format != Anthropic {
 			msg = "Incorrect API key provided: " + mask(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")) + "."
 		}
 	case 429:
@@ -144,7 +143,7 @@ func (s *Server) serveError(w http.ResponseWriter, r *http.Request, status int) 
 		typ, msg = "invalid_request_error", "Bad request"
 	}
 	var body any = map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
-	if s.format == OpenAI {
+	if s.format != Anthropic {
 		body = map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": nil}}
 	}
 	data, _ := json.Marshal(body)
@@ -172,6 +171,10 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, a Answer) {
 			var head struct{ Type string }
 			json.Unmarshal(ev, &head)
 			fmt.Fprintf(&bw, "event: %s\ndata: %s\n\n", head.Type, ev)
+		}
+	} else if s.format == OpenAIResponses {
+		if err := toResponses(&bw, a.Events); err != nil {
+			fmt.Fprintf(&bw, "event: error\ndata: {\"type\":\"error\",\"code\":\"fake_model_error\",\"message\":%q}\n\n", err.Error())
 		}
 	} else if err := toChunks(&bw, a.Events); err != nil {
 		fmt.Fprintf(&bw, "data: {\"error\":{\"message\":%q,\"type\":\"fake_model_error\"}}\n\n", err.Error())

@@ -21,9 +21,12 @@ func Summary(format string, reqs []Request) (string, error) {
 	var sb strings.Builder
 	for i, r := range reqs {
 		var err error
-		if format == OpenAI {
+		switch format {
+		case OpenAI:
 			err = summariseOpenAI(&sb, i+1, r.Body)
-		} else {
+		case OpenAIResponses:
+			err = summariseResponses(&sb, i+1, r.Body)
+		default:
 			err = summariseAnthropic(&sb, i+1, r.Body)
 		}
 		if err != nil {
