@@ -568,6 +568,7 @@ function fitInput() {
   els.send.hidden = list.running && !els.input.value.trim();
 }
 els.input.addEventListener('input', fitInput);
+fitInput();
 for (const b of els.examples.querySelectorAll('button')) {
   b.addEventListener('click', () => {
     els.input.value = b.dataset.prompt || b.textContent;

@@ -385,9 +385,11 @@ export class View {
     return mv;
   }
 
-  // renderActions shows an answer's copy button once it has text.
+  // renderActions shows an answer's copy button once it has text; a turn
+  // that ended in tool calls is a remark on the way, not an answer.
   renderActions(mv) {
-    if (mv.actions) mv.actions.hidden = !mv.msg.blocks.some((b) => b.type === 'text' && b.content.trim());
+    if (!mv.actions) return;
+    mv.actions.hidden = mv.msg.stopReason === 'tool_use' || !mv.msg.blocks.some((b) => b.type === 'text' && b.content.trim());
   }
 
   renderFooter(mv) {
