@@ -140,6 +140,7 @@ func TestBrowserProduct(t *testing.T) {
 	if len(entries) != 2 || names[id] != "Show me a Go hello world" || names[oinit.SessionID] != "fix the flaky test" {
 		t.Errorf("listed %+v, want the page's and the other used session", entries)
 	}
+	tb.screenshot("sluice-web-sessions.png")
 	tb.do(chromedp.SendKeys(chromedp.CSS(`#session-search`), "FLAKY"))
 	tb.poll("the search to keep one", listed+`.length === 1 && `+listed+`[0].dataset.id === `+jsString(oinit.SessionID))
 	tb.do(chromedp.SendKeys(chromedp.CSS(`#session-search`), " nothing"))
@@ -153,6 +154,7 @@ func TestBrowserProduct(t *testing.T) {
 	tb.poll("the approval state", `document.getElementById('run').textContent === 'Waiting for your approval' &&
 	  document.querySelector('.block.tool .tool-stage')?.textContent === 'waiting for approval' &&
 	  document.querySelector('.block.tool')?.dataset.status === 'waiting'`)
+	tb.screenshot("sluice-web-approval.png")
 	snap = obs.after(func() { tb.do(chromedp.Click(chromedp.CSS(`.permission button[data-decision="allow"]`))) }, idleIn)
 	tb.matches("after the approved call", snap)
 	tb.poll("the tool to be done", `document.querySelector('.block.tool .tool-stage').textContent === 'done' && document.getElementById('run').hidden`)
@@ -183,6 +185,7 @@ func TestBrowserProduct(t *testing.T) {
 			t.Fatal("no connection to cut")
 		}
 		tb.poll("the banner", `!document.getElementById('banner').hidden && !window.sluice.connected()`)
+		tb.screenshot("sluice-web-reconnecting.png")
 		obs.send(ctx, "sendMessage", map[string]any{"sessionId": id, "text": "while away"})
 	}, idleIn)
 	st.ln.resume()
