@@ -149,11 +149,12 @@ func TestBrowserProduct(t *testing.T) {
 	tb.poll("Esc to close the list", `document.getElementById('sessions').hidden`)
 
 	// A tool call that waits for approval says so, in the composer and on
-	// the tool's block.
+	// the tool's block, which shows its request's compact parameters.
 	obs.after(func() { tb.send("list it") }, has(protocol.MethodPermissionRequest))
 	tb.poll("the approval state", `document.getElementById('run').textContent === 'Waiting for your approval' &&
 	  document.querySelector('.block.tool .tool-stage')?.textContent === 'waiting for approval' &&
-	  document.querySelector('.block.tool')?.dataset.status === 'waiting'`)
+	  document.querySelector('.block.tool')?.dataset.status === 'waiting' &&
+	  document.querySelector('.block.tool .tool-params')?.textContent === 'echo listed'`)
 	tb.screenshot("sluice-web-approval.png")
 	snap = obs.after(func() { tb.do(chromedp.Click(chromedp.CSS(`.permission button[data-decision="allow"]`))) }, idleIn)
 	tb.matches("after the approved call", snap)

@@ -424,7 +424,7 @@ function showRunState() {
   els.abort.hidden = !list.running;
   els.abort.disabled = !list.running;
   els.send.hidden = list.running && !els.input.value.trim();
-  view.setAwaiting(list.pendingPermissions.map((p) => p.toolId));
+  view.setAwaiting(list.pendingPermissions);
   if (!list.running) hideNotice();
 }
 
@@ -614,7 +614,7 @@ window.sluice = {
     const div = document.createElement('main');
     const v = new View(div, { onRewind: () => {} });
     v.reset(new List(snapshot));
-    v.setAwaiting((snapshot.pendingPermissions || []).map((p) => p.toolId));
+    v.setAwaiting(snapshot.pendingPermissions || []);
     return textOf(div);
   },
   // dropConnection closes the WebSocket as a network failure would.

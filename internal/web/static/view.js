@@ -38,10 +38,12 @@ export function reasoningHeader(b, now) {
 }
 
 // toolSummary is what a tool's header shows after its name: the compact
-// parameters, or while they stream the last 30 characters of the raw
-// parameters with newlines shown as \n.
-export function toolSummary(b) {
+// parameters (the block's, or those of its permission request, asked),
+// or while they stream the last 30 characters of the raw parameters with
+// newlines shown as \n.
+export function toolSummary(b, asked) {
   if (b.compactParams) return b.compactParams;
+  if (asked) return asked;
   const p = (b.parameters || '').replace(/\n/g, '\\n');
   return p.length > 30 ? '…' + p.slice(-30) : p;
 }
@@ -233,8 +235,9 @@ export class View {
     this.container = container;
     this.onRewind = onRewind;
     // awaiting holds the toolIds of the calls waiting for the user's
-    // approval (setAwaiting); tools maps a toolId to its block's view.
-    this.awaiting = new Set();
+    // approval, with the compact parameters their requests carry
+    // (setAwaiting); tools maps a toolId to its block's view.
+    this.awaiting = new Map();
     this.tools = new Map();
     this.msgs = []; // parallel to list.messages: {msg, el, blocksEl, blocks: [{el, type}]}
     this.dirty = new Set(); // message views with dirty blocks
@@ -252,10 +255,11 @@ export class View {
   }
 
   // setAwaiting marks the tool calls waiting for approval (the list's
-  // pendingPermissions) and unmarks the others.
-  setAwaiting(toolIds) {
-    const changed = new Set([...this.awaiting, ...toolIds]);
-    this.awaiting = new Set(toolIds);
+  // pendingPermissions) and unmarks the others. A call waiting shows the
+  // compact parameters of its request while its block has none yet.
+  setAwaiting(requests) {
+    const changed = new Set([...this.awaiting.keys(), ...requests.map((p) => p.toolId)]);
+    this.awaiting = new Map(requests.map((p) => [p.toolId, p.compactParams || '']));
     for (const id of changed) {
       const bv = this.tools.get(id);
       if (bv) this.updateToolStatus(bv);
@@ -264,6 +268,7 @@ export class View {
 
   updateToolStatus(bv) {
     const st = toolStatus(bv.block, this.awaiting);
+    bv.params.textContent = toolSummary(bv.block, this.awaiting.get(bv.block.toolId));
     bv.status.textContent = TOOL_STATUS_TEXT[st];
     bv.status.dataset.status = st;
     bv.el.dataset.status = st;
@@ -491,7 +496,6 @@ export class View {
         bv.block = blk;
         if (blk.toolId) this.tools.set(blk.toolId, bv);
         bv.name.textContent = blk.name || 'tool';
-        bv.params.textContent = toolSummary(blk);
         this.updateToolStatus(bv);
         bv.short.textContent = blk.shortResult || '';
         bv.short.hidden = !blk.shortResult;
