@@ -373,7 +373,8 @@ func (c *Client) attach(ctx context.Context, method string, params any, base *pr
 }
 
 // ListSessions lists the stored and running sessions of workDir's project
-// ("" for the server's working directory), newest first.
+// ("" for the server's working directory) that have a message, newest
+// first, each with its title and the title's first line.
 func (c *Client) ListSessions(ctx context.Context, workDir string) ([]wire.SessionInfo, error) {
 	var res wire.ListSessionsResult
 	if err := c.Call(ctx, wire.MethodListSessions, wire.ListSessionsParams{WorkingDirectory: workDir}, &res); err != nil {

@@ -239,13 +239,20 @@ type ListSessionsResult struct {
 	Sessions []SessionInfo `json:"sessions"`
 }
 
-// SessionInfo describes a stored or running session.
+// SessionInfo describes a stored or running session. Sessions without a
+// message are not listed.
 type SessionInfo struct {
-	ID               string `json:"id"`
-	Title            string `json:"title"`
+	ID string `json:"id"`
+	// Title is the session's first prompt (its first 80 characters), or
+	// the title the session was given.
+	Title string `json:"title"`
+	// FirstLine is the title's first line that is not blank, trimmed: the
+	// label of a one-line list.
+	FirstLine        string `json:"firstLine,omitempty"`
 	WorkingDirectory string `json:"workingDirectory"`
 	Model            string `json:"model,omitempty"`
-	// Modified is the time of the session file's last write (Unix ms).
+	// Modified is the time of the session file's last write, or of a
+	// running session's last message when it is not stored (Unix ms).
 	Modified int64 `json:"modified"`
 	Size     int64 `json:"size"`
 	// Live is true when the session is running in this server.

@@ -465,6 +465,10 @@ func (r *Relay) run(ctx context.Context, stop <-chan struct{}, c *chat, conv bac
 	}
 	w := r.watch(runCtx, c.id)
 	rt := route.New(r.opts.Channel.Limit())
+	// A short remark waits for the next message as long as the pacing
+	// would have kept that one apart from it.
+	jn := newJoiner(func(kind route.Kind, text string) { r.say(ctx, c.id, kind, text) },
+		r.opts.Clock, max(r.opts.Pacing.MinInterval, r.opts.Pacing.ChatInterval), r.opts.Channel.Limit())
 	for {
 		ev, err := rn.Next(runCtx)
 		if err != nil {
@@ -478,7 +482,7 @@ func (r *Relay) run(ctx context.Context, stop <-chan struct{}, c *chat, conv bac
 		// not count the quiet from before it.
 		for _, m := range rt.Apply(ev) {
 			w.activity()
-			r.say(ctx, c.id, m.Kind, m.Text)
+			jn.say(m)
 		}
 		switch e := ev.(type) {
 		case protocol.UserMessageAdded:
@@ -492,11 +496,14 @@ func (r *Relay) run(ctx context.Context, stop <-chan struct{}, c *chat, conv bac
 		case protocol.PermissionRequest:
 			c.setPerms(rt.PendingPermissions())
 			w.activity()
-			r.say(ctx, c.id, KindPermission, permissionPrompt(e))
+			jn.say(route.Message{Kind: KindPermission, Text: permissionPrompt(e)})
 		case protocol.PermissionResolved:
 			c.setPerms(rt.PendingPermissions())
 		}
 	}
+	// The remark still held leads the final answer, packed with it.
+	rt.Lead(jn.take())
+	jn.stop()
 	var rest []deliver.Message
 	for _, m := range rt.Finish(rn.Result()) {
 		rest = append(rest, deliver.Message{Kind: string(m.Kind), Text: m.Text})

@@ -855,3 +855,38 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// TestShortRemarkJoinsTheAnswer: on a paced channel the remark before a
+// tool call ("Let me look.") waits for the answer, which comes before the
+// pacing gap is over (the fake clock never moves), and both go out as one
+// message.
+func TestShortRemarkJoinsTheAnswer(t *testing.T) {
+	t.Parallel()
+	f := telegramfake.New()
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	st := openStore(t, filepath.Join(t.TempDir(), "relay.db"))
+	t.Cleanup(func() { st.Close() })
+	tg := telegram.New(telegram.Config{BaseURL: srv.URL, Token: telegramfake.Token, KV: st, PollTimeout: time.Second})
+	script := modeltest.NewScript(
+		modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, "Let me look."),
+			modeltest.ToolUse(1, "toolu_1", "Bash", map[string]string{"command": "echo looked"}), modeltest.Stop("tool_use")),
+		modeltest.Answer("m2", "It printed looked."),
+	)
+	workDir, sessions := t.TempDir(), t.TempDir()
+	be := sluiceagent.New(sluiceagent.Config{KV: st, Options: func(string) agent.Options {
+		return agent.Options{Provider: script, WorkDir: workDir, PermissionMode: protocol.ModeBypassPermissions,
+			Stream: modeltest.StreamOptions(), Store: sessionstore.NewJSONL(sessions)}
+	}})
+	t.Cleanup(func() { be.Close() })
+	clock := modeltest.NewClock(time.Date(2026, 6, 20, 10, 0, 0, 0, time.UTC))
+	startRelay(t, st, tg, be, clock, deliver.TelegramPacing())
+	f.UserSays(4, "what does echo say?")
+	sent, err := f.WaitSent(waitCtx(t), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent[0].Text != "Let me look.\n\nIt printed looked." {
+		t.Errorf("sent %q, want the remark and the answer in one message", sent[0].Text)
+	}
+}

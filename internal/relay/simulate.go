@@ -22,7 +22,9 @@ type Preview struct {
 // Simulate reads a recorded run (stream-json, as Claude Code or sluice -p
 // print it, or sluice's event notifications) and returns the messages the
 // relay would send for it on a channel whose messages hold limit UTF-16
-// units, in order.
+// units, in order. A recording has no times, so a short remark is listed
+// on its own even where the relay, pacing a channel, would join it to the
+// next message (see joiner).
 func Simulate(r io.Reader, limit int) ([]Preview, error) {
 	d := streamjson.NewDecoder()
 	rt := route.New(limit)

@@ -171,8 +171,13 @@ func (c *connection) listSessions(req *Request) {
 		}
 		for _, in := range infos {
 			seen[in.ID] = true
+			if in.Title == "" {
+				// The title is written with the first message: a session
+				// without one was opened and never used.
+				continue
+			}
 			info := wire.SessionInfo{
-				ID: in.ID, Title: in.Title, WorkingDirectory: in.WorkDir, Model: in.Model,
+				ID: in.ID, Title: in.Title, FirstLine: firstLine(in.Title), WorkingDirectory: in.WorkDir, Model: in.Model,
 				Modified: in.Modified.UnixMilli(), Size: in.Size, Live: c.s.live(in.ID),
 			}
 			if c.s.opts.Host != nil {
@@ -181,15 +186,49 @@ func (c *connection) listSessions(req *Request) {
 			res.Sessions = append(res.Sessions, info)
 		}
 	}
-	// Running sessions that are not stored (no store) are listed too.
+	// Running sessions that are not stored (no store) are listed too,
+	// once they have a message.
 	for _, sess := range c.s.liveSessions() {
-		if !seen[sess.ID()] && sess.WorkDir() == dir {
-			res.Sessions = append(res.Sessions, wire.SessionInfo{
-				ID: sess.ID(), WorkingDirectory: sess.WorkDir(), Model: sess.Model(), Live: true, Owner: sess.Owner(),
-			})
+		if seen[sess.ID()] || sess.WorkDir() != dir {
+			continue
 		}
+		snap := sess.Messages()
+		title, at := "", int64(0)
+		for _, m := range snap.Messages {
+			if m.Role == protocol.RoleUser {
+				title = m.Text()
+				break
+			}
+		}
+		if n := len(snap.Messages); n > 0 {
+			at = snap.Messages[n-1].CreatedAt
+		}
+		if title == "" {
+			continue
+		}
+		res.Sessions = append(res.Sessions, wire.SessionInfo{
+			ID: sess.ID(), Title: title, FirstLine: firstLine(title), WorkingDirectory: sess.WorkDir(),
+			Model: sess.Model(), Modified: at, Live: true, Owner: sess.Owner(),
+		})
 	}
 	c.reply(req, res, nil)
+}
+
+// firstLineRunes bounds SessionInfo.FirstLine.
+const firstLineRunes = 80
+
+// firstLine is the first line of a title that is not blank, trimmed and
+// cut to firstLineRunes: what a list of sessions shows.
+func firstLine(title string) string {
+	for line := range strings.Lines(title) {
+		if line = strings.TrimSpace(line); line != "" {
+			if r := []rune(line); len(r) > firstLineRunes {
+				line = string(r[:firstLineRunes-1]) + "…"
+			}
+			return line
+		}
+	}
+	return ""
 }
 
 // target decodes params into p (which names a session with sessionId) and

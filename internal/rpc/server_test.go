@@ -481,3 +481,30 @@ func TestServeConnReturnsWhenCtxIsDone(t *testing.T) {
 		t.Fatalf("ServeConn after cancel: %v", err)
 	}
 }
+
+// TestListSessionsNamesUsedSessions: a session opened and never used is not
+// listed; a used one is, titled by its first prompt with that prompt's
+// first line and its time — stored or only running.
+func TestListSessionsNamesUsedSessions(t *testing.T) {
+	t.Parallel()
+	for _, stored := range []bool{true, false} {
+		var st store.Store
+		if stored {
+			st = store.NewJSONL(t.TempDir())
+		}
+		ts := newTestServer(t, modeltest.NewScript(modeltest.Answer("m1", "on it")), st, nil)
+		empty, used := ts.dial(0), ts.dial(0)
+		empty.initialize(wire.InitializeParams{})
+		res := used.initialize(wire.InitializeParams{})
+		used.runToIdle("\n  fix the build  \nthen run the tests")
+		var list wire.ListSessionsResult
+		ts.dial(0).result("listSessions", map[string]any{}, &list)
+		if len(list.Sessions) != 1 {
+			t.Fatalf("stored %v: listSessions %+v, want the used session only", stored, list)
+		}
+		s := list.Sessions[0]
+		if s.ID != res.SessionID || s.FirstLine != "fix the build" || !strings.Contains(s.Title, "then run the tests") || s.Modified == 0 {
+			t.Errorf("stored %v: listed %+v", stored, s)
+		}
+	}
+}

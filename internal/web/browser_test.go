@@ -241,7 +241,10 @@ func (tb *tab) matches(what string, snap protocol.Snapshot) {
 	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(testTimeout))); err != nil {
 		var got json.RawMessage
 		tb.eval(`window.sluice.state()`, &got)
-		tb.t.Fatalf("%s: the page does not match getMessages: %v\nwant %s\ngot  %s\nconsole:\n%s", what, err, want, got, tb.consoleText())
+		var shown struct{ Live, Fresh string }
+		tb.eval(fmt.Sprintf(`({ live: window.sluice.renderedText(), fresh: window.sluice.freshText(%s) })`, want), &shown)
+		tb.t.Fatalf("%s: the page does not match getMessages: %v\nwant %s\ngot  %s\nshown %q\nfresh %q\nconsole:\n%s",
+			what, err, want, got, shown.Live, shown.Fresh, tb.consoleText())
 	}
 }
 

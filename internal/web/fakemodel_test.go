@@ -77,7 +77,7 @@ func TestBrowserFakeModelServer(t *testing.T) {
 		t.Fatal("a tab without a session id joined an existing session")
 	}
 	tab3.do(chromedp.Click(chromedp.CSS("#btn-sessions")))
-	tab3.do(chromedp.Click(chromedp.CSS(`#session-list button[title="` + id + `"]`)))
+	tab3.do(chromedp.Click(chromedp.CSS(`#session-list li[data-id="` + id + `"] button`)))
 	tab3.poll("the restored session", `window.sluice.sessionId() === '`+id+`' && window.sluice.connected()`)
 	tab3.matches("a restored session", snap)
 

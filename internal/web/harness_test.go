@@ -57,6 +57,8 @@ type stackOptions struct {
 	storeDir string
 	// subagents gives the sessions the Agent tool.
 	subagents bool
+	// model names the sessions' model.
+	model string
 }
 
 func newStack(t testing.TB, provider model.Provider, so stackOptions) *stack {
@@ -70,7 +72,7 @@ func newStack(t testing.TB, provider model.Provider, so stackOptions) *stack {
 	st := store.NewJSONL(so.storeDir)
 	rs := rpc.NewServer(rpc.Options{
 		NewSession: func(ctx context.Context, cfg rpc.SessionConfig) (agent.Options, error) {
-			opts := agent.Options{Provider: provider, Stream: modeltest.StreamOptions(), PermissionMode: so.mode}
+			opts := agent.Options{Provider: provider, Stream: modeltest.StreamOptions(), PermissionMode: so.mode, Model: so.model}
 			if so.subagents {
 				opts.Subagents = []agent.Subagent{}
 			}

@@ -193,6 +193,8 @@ func TestBrowserSession(t *testing.T) {
 	before1, before2 := tab1.stats(), tab2.stats()
 	snap = obs.after(func() {
 		tab1.do(chromedp.Click(chromedp.CSS(`article.msg.user[data-id="` + longID + `"] button.rewind`)))
+		tab1.poll("the rewind to be confirmed", `document.getElementById('confirm').open`)
+		tab1.do(chromedp.Click(chromedp.CSS(`#confirm button[value="ok"]`)))
 	}, has(protocol.MethodMessagesRewound))
 	tab1.matches("the first tab, after the rewind", snap)
 	tab2.matches("the second tab, after the rewind", snap)

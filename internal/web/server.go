@@ -30,6 +30,10 @@
 //	node --test internal/web/jstest/    # the JavaScript reducer against protocol/testdata/vectors
 //	go build -o /tmp/sluice ./cmd/sluice && go run ./internal/web/cmd/loadcheck -sluice /tmp/sluice -sessions 200
 //
+// TestBrowserLayout also remakes the page's screenshots in docs/screenshots:
+//
+//	go test ./internal/web -run TestBrowserLayout -screenshots "$PWD/docs/screenshots"
+//
 // The browser tests look for Chromium on PATH (chromium, chromium-browser,
 // google-chrome) or in $SLUICE_CHROMIUM; without it they skip, unless
 // $SLUICE_REQUIRE_BROWSER is set (CI), where they fail. They save

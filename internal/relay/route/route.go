@@ -10,7 +10,7 @@
 // answer, joined to earlier final turns by a blank line (a turn that
 // continues one cut by max_tokens is joined directly); the final answer
 // goes out when the run ends, in as few messages as the channel's limit
-// allows. Then goes whatever was buffered for turns that never ended (an
+// allows, led by the remark the caller held back, if any (Lead). Then goes whatever was buffered for turns that never ended (an
 // abort, a crash), then — if nothing at all was sent — the run's result
 // text, then the run's errors. The text of a discarded attempt is dropped;
 // nothing else produced is ever lost.
@@ -57,6 +57,7 @@ type Router struct {
 	final   []string        // texts of the final turns so far
 	cut     bool            // the last final turn hit max_tokens: the next one continues it
 	loose   []string        // errors that name no message of the run
+	lead    string          // a remark to send before the final answer (Lead)
 	sent    bool
 	stopped bool
 }
@@ -113,6 +114,14 @@ func (r *Router) PendingPermissions() []protocol.PermissionRequest {
 	return r.list.PendingPermissions()
 }
 
+// Lead gives Finish a remark that Apply returned and the caller held back
+// (a short interstitial waiting for company): it goes first, packed with
+// the final answer, separated by a blank line — or alone when there is no
+// final answer.
+func (r *Router) Lead(text string) {
+	r.lead = text
+}
+
 // Finish ends the run and returns the messages still to send: the final
 // answer, the text of turns that never ended, the result text when nothing
 // was sent, and the errors. result may be empty.
@@ -121,7 +130,16 @@ func (r *Router) Finish(result string) []Message {
 		return nil
 	}
 	r.stopped = true
-	out := r.out(Final, strings.Join(r.final, "\n\n"))
+	var out []Message
+	switch {
+	case r.lead != "" && len(r.final) > 0:
+		out = r.out(Final, r.lead+"\n\n"+strings.Join(r.final, "\n\n"))
+	case r.lead != "":
+		out = r.out(Interstitial, r.lead)
+		out = append(out, r.out(Final, strings.Join(r.final, "\n\n"))...)
+	default:
+		out = r.out(Final, strings.Join(r.final, "\n\n"))
+	}
 	var errs []string
 	for i := range r.list.Len() {
 		m := r.list.At(i)

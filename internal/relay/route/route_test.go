@@ -387,3 +387,52 @@ func TestPendingPermissions(t *testing.T) {
 		t.Errorf("after resolving p1: %v", got)
 	}
 }
+
+// TestLead: a remark the relay held back leads the final answer, packed
+// with it — seed 004's 39-character intro joins an 11.5K answer and the
+// three messages it fills, instead of going alone as a fourth — or goes
+// alone when the run has no final answer.
+func TestLead(t *testing.T) {
+	t.Parallel()
+	const intro = "Let me look at the code structure first." // 40 units
+	tests := []struct {
+		name  string
+		final string
+		limit int
+		want  []Kind
+		first string // the first message's start
+	}{
+		{"with a short answer", "All good.", split.WeChatLimit, []Kind{Final}, intro + "\n\nAll good."},
+		{"with an 11.5K answer", answer(11500), split.WeChatLimit, []Kind{Final, Final, Final}, intro + "\n\n最终答案"},
+		{"without a final answer", "", split.WeChatLimit, []Kind{Interstitial}, intro},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := New(tt.limit)
+			evs := seq(added("m1"), text("m1", 0, intro, 7), tool("m1", 1), ended("m1", "tool_use"))
+			if tt.final != "" {
+				evs = append(evs, seq(added("m2"), text("m2", 0, tt.final, 500), ended("m2", "end_turn"))...)
+			}
+			var applied []Message
+			for _, ev := range evs {
+				applied = append(applied, r.Apply(ev)...)
+			}
+			if len(applied) != 1 || applied[0].Kind != Interstitial || applied[0].Text != intro {
+				t.Fatalf("Apply returned %+v, want the remark", applied)
+			}
+			r.Lead(applied[0].Text) // held back by the relay
+			got := r.Finish("")
+			var kinds []Kind
+			for _, m := range got {
+				kinds = append(kinds, m.Kind)
+				if split.Units(m.Text) > tt.limit {
+					t.Errorf("a message of %d units", split.Units(m.Text))
+				}
+			}
+			if fmt.Sprint(kinds) != fmt.Sprint(tt.want) || !strings.HasPrefix(got[0].Text, tt.first) {
+				t.Errorf("Finish sent %v starting %.60q, want %v starting %q", kinds, got[0].Text, tt.want, tt.first)
+			}
+		})
+	}
+}

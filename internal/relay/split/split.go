@@ -1,12 +1,15 @@
 // Package split cuts a long text into chat messages that each fit a
 // platform's length limit, measured the platform's way (UTF-16 code units).
 //
-// Where to cut, in order of preference: between paragraphs (packed greedily),
-// then at a line break, then after a sentence end (。！？ anywhere, . ! ?
-// before white space), then at a space, then anywhere — but never inside a
-// grapheme cluster (a character with its combining marks, a surrogate pair,
-// an emoji sequence), unless a single cluster is longer than a whole message,
-// and then only between code points. A cut inside a fenced code block closes
+// A text goes out in as few messages as the limit allows: first the fewest
+// messages is found, cutting each as late as the rules below let it; then
+// each cut is made at the best place that keeps that number. Where to cut,
+// in order of preference: between paragraphs, then at a line break, then
+// after a sentence end (。！？ anywhere, . ! ? before white space), then at
+// a space; only where a message's window holds none of these, anywhere — but
+// never inside a grapheme cluster (a character with its combining marks, a
+// surrogate pair, an emoji sequence), unless a single cluster is longer than
+// a whole message, and then only between code points. A cut inside a fenced code block closes
 // the fence at the end of one message and reopens it, with the same info
 // string, at the start of the next. Runs of blank lines inside a message are
 // kept as they are.
@@ -99,25 +102,78 @@ func Split(text string, limit int) []Part {
 			parts = append(parts, Part{Reopen: reopen, Body: text[pos:]})
 			break
 		}
-		p, ok := s.cutWithRepairs(pos, reopen, limit)
-		if !ok {
-			// The repairs leave no room for even one code point (an
-			// absurdly long fence opener): cut without them.
-			bodyEnd, restStart, _ := s.cut(pos, limit)
-			p = Part{Body: text[pos:bodyEnd], Sep: text[bodyEnd:restStart]}
-		}
+		// The best cut that leaves a rest needing no more messages than
+		// the fullest cut's rest.
+		full := s.next(pos, limit)
+		p := s.part(pos, limit, func(rest int) bool { return s.noMore(rest, full, limit) })
 		parts = append(parts, p)
 		pos += len(p.Body) + len(p.Sep)
 	}
 	return parts
 }
 
+// part cuts the message that starts at pos (the rest not fitting): at the
+// first kind of cut, in order of preference, whose latest place accept
+// takes, or else at the latest place of any kind.
+func (s *scanner) part(pos, limit int, accept func(restStart int) bool) Part {
+	reopen := ""
+	if f := s.fenceAt(pos); f != nil {
+		reopen = f.opener + "\n"
+	}
+	p, ok := s.cutWithRepairs(pos, reopen, limit, accept)
+	if !ok {
+		// The repairs leave no room for even one code point (an absurdly
+		// long fence opener): cut without them.
+		bodyEnd, restStart, _ := s.cut(pos, limit, accept)
+		p = Part{Body: s.text[pos:bodyEnd], Sep: s.text[bodyEnd:restStart]}
+	}
+	return p
+}
+
+// fullest accepts no cut, so that part cuts at the latest place.
+func fullest(int) bool { return false }
+
+// next returns where the message after the one starting at pos starts when
+// that one is cut at its latest place (len(text) when the rest fits).
+// Results are memoized: the chains of cuts from nearby starts soon join.
+func (s *scanner) next(pos, limit int) int {
+	if n, ok := s.nexts[pos]; ok {
+		return n
+	}
+	n := len(s.text)
+	reopen := 0
+	if f := s.fenceAt(pos); f != nil {
+		reopen = Units(f.opener) + 1
+	}
+	if reopen+s.units(pos, len(s.text)) > limit {
+		p := s.part(pos, limit, fullest)
+		n = pos + len(p.Body) + len(p.Sep)
+	}
+	s.nexts[pos] = n
+	return n
+}
+
+// noMore reports whether the text from rest takes no more messages than
+// the text from full, rest <= full, when every message is cut at its latest
+// place — the fewest the rules allow, as a later start never needs more
+// messages. The two chains of cuts are walked side by side until the first
+// catches up with the second or the second ends.
+func (s *scanner) noMore(rest, full, limit int) bool {
+	for rest < full {
+		if full == len(s.text) {
+			return false
+		}
+		rest, full = s.next(rest, limit), s.next(full, limit)
+	}
+	return true
+}
+
 // cutWithRepairs finds the cut after pos for a message that starts with
 // reopen, leaving room for the fence it may have to close.
-func (s *scanner) cutWithRepairs(pos int, reopen string, limit int) (Part, bool) {
+func (s *scanner) cutWithRepairs(pos int, reopen string, limit int, accept func(restStart int) bool) (Part, bool) {
 	budget := limit - Units(reopen)
 	for budget > 0 {
-		bodyEnd, restStart, ok := s.cut(pos, budget)
+		bodyEnd, restStart, ok := s.cut(pos, budget, accept)
 		if !ok {
 			return Part{}, false
 		}
@@ -149,6 +205,8 @@ func (s *scanner) closing(bodyEnd int) string {
 type fence struct {
 	opener string // the opener line, without its line break
 	marker string // the closing marker: the opener's run of ` or ~
+	// openStart is the offset of the opener line.
+	openStart int
 	// openEnd is the offset just after the opener line's text; closeStart
 	// the offset of the closing line, or the text's length when the fence
 	// is never closed. A cut at an offset in [openEnd, closeStart] is
@@ -169,6 +227,7 @@ type scanner struct {
 	// and line breaks.
 	spaceStart []int
 	fences     []fence
+	nexts      map[int]int // next's memo
 }
 
 func newScanner(text string) *scanner {
@@ -180,6 +239,7 @@ func newScanner(text string) *scanner {
 		cluster:     make([]bool, n+1),
 		blankEnd:    make([]int, n+1),
 		spaceStart:  make([]int, n+1),
+		nexts:       map[int]int{},
 	}
 	for i := 1; i <= n; i++ {
 		if c := text[i-1]; isBlank(c) || c == '\n' {
@@ -238,6 +298,13 @@ func (s *scanner) fenceAt(p int) *fence {
 	return nil
 }
 
+// inOpener reports whether a cut at offset p falls inside a fence's opener
+// line, which would leave its info string behind.
+func (s *scanner) inOpener(p int) bool {
+	i := sort.Search(len(s.fences), func(i int) bool { return s.fences[i].openEnd >= p })
+	return i < len(s.fences) && s.fences[i].openStart < p && p < s.fences[i].openEnd
+}
+
 // windowEnd returns the largest code point start e >= pos such that
 // text[pos:e] is at most budget units.
 func (s *scanner) windowEnd(pos, budget int) int {
@@ -252,16 +319,28 @@ func (s *scanner) windowEnd(pos, budget int) int {
 
 // cut chooses where the message starting at pos ends when the rest does not
 // fit in budget units: the body is text[pos:bodyEnd], the next message
-// starts at restStart. ok is false when not even one code point fits.
-func (s *scanner) cut(pos, budget int) (bodyEnd, restStart int, ok bool) {
+// starts at restStart. It takes the latest paragraph end, line end,
+// sentence end or space, the first of these kinds whose cut accept takes,
+// or else the latest of them all. ok is false when not even one code point
+// fits.
+func (s *scanner) cut(pos, budget int, accept func(restStart int) bool) (bodyEnd, restStart int, ok bool) {
 	wend := s.windowEnd(pos, budget)
 	if wend == len(s.text) {
 		return wend, wend, true
 	}
 	for _, find := range []func(pos, wend int) int{s.paragraphCut, s.lineCut, s.sentenceCut, s.spaceCut} {
-		if e := find(pos, wend); e > pos {
-			return e, s.sepEnd(e), true
+		if e := find(pos, wend); e > pos && !s.inOpener(e) {
+			rest := s.sepEnd(e)
+			if accept(rest) {
+				return e, rest, true
+			}
+			if rest > restStart {
+				bodyEnd, restStart = e, rest
+			}
 		}
+	}
+	if restStart > 0 {
+		return bodyEnd, restStart, true
 	}
 	for e := wend; e > pos; e-- {
 		if s.cluster[e] {
@@ -408,9 +487,10 @@ func scanFences(text string) []fence {
 		if open == nil {
 			if c, n, ok := fenceOpener(line); ok {
 				fences = append(fences, fence{
-					opener:  line,
-					marker:  strings.Repeat(string(c), n),
-					openEnd: start + len(line),
+					opener:    line,
+					marker:    strings.Repeat(string(c), n),
+					openStart: start,
+					openEnd:   start + len(line),
 				})
 				open, openChar, openLen = &fences[len(fences)-1], c, n
 			}

@@ -1,6 +1,7 @@
 package split
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -56,9 +57,19 @@ func TestSplit(t *testing.T) {
 			[]string{"line one\nline two", "line three"},
 		},
 		{
-			"paragraph preferred to a later line",
+			"paragraph preferred to a later line when it costs no message",
+			"p1\n\nline a\nline b", 13,
+			[]string{"p1", "line a\nline b"},
+		},
+		{
+			"a later line when the paragraph would cost a message",
 			"p1\n\nline a\nline b\nline c", 16,
-			[]string{"p1", "line a\nline b", "line c"},
+			[]string{"p1\n\nline a", "line b\nline c"},
+		},
+		{
+			"a sentence end when the line would cost a message",
+			"One.\nTwo. Three. Four.", 13,
+			[]string{"One.\nTwo.", "Three. Four."},
 		},
 		{
 			"CJK sentence end",
@@ -175,6 +186,67 @@ func TestSplitLongAnswer(t *testing.T) {
 				t.Errorf("limit %d part %d is not cut at a paragraph: %q...", limit, i, p.Body[:30])
 			}
 		}
+	}
+}
+
+// paragraphs builds an answer of English paragraphs of about the given
+// sizes (in units), each a run of whole sentences.
+func paragraphs(sizes ...int) string {
+	var b strings.Builder
+	n := 0
+	for i, size := range sizes {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		var p strings.Builder
+		for Units(p.String()) < size {
+			if p.Len() > 0 {
+				p.WriteString(" ")
+			}
+			n++
+			fmt.Fprintf(&p, "Sentence %d says one more thing about the design.", n)
+		}
+		b.WriteString(p.String())
+	}
+	return b.String()
+}
+
+// TestSplitPacks: the seed's answers go out in as few messages as the limit
+// allows, every cut at a sentence end or better. The 11.5K answer of six
+// 1,800-unit paragraphs and a short one went out as four WeChat messages
+// when every cut had to be a paragraph end (two paragraphs a message);
+// three hold it.
+func TestSplitPacks(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		text  string
+		limit int
+		want  int
+	}{
+		{"trace A: 1,485 characters", paragraphs(500, 500, 480), WeChatLimit, 1},
+		{"trace D: 9,121 characters", paragraphs(3000, 3000, 3000), WeChatLimit, 3},
+		{"11.5K in 1,800-unit paragraphs, WeChat", paragraphs(1800, 1800, 1800, 1800, 1800, 1800, 700), WeChatLimit, 3},
+		{"11.5K in 1,800-unit paragraphs, Telegram", paragraphs(1800, 1800, 1800, 1800, 1800, 1800, 700), TelegramLimit, 3},
+		{"paragraphs a little over half the limit", paragraphs(2100, 2100, 2100, 2100, 2100), WeChatLimit, 3},
+		{"code between paragraphs", paragraphs(1500, 1500) + "\n\n```go\n" + strings.Repeat("fmt.Println(\"a line of the example\")\n", 100) + "```\n\n" + paragraphs(1500), WeChatLimit, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			parts := Split(tt.text, tt.limit)
+			checkParts(t, tt.text, tt.limit, parts)
+			checkFences(t, tt.text, parts)
+			fewest := (Units(tt.text) + tt.limit - 1) / tt.limit
+			if len(parts) != tt.want || len(parts) < fewest {
+				t.Errorf("%d units at limit %d: %d messages, want %d", Units(tt.text), tt.limit, len(parts), tt.want)
+			}
+			for i, p := range parts[:len(parts)-1] {
+				if !strings.HasSuffix(p.Body, ".") && !strings.HasSuffix(p.Body, ")") && !strings.Contains(p.Sep, "\n") {
+					t.Errorf("part %d is not cut at a sentence end or a line: ...%q", i, p.Body[max(0, len(p.Body)-30):])
+				}
+			}
+		})
 	}
 }
 

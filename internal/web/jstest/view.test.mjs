@@ -29,4 +29,7 @@ test('tool summary: compact parameters, else the tail of the streaming ones', ()
   const got = toolSummary({ parameters: long });
   assert.equal(got, '…' + long.replace(/\n/g, '\\n').slice(-30));
   assert.ok(!got.includes('\n'));
+  // A call waiting for approval: its request's compact parameters.
+  assert.equal(toolSummary({ parameters: '{"command":"ls"}' }, 'ls'), 'ls');
+  assert.equal(toolSummary({ compactParams: 'ls -la', parameters: '{}' }, 'ls'), 'ls -la');
 });

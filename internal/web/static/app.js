@@ -11,6 +11,10 @@
 //   - rewind carries a request id; its receipt only reports the outcome
 //     (the list is cut by messagesRewound) and a receipt for another
 //     request is ignored.
+// Around it: a first screen for an empty session (where and with which
+// model the agent works, example prompts), the session's title from its
+// first prompt, a banner while the connection is down, a confirmation
+// before a rewind, and a list of the stored sessions to search.
 
 import { List, ResyncError, STALE, EVENT_METHODS } from './reducer.js';
 import { View, textOf } from './view.js';
@@ -25,7 +29,9 @@ const els = {
   abort: $('btn-abort'), clear: $('btn-clear'), compact: $('btn-compact'), newSession: $('btn-new'),
   sessionsBtn: $('btn-sessions'), sessions: $('sessions'), sessionList: $('session-list'),
   conn: $('conn'), run: $('run'), notice: $('notice'), permissions: $('permissions'), title: $('session-title'),
-  btw: $('btw'), tasks: $('tasks'), queue: $('queue'),
+  btw: $('btw'), tasks: $('tasks'), queue: $('queue'), banner: $('banner'), welcome: $('welcome'),
+  where: $('welcome-where'), examples: $('examples'), search: $('session-search'),
+  confirm: $('confirm'), confirmText: $('confirm-text'), closeSessions: $('btn-close-sessions'),
 };
 
 const state = {
@@ -37,6 +43,9 @@ const state = {
   haveList: false,
   resyncing: false,
   rewind: null, // {requestId, text}: the rewind in flight
+  sessions: [], // listSessions' answer, for the search box
+  // wasConnected: a connection was up, so a closed one is a lost one.
+  wasConnected: false,
   // stats count how the list was brought up to date: whole snapshots, and
   // reconnects that resumed from the events the page missed.
   stats: { snapshots: 0, resumes: 0, resyncs: 0 },
@@ -59,7 +68,10 @@ function wsURL() {
 
 function setConn(s) {
   els.conn.dataset.state = s;
-  els.conn.textContent = s;
+  els.conn.title = s;
+  // The banner says the page is not live; it goes once the session is
+  // attached again (and brought up to date from the events missed).
+  els.banner.hidden = s !== 'reconnecting';
 }
 
 async function connectLoop() {
@@ -69,8 +81,9 @@ async function connectLoop() {
     try {
       await rpc.opened;
       state.rpc = rpc;
-      setConn('connected');
       await attach();
+      setConn('connected');
+      state.wasConnected = true;
       delay = 100;
     } catch (e) {
       if (e instanceof RpcError && e.code === CODE_SESSION_NOT_FOUND && state.sessionId) {
@@ -81,6 +94,8 @@ async function connectLoop() {
         state.haveList = false;
         try {
           await attach();
+          setConn('connected');
+          state.wasConnected = true;
           delay = 100;
         } catch (e2) {
           console.warn('sluice:', e2.message);
@@ -94,7 +109,7 @@ async function connectLoop() {
     await rpc.closed;
     state.rpc = null;
     state.resyncing = false;
-    setConn('reconnecting');
+    setConn(state.wasConnected ? 'reconnecting' : 'connecting');
     await new Promise((r) => setTimeout(r, delay));
     delay = Math.min(delay * 2, 5000);
   }
@@ -127,7 +142,9 @@ function adopt(res) {
   } else {
     state.stats.resumes++;
   }
-  els.title.textContent = res.sessionId ? res.sessionId.slice(0, 8) : '';
+  state.info = { workingDirectory: res.workingDirectory || '', model: res.model || '' };
+  showTitle();
+  showWelcome();
   const hash = new URLSearchParams(location.hash.slice(1));
   if (hash.get('session') !== res.sessionId) {
     hash.set('session', res.sessionId);
@@ -140,6 +157,8 @@ function replace(snapshot) {
   list.reset(snapshot);
   view.reset(list);
   state.haveList = true;
+  showTitle();
+  showWelcome();
   showRunState();
   showPermissions();
   showQueue();
@@ -177,8 +196,15 @@ function onNotification(method, params) {
   }
   if (change === STALE) return;
   view.apply(list, change);
+  if (change.kind === 'append' || change.kind === 'truncate' || change.kind === 'remove') {
+    showTitle();
+    showWelcome();
+  }
   if (change.kind === 'run') showRunState();
-  if (change.kind === 'permissions') showPermissions();
+  if (change.kind === 'permissions') {
+    showPermissions();
+    showRunState();
+  }
   if (change.kind === 'queue') showQueue();
   if (change.kind === 'tasks') showTasks();
   switch (method) {
@@ -218,6 +244,7 @@ function submit() {
   else if (t === '/btw' || t.startsWith('/btw ')) askAside(t.slice(4).trim());
   else report(call('sendMessage', { text }));
   els.input.value = '';
+  fitInput();
 }
 
 // askAside asks a side question (/btw): the answer shows under the
@@ -251,11 +278,26 @@ function compact() {
   report(call('compact', {}));
 }
 
-// rewind asks to rewind to a user message. The list is cut by the
-// messagesRewound event every attached page receives; the receipt only
-// says whether it happened, and brings the message's text back to the
-// input box.
+// confirm asks a yes-or-no question in the page's dialog and resolves to
+// the answer (Esc and Cancel are no).
+function confirm(text, action) {
+  els.confirm.querySelector('[value="ok"]').textContent = action;
+  els.confirmText.textContent = text;
+  els.confirm.returnValue = '';
+  els.confirm.showModal();
+  return new Promise((resolve) => {
+    els.confirm.addEventListener('close', () => resolve(els.confirm.returnValue === 'ok'), { once: true });
+  });
+}
+
+// rewind asks to rewind to a user message, once the user confirmed. The
+// list is cut by the messagesRewound event every attached page receives;
+// the receipt only says whether it happened, and brings the message's text
+// back to the input box.
 async function rewind(msg) {
+  const later = list.messages.length - 1 - list.messages.findIndex((m) => m.id === msg.id);
+  const removed = later > 0 ? `This message and the ${later} after it will be removed` : 'This message will be removed';
+  if (!(await confirm(`${removed}; its text comes back to the input box. Files the agent changed stay as they are.`, 'Rewind'))) return;
   const id = requestId();
   const text = msg.blocks.filter((b) => b.type === 'text').map((b) => b.content).join('');
   state.rewind = { requestId: id, text };
@@ -299,27 +341,58 @@ async function toggleSessions() {
     return;
   }
   const res = await report(state.rpc ? state.rpc.call('listSessions', {}) : Promise.reject(new Error('not connected')));
+  state.sessions = (res && res.sessions) || [];
+  els.search.value = '';
+  showSessions();
+  els.sessions.hidden = false;
+  els.search.focus();
+}
+
+// showSessions lists the sessions whose title holds every word of the
+// search box, newest first: the first line of each one's first prompt, and
+// when it was last used.
+function showSessions() {
+  const words = els.search.value.toLowerCase().split(/\s+/).filter(Boolean);
   els.sessionList.replaceChildren();
-  for (const s of (res && res.sessions) || []) {
+  for (const s of state.sessions) {
+    const title = (s.title || '').toLowerCase();
+    if (!words.every((w) => title.includes(w))) continue;
     const li = document.createElement('li');
+    li.dataset.id = s.id;
     const b = document.createElement('button');
     b.type = 'button';
-    b.textContent = s.title || s.id;
-    b.title = s.id;
+    const name = document.createElement('span');
+    name.className = 'name';
+    name.textContent = s.firstLine || s.title || s.id;
     const meta = document.createElement('span');
     meta.className = 'meta';
-    meta.textContent = `${s.live ? 'live · ' : ''}${new Date(s.modified).toLocaleString()}`;
+    meta.textContent = `${s.live ? 'live · ' : ''}${when(s.modified)}`;
+    b.title = s.title || s.id;
+    b.append(name, meta);
     b.addEventListener('click', () => restore(s.id));
-    li.append(b, meta);
+    li.append(b);
     if (s.id === state.sessionId) li.className = 'current';
     els.sessionList.append(li);
   }
   if (!els.sessionList.children.length) {
     const li = document.createElement('li');
-    li.textContent = 'no stored sessions';
+    li.className = 'empty';
+    li.textContent = state.sessions.length ? 'No session matches.' : 'No sessions yet: the ones you use are kept here.';
     els.sessionList.append(li);
   }
-  els.sessions.hidden = false;
+}
+
+// when says how long ago a time (Unix ms) was, as a list of recent things
+// says it.
+function when(ms, now = Date.now()) {
+  if (!ms) return '';
+  const min = Math.floor((now - ms) / 60000);
+  if (min < 1) return 'just now';
+  if (min < 60) return `${min} min ago`;
+  if (min < 24 * 60) return `${Math.floor(min / 60)} h ago`;
+  const d = new Date(ms);
+  const sameYear = d.getFullYear() === new Date(now).getFullYear();
+  return d.toLocaleDateString(undefined, sameYear ? { month: 'short', day: 'numeric' } : { year: 'numeric', month: 'short', day: 'numeric' });
 }
 
 async function restore(id) {
@@ -341,11 +414,56 @@ async function restore(id) {
 
 // ---- chrome -----------------------------------------------------------
 
-// showRunState shows the run state the list holds.
+// showRunState shows the run state the list holds: working, or waiting
+// for the user to approve a tool call.
 function showRunState() {
-  els.run.hidden = !list.running;
+  const waiting = list.pendingPermissions.length > 0;
+  els.run.hidden = !list.running && !waiting;
+  els.run.dataset.state = waiting ? 'waiting' : 'working';
+  els.run.textContent = waiting ? 'Waiting for your approval' : 'Working…';
+  els.abort.hidden = !list.running;
   els.abort.disabled = !list.running;
+  els.send.hidden = list.running && !els.input.value.trim();
+  view.setAwaiting(list.pendingPermissions);
   if (!list.running) hideNotice();
+}
+
+// titleOf is a session's title: the first line of its first prompt.
+function titleOf(messages) {
+  const first = messages.find((m) => m.role === 'user');
+  const text = first ? first.blocks.filter((b) => b.type === 'text').map((b) => b.content).join('') : '';
+  const line = text.split('\n').map((l) => l.trim()).find(Boolean) || '';
+  return line.length > 80 ? line.slice(0, 79) + '…' : line;
+}
+
+function showTitle() {
+  const t = titleOf(list.messages);
+  els.title.textContent = t || 'New session';
+  els.title.title = state.sessionId ? `session ${state.sessionId}` : '';
+  document.title = t ? `${t} · sluice` : 'sluice';
+}
+
+// showWelcome shows the first screen while the session is empty: what
+// this is, where the agent works and with which model, and prompts to
+// start from.
+function showWelcome() {
+  const empty = state.haveList && list.messages.length === 0;
+  els.welcome.hidden = !empty;
+  els.messages.hidden = empty;
+  if (!empty || !state.info) return;
+  const parts = [];
+  if (state.info.workingDirectory) parts.push(['Working in', state.info.workingDirectory]);
+  parts.push(['Model', state.info.model || 'the provider’s default']);
+  els.where.replaceChildren(...parts.map(([k, v]) => {
+    const row = document.createElement('div');
+    const key = document.createElement('span');
+    key.className = 'key';
+    key.textContent = k;
+    const val = document.createElement('code');
+    val.textContent = v;
+    row.append(key, val);
+    return row;
+  }));
 }
 
 // showQueue lists the work waiting behind the run, as the list holds it
@@ -443,10 +561,36 @@ els.input.addEventListener('keydown', (e) => {
     submit();
   }
 });
+// The input box grows with its text, up to a third of the window.
+function fitInput() {
+  els.input.style.height = 'auto';
+  els.input.style.height = Math.min(els.input.scrollHeight + 2, Math.max(120, window.innerHeight / 3)) + 'px';
+  els.send.hidden = list.running && !els.input.value.trim();
+}
+els.input.addEventListener('input', fitInput);
+fitInput();
+for (const b of els.examples.querySelectorAll('button')) {
+  b.addEventListener('click', () => {
+    els.input.value = b.dataset.prompt || b.textContent;
+    fitInput();
+    els.input.focus();
+  });
+}
+els.search.addEventListener('input', showSessions);
+for (const b of els.confirm.querySelectorAll('button[value]')) {
+  b.addEventListener('click', () => els.confirm.close(b.value));
+}
+els.closeSessions.addEventListener('click', () => { els.sessions.hidden = true; });
 els.abort.addEventListener('click', abort);
-// Esc stops the run, as in the terminal UI.
+// Esc stops the run, as in the terminal UI — unless it closes a dialog
+// or the sessions panel.
 document.addEventListener('keydown', (e) => {
-  if (e.key === 'Escape' && !els.abort.disabled) abort();
+  if (e.key !== 'Escape' || els.confirm.open) return;
+  if (!els.sessions.hidden) {
+    els.sessions.hidden = true;
+    return;
+  }
+  if (!els.abort.disabled) abort();
 });
 els.clear.addEventListener('click', clearSession);
 els.compact.addEventListener('click', compact);
@@ -470,6 +614,7 @@ window.sluice = {
     const div = document.createElement('main');
     const v = new View(div, { onRewind: () => {} });
     v.reset(new List(snapshot));
+    v.setAwaiting(snapshot.pendingPermissions || []);
     return textOf(div);
   },
   // dropConnection closes the WebSocket as a network failure would.

@@ -13,6 +13,7 @@
 // streaming answer rebuilds only its last paragraph.
 
 import { parse } from './markdown.js';
+import { languageOf, tokens } from './highlight.js';
 
 const h = (tag, cls, text) => {
   const el = document.createElement(tag);
@@ -37,18 +38,108 @@ export function reasoningHeader(b, now) {
 }
 
 // toolSummary is what a tool's header shows after its name: the compact
-// parameters, or while they stream the last 30 characters of the raw
-// parameters with newlines shown as \n.
-export function toolSummary(b) {
+// parameters (the block's, or those of its permission request, asked),
+// or while they stream the last 30 characters of the raw parameters with
+// newlines shown as \n.
+export function toolSummary(b, asked) {
   if (b.compactParams) return b.compactParams;
+  if (asked) return asked;
   const p = (b.parameters || '').replace(/\n/g, '\\n');
   return p.length > 30 ? '…' + p.slice(-30) : p;
 }
 
-function toolStatus(b) {
-  if (b.stage !== 'end') return b.stage || 'start';
-  if (b.success === true) return 'done';
-  return 'failed';
+// toolStatus is a tool block's state: preparing (its parameters stream),
+// waiting (for the user's approval: awaiting holds its toolId), running,
+// done or failed.
+export function toolStatus(b, awaiting) {
+  if (b.stage === 'end') return b.success === true ? 'done' : 'failed';
+  if (awaiting && awaiting.has(b.toolId)) return 'waiting';
+  if (b.stage === 'running') return 'running';
+  return 'preparing';
+}
+
+// TOOL_STATUS_TEXT is what a tool block's header says of each state.
+export const TOOL_STATUS_TEXT = {
+  preparing: 'preparing…',
+  waiting: 'waiting for approval',
+  running: 'running…',
+  done: 'done',
+  failed: 'failed',
+};
+
+// copyText puts text on the clipboard: the Clipboard API where the page
+// may use it, else a selected textarea and the copy command.
+export async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    return;
+  } catch {
+    // Not allowed (no focus, no permission): the old way.
+  }
+  const ta = document.createElement('textarea');
+  ta.value = text;
+  ta.setAttribute('readonly', '');
+  ta.className = 'offscreen';
+  document.body.append(ta);
+  ta.select();
+  const ok = document.execCommand('copy');
+  ta.remove();
+  if (!ok) throw new Error('the browser refused to copy');
+}
+
+// copyButton returns a button that copies what text() returns and says so
+// for a moment.
+export function copyButton(label, text) {
+  const b = h('button', 'copy', label);
+  b.type = 'button';
+  b.dataset.chrome = '';
+  b.addEventListener('click', async () => {
+    try {
+      await copyText(text());
+      b.textContent = 'Copied';
+    } catch {
+      b.textContent = 'Copy failed';
+    }
+    setTimeout(() => { b.textContent = label; }, 1500);
+  });
+  return b;
+}
+
+// codeBlock is a fenced code block: its language and a copy button above
+// the code, highlighted when the language is known.
+function codeBlock(n) {
+  const wrap = h('div', 'codeblock');
+  const head = h('div', 'code-head');
+  head.dataset.chrome = '';
+  head.append(h('span', 'code-lang', (n.lang || '').trim().split(/\s+/)[0] || 'text'), copyButton('Copy', () => n.text));
+  const pre = h('pre', 'code');
+  const code = h('code', 'hljs');
+  const lang = languageOf(n.lang);
+  const tree = tokens(n.text, lang);
+  if (tree) {
+    code.classList.add('language-' + lang);
+    appendTokens(code, tree);
+  } else {
+    code.textContent = n.text;
+  }
+  if (n.lang) pre.dataset.lang = n.lang;
+  pre.append(code);
+  wrap.append(head, pre);
+  return wrap;
+}
+
+function appendTokens(parent, nodes) {
+  for (const t of nodes) {
+    if (typeof t === 'string') parent.append(document.createTextNode(t));
+    else parent.append(appendTokens(h('span', t.cls || undefined), t.children));
+  }
+  return parent;
+}
+
+// textOfMessage is what an answer's copy button copies: its text blocks,
+// as markdown.
+export function textOfMessage(msg) {
+  return msg.blocks.filter((b) => b.type === 'text').map((b) => b.content).join('\n\n').trim();
 }
 
 // buildMarkdown returns the DOM of one markdown block node.
@@ -56,13 +147,7 @@ function buildBlock(n) {
   switch (n.t) {
     case 'p': return inlines(h('p'), n.c);
     case 'h': return inlines(h('h' + Math.min(6, Math.max(1, n.level | 0))), n.c);
-    case 'code': {
-      const pre = h('pre', 'code');
-      const code = h('code', undefined, n.text);
-      if (n.lang) pre.dataset.lang = n.lang;
-      pre.append(code);
-      return pre;
-    }
+    case 'code': return codeBlock(n);
     case 'quote': {
       const q = h('blockquote');
       for (const c of n.c) q.append(buildBlock(c));
@@ -149,6 +234,11 @@ export class View {
   constructor(container, { onRewind } = {}) {
     this.container = container;
     this.onRewind = onRewind;
+    // awaiting holds the toolIds of the calls waiting for the user's
+    // approval, with the compact parameters their requests carry
+    // (setAwaiting); tools maps a toolId to its block's view.
+    this.awaiting = new Map();
+    this.tools = new Map();
     this.msgs = []; // parallel to list.messages: {msg, el, blocksEl, blocks: [{el, type}]}
     this.dirty = new Set(); // message views with dirty blocks
     this.frame = 0;
@@ -162,6 +252,26 @@ export class View {
     container.addEventListener('scroll', () => {
       if (container.scrollTop !== this.autoTop) this.follow = this.atEnd();
     });
+  }
+
+  // setAwaiting marks the tool calls waiting for approval (the list's
+  // pendingPermissions) and unmarks the others. A call waiting shows the
+  // compact parameters of its request while its block has none yet.
+  setAwaiting(requests) {
+    const changed = new Set([...this.awaiting.keys(), ...requests.map((p) => p.toolId)]);
+    this.awaiting = new Map(requests.map((p) => [p.toolId, p.compactParams || '']));
+    for (const id of changed) {
+      const bv = this.tools.get(id);
+      if (bv) this.updateToolStatus(bv);
+    }
+  }
+
+  updateToolStatus(bv) {
+    const st = toolStatus(bv.block, this.awaiting);
+    bv.params.textContent = toolSummary(bv.block, this.awaiting.get(bv.block.toolId));
+    bv.status.textContent = TOOL_STATUS_TEXT[st];
+    bv.status.dataset.status = st;
+    bv.el.dataset.status = st;
   }
 
   atEnd() {
@@ -181,6 +291,7 @@ export class View {
   reset(list) {
     this.dirty.clear();
     this.msgs = [];
+    this.tools.clear();
     this.container.replaceChildren();
     this.follow = true;
     this.append(list, 0);
@@ -256,20 +367,38 @@ export class View {
     el.dataset.id = msg.id;
     const blocksEl = h('div', 'blocks');
     el.append(blocksEl);
-    const mv = { msg, el, blocksEl, blocks: [], dirtyBlocks: new Set(), footer: null };
+    const mv = { msg, el, blocksEl, blocks: [], dirtyBlocks: new Set(), footer: null, actions: null };
     if (msg.role === 'user' && this.onRewind && !nested) {
-      const b = h('button', 'rewind', '↺ rewind');
+      const b = h('button', 'rewind', '↺ Rewind');
       b.type = 'button';
+      b.dataset.chrome = '';
       b.title = 'Rewind the session to before this message';
       b.addEventListener('click', () => this.onRewind(mv.msg));
       el.prepend(b);
+    }
+    if (msg.role === 'assistant' && !nested) {
+      mv.actions = h('div', 'msg-actions');
+      mv.actions.dataset.chrome = '';
+      const copy = copyButton('Copy', () => textOfMessage(mv.msg));
+      copy.classList.add('copy-answer');
+      copy.title = 'Copy this answer as markdown';
+      mv.actions.append(copy);
+      el.append(mv.actions);
     }
     for (let b = 0; b < msg.blocks.length; b++) this.renderBlock(mv, b);
     this.renderFooter(mv);
     return mv;
   }
 
+  // renderActions shows an answer's copy button once it has text; a turn
+  // that ended in tool calls is a remark on the way, not an answer.
+  renderActions(mv) {
+    if (!mv.actions) return;
+    mv.actions.hidden = mv.msg.stopReason === 'tool_use' || !mv.msg.blocks.some((b) => b.type === 'text' && b.content.trim());
+  }
+
   renderFooter(mv) {
+    this.renderActions(mv);
     const m = mv.msg;
     let text = '';
     if (m.stopReason && m.stopReason !== 'end_turn' && m.stopReason !== 'tool_use') text = `stopped: ${m.stopReason}`;
@@ -279,7 +408,7 @@ export class View {
     }
     if (!mv.footer) {
       mv.footer = h('footer', 'stop');
-      mv.el.append(mv.footer);
+      mv.el.insertBefore(mv.footer, mv.actions);
     }
     mv.footer.textContent = text;
   }
@@ -302,6 +431,7 @@ export class View {
       mv.blocks[b] = bv = fresh;
     }
     this.updateBlockView(bv, blk, mv.msg.role);
+    if (blk.type === 'text') this.renderActions(mv);
   }
 
   buildBlockView(blk, role) {
@@ -363,10 +493,10 @@ export class View {
         renderMarkdown(bv.body, blk.content);
         break;
       case 'tool':
+        bv.block = blk;
+        if (blk.toolId) this.tools.set(blk.toolId, bv);
         bv.name.textContent = blk.name || 'tool';
-        bv.params.textContent = toolSummary(blk);
-        bv.status.textContent = toolStatus(blk);
-        bv.status.dataset.status = toolStatus(blk);
+        this.updateToolStatus(bv);
         bv.short.textContent = blk.shortResult || '';
         bv.short.hidden = !blk.shortResult;
         bv.error.textContent = blk.error || '';
@@ -427,14 +557,15 @@ export class View {
 }
 
 // textOf returns the text a subtree shows, leaving out live clocks (whose
-// text depends on when it was last drawn): what tests compare between the
-// live page and a fresh rendering of a snapshot.
+// text depends on when it was last drawn) and the controls (buttons and
+// labels, data-chrome): what tests compare between the live page and a
+// fresh rendering of a snapshot.
 export function textOf(root) {
   let out = '';
   const walk = (n) => {
     if (n.nodeType === Node.TEXT_NODE) { out += n.nodeValue; return; }
     if (n.nodeType !== Node.ELEMENT_NODE) return;
-    if (n.dataset && 'clock' in n.dataset) return;
+    if (n.dataset && ('clock' in n.dataset || 'chrome' in n.dataset)) return;
     if (n.hidden) return;
     if (n.tagName === 'BR') out += '\n';
     for (const c of n.childNodes) walk(c);
