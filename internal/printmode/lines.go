@@ -258,13 +258,16 @@ type modelFallbackLine struct {
 // resultLine is the last line of a run (the whole output with --output-format
 // json).
 type resultLine struct {
-	Type              string                `json:"type"`
-	Subtype           string                `json:"subtype"`
-	IsError           bool                  `json:"is_error"`
-	DurationMs        int64                 `json:"duration_ms"`
-	DurationAPIMs     int64                 `json:"duration_api_ms"`
-	NumTurns          int                   `json:"num_turns"`
-	Result            string                `json:"result"`
+	Type          string `json:"type"`
+	Subtype       string `json:"subtype"`
+	IsError       bool   `json:"is_error"`
+	DurationMs    int64  `json:"duration_ms"`
+	DurationAPIMs int64  `json:"duration_api_ms"`
+	NumTurns      int    `json:"num_turns"`
+	// Result is the answer, or an API failure's text; absent when the run
+	// stopped on one of its own limits or was aborted (an error_*
+	// subtype), as in Claude Code.
+	Result            *string               `json:"result,omitempty"`
 	StopReason        *string               `json:"stop_reason"`
 	ContinuedAfter    string                `json:"continued_after,omitempty"` // sluice's: a cut answer was continued
 	SessionID         string                `json:"session_id"`
@@ -274,6 +277,7 @@ type resultLine struct {
 	PermissionDenials []denial              `json:"permission_denials"`
 	SubagentStats     *subagentStats        `json:"subagent_stats,omitempty"`
 	APIErrorStatus    *int                  `json:"api_error_status"`
+	APIErrorType      string                `json:"api_error_type,omitempty"`
 	Errors            []string              `json:"errors,omitempty"`
 	// TerminalReason says why the run ended, in Claude Code's words
 	// (completed, max_turns, aborted_streaming, api_error, model_error).

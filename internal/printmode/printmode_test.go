@@ -129,13 +129,17 @@ func TestInterruptMidStream(t *testing.T) {
 			}
 			ls := lines(t, stdout.String())
 			res := ls[len(ls)-1]
-			want := map[string]any{"type": "result", "subtype": "error_during_execution", "is_error": true, "result": partial}
+			want := map[string]any{"type": "result", "subtype": "error_during_execution", "is_error": true}
 			for k, v := range want {
 				if res[k] != v {
 					t.Errorf("result %s = %v, want %v", k, res[k], v)
 				}
 			}
-			if errs, _ := res["errors"].([]any); len(errs) != 1 || !strings.Contains(fmt.Sprint(errs[0]), agent.ErrAborted.Error()) {
+			// As Claude Code's (testdata/claude-code/errors/interrupt.json).
+			if r, has := res["result"]; has {
+				t.Errorf("result %q after an abort: Claude Code's has none", r)
+			}
+			if errs, _ := res["errors"].([]any); len(errs) != 1 || !strings.Contains(strings.ToLower(fmt.Sprint(errs[0])), agent.ErrAborted.Error()) {
 				t.Errorf("result errors %v, want the abort", res["errors"])
 			}
 			if format == FormatStreamJSON {
