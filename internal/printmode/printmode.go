@@ -6,6 +6,7 @@ package printmode
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/base64"
@@ -495,6 +496,14 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	}
 	res, err := h.Wait(context.Background())
 	answer := res.Text
+	structured := hst.structured.take()
+	if structured != nil && err == nil {
+		// The answer is the structured one, as JSON text.
+		var b bytes.Buffer
+		if json.Compact(&b, structured) == nil {
+			answer = b.String()
+		}
+	}
 	var stopped []string
 	if cfg.InputFormat != FormatStreamJSON {
 		stopped = settleTasks(ctx, sess, sub, &hst.tasks, lines, cfg.BackgroundWait)
@@ -522,7 +531,7 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	case FormatJSON, FormatStreamJSON:
 		line := newResultLine(sess, res, answer, err, time.Since(start))
 		line.StoppedTasks = stopped
-		line.StructuredOutput = hst.structured.take()
+		line.StructuredOutput = structured
 		line = hst.numbered(line)
 		if stream && apiFailure(err) {
 			w.line(newAPIErrorLine(sess.ID(), err, time.Now()))
