@@ -212,3 +212,43 @@ func compareAPIErrorLine(t *testing.T, got, want []map[string]any) {
 		t.Errorf("assistant content %v, want one text block with the result %q", content, res)
 	}
 }
+
+// A stream retried after it broke mid-answer shows the whole answer once
+// in the stream events (Claude Code's show the beginning twice); a retried
+// answer that departs from what was shown goes on from there.
+func TestRetriedStreamShownOnce(t *testing.T) {
+	t.Parallel()
+	overloaded := "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"
+	tests := []struct{ name, shown, retried, want string }{
+		{"repeats", "The whole ans", "The whole answer, once.", "The whole answer, once."},
+		{"departs", "The whole ans", "Another answer.", "The whole ansAnother answer."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			sess := newErrorSession(t, 0, answers(t, sseAnswer(t, "msg_broken", tt.shown, overloaded), "say:"+tt.retried))
+			var stdout, stderr bytes.Buffer
+			if code := Run(t.Context(), sess, "hi", Config{OutputFormat: FormatStreamJSON, IncludePartial: true, MaxRetries: 2, Stdout: &stdout, Stderr: &stderr}); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			var text strings.Builder
+			starts := map[string]int{}
+			for _, l := range lines(t, stdout.String()) {
+				ev, ok := l["event"].(map[string]any)
+				if !ok {
+					continue
+				}
+				starts[ev["type"].(string)]++
+				if d, ok := ev["delta"].(map[string]any); ok && d["type"] == "text_delta" {
+					text.WriteString(d["text"].(string))
+				}
+			}
+			if text.String() != tt.want {
+				t.Errorf("the stream events showed %q, want %q", text.String(), tt.want)
+			}
+			if tt.name == "repeats" && (starts["message_start"] != 1 || starts["content_block_start"] != 1) {
+				t.Errorf("starts %v, want one message and one block", starts)
+			}
+		})
+	}
+}

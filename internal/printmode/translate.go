@@ -75,6 +75,9 @@ type translator struct {
 	who      subagentFields
 	// calls are the parameters of this stream's tool calls once they run.
 	calls map[string]string
+	// spliced keeps a retried attempt's stream events from repeating what
+	// the failed one showed (with --include-partial-messages).
+	spliced splice
 }
 
 // blockStart is what a block's start said: enough to write its start
@@ -296,20 +299,29 @@ func (t *translator) part(p model.Part) {
 			t.msgID = "msg_" + strings.ReplaceAll(uuid.NewString(), "-", "")
 		}
 		clear(t.starts)
-		t.event(api.MessageStartEvent{Type: "message_start", Message: t.message([]any{})})
+		if t.spliced.messageStart() {
+			t.event(api.MessageStartEvent{Type: "message_start", Message: t.message([]any{})})
+		}
 	case model.PartBlockStart:
 		b := blockStart{kind: p.Block, id: p.ID, name: p.Name, raw: p.Raw}
 		t.starts[p.Index] = b
 		if p.Block == model.BlockToolUse {
 			t.tools[p.ID] = true
 		}
-		t.event(api.ContentBlockStartEvent{Type: "content_block_start", Index: p.Index, ContentBlock: b.shape()})
+		if t.spliced.started(p.Index, p.Block) {
+			t.event(api.ContentBlockStartEvent{Type: "content_block_start", Index: p.Index, ContentBlock: b.shape()})
+		}
 	case model.PartBlockDelta:
 		if p.Delta == model.DeltaText || p.Delta == model.DeltaReasoning {
 			t.lastDelta = p.Index
 		}
 		if !t.cfg.IncludePartial {
 			return
+		}
+		if p.Delta == model.DeltaText {
+			if p.Text = t.spliced.text(p.Index, p.Text); p.Text == "" {
+				return
+			}
 		}
 		// A long delta (a whole answer from the non-streaming fallback)
 		// goes through line, which holds a long string once.
@@ -378,6 +390,7 @@ func (t *translator) part(p model.Part) {
 			t.requestModel = r.Model
 			return
 		}
+		t.spliced.retry()
 		line := apiRetryLine{
 			Type: "system", Subtype: "api_retry", MaxRetries: t.cfg.maxRetries(),
 			SessionID: t.w.session, UUID: uuid.NewString(),
