@@ -110,7 +110,8 @@ type userLine struct {
 	UUID            string      `json:"uuid"`
 	Timestamp       string      `json:"timestamp"`
 	// ToolUseResult is the result as the SDK's user sees it: the output,
-	// or "Error: " and the cause; for an Agent call, a subagentResult.
+	// or "Error: " and the cause; for a Bash call, a bashResult; for an
+	// Agent call, a subagentResult.
 	ToolUseResult any `json:"tool_use_result"`
 	// ToolResultMeta says who decided that the call could run, or not.
 	ToolResultMeta []toolResultMeta `json:"tool_result_meta"`
@@ -130,6 +131,16 @@ type permissionDecision struct {
 	Decision   string `json:"decision"`
 	Source     string `json:"source"`
 	ReasonType string `json:"reason_type,omitempty"`
+}
+
+// bashResult is a Bash call's tool_use_result, in Claude Code's shape
+// (testdata/claude-code/tool_use_results.json).
+type bashResult struct {
+	Stdout           string `json:"stdout"`
+	Stderr           string `json:"stderr"`
+	Interrupted      bool   `json:"interrupted"`
+	IsImage          bool   `json:"isImage"`
+	NoOutputExpected bool   `json:"noOutputExpected"`
 }
 
 // subagentResult is an Agent call's tool_use_result, in Claude Code's

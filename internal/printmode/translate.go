@@ -192,8 +192,13 @@ func (t *translator) item(it agent.Item) {
 			meta.NonExecutionKind = "permission-rule"
 		}
 		var shown any = content
-		if failed {
+		switch {
+		case failed:
 			shown = "Error: " + content
+		case e.Name == "Bash":
+			// Claude Code's Bash result object; its stdout holds the
+			// command's output, stderr merged in, as sluice's does.
+			shown = bashResult{Stdout: content}
 		}
 		if sub := t.subagents[e.ToolID]; sub != nil && (e.Name == "Agent" || e.Name == "Task") {
 			r := sub.result(e, content, failed)

@@ -4,11 +4,12 @@ import fs from 'node:fs'; import os from 'node:os'; import path from 'node:path'
 import { startFakeModel } from '../../../sdktest/fakemodel.mjs';
 const bin = process.env.BIN || '/work/ref/cc/node_modules/.bin/claude';
 const [scen, format, ...extra] = process.argv.slice(2);
-const scenarios = JSON.parse(fs.readFileSync(new URL('scenarios.json', import.meta.url),'utf8'));
-const answers = scenarios[scen];
-const model = await startFakeModel(answers);
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'rec-'));
 const cwd = path.join(root, 'work'); fs.mkdirSync(cwd);
+// $CWD in a scenario is the working directory (tools want absolute paths).
+const scenarios = JSON.parse(fs.readFileSync(new URL('scenarios.json', import.meta.url),'utf8').replaceAll('$CWD', cwd));
+const answers = scenarios[scen];
+const model = await startFakeModel(answers);
 fs.writeFileSync(path.join(cwd,'hello.txt'),'hello\nworld\n');
 const env = { PATH: process.env.PATH, HOME: root, SLUICE_HOME: path.join(root,'sluice'), SLUICE_CONFIG: path.join(root,'none.json'),
   ANTHROPIC_API_KEY: 'x', ANTHROPIC_BASE_URL: model.url, DISABLE_TELEMETRY: '1', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', IS_SANDBOX: '1',
