@@ -70,7 +70,19 @@ type MCPServer struct {
 	Name string `json:"name"`
 	// Status is "connected" or "failed", as Claude Code reports it.
 	Status string `json:"status"`
+	// Source is where the server came from, in Claude Code's words:
+	// SourceDynamic or SourceSDK.
+	Source string `json:"source"`
 }
+
+// MCP servers' sources, as Claude Code 2.1.328 names them in system/init
+// and mcp_status.
+const (
+	// SourceDynamic: --mcp-config, or the host's initialize.
+	SourceDynamic = "dynamic"
+	// SourceSDK: a server in the host's process (type sdk).
+	SourceSDK = "sdk"
+)
 
 // streamEventLine wraps one model stream event in Anthropic's shape.
 type streamEventLine struct {

@@ -166,7 +166,7 @@ func TestInitAndRetryLines(t *testing.T) {
 	code := Run(t.Context(), sess, "hello", Config{
 		OutputFormat: FormatStreamJSON, Model: "test-model", PermissionMode: "default",
 		APIKeySource: "ANTHROPIC_API_KEY", Version: "1.2.3", AddDirs: []string{"/srv/data"},
-		MCPServers: []MCPServer{{Name: "files", Status: "connected"}, {Name: "broken", Status: "failed"}},
+		MCPServers: []MCPServer{{Name: "files", Status: "connected", Source: SourceDynamic}, {Name: "broken", Status: "failed", Source: SourceDynamic}},
 		MaxRetries: 3, Stdout: &stdout, Stderr: &stderr,
 	})
 	if code != 0 {
@@ -174,7 +174,7 @@ func TestInitAndRetryLines(t *testing.T) {
 	}
 	out := strings.Split(stdout.String(), "\n")
 	init := fmt.Sprintf(`{"type":"system","subtype":"init","cwd":%q,"session_id":%q,"tools":["Bash","Read","Write","Edit","Glob","Grep","TodoWrite","WebFetch","BashOutput","KillShell"],`+
-		`"mcp_servers":[{"name":"files","status":"connected"},{"name":"broken","status":"failed"}],"model":"test-model","permissionMode":"default",`+
+		`"mcp_servers":[{"name":"files","status":"connected","source":"dynamic"},{"name":"broken","status":"failed","source":"dynamic"}],"model":"test-model","permissionMode":"default",`+
 		`"slash_commands":[],"apiKeySource":"ANTHROPIC_API_KEY","sluice_version":"1.2.3","output_style":"default","agents":[],"skills":[],"plugins":[],"uuid":"`, sess.WorkDir(), sess.ID())
 	initEnd := fmt.Sprintf(`","additional_directories":["/srv/data"],"claude_code_version":"2.1.328","capabilities":["sdk_mcp_manifests"],`+
 		`"original_cwd":%q,"analytics_disabled":true,"product_feedback_disabled":true,"fast_mode_state":"off","terminal_slash_commands":[],`+

@@ -11,6 +11,8 @@ const scenarios = JSON.parse(fs.readFileSync(new URL('scenarios.json', import.me
 const answers = scenarios[scen];
 const model = await startFakeModel(answers);
 fs.writeFileSync(path.join(cwd,'hello.txt'),'hello\nworld\n');
+// PROJECT_MCP: a .mcp.json for the working directory (project MCP servers).
+if (process.env.PROJECT_MCP) fs.writeFileSync(path.join(cwd, '.mcp.json'), process.env.PROJECT_MCP);
 const env = { PATH: process.env.PATH, HOME: root, SLUICE_HOME: path.join(root,'sluice'), SLUICE_CONFIG: path.join(root,'none.json'),
   ANTHROPIC_API_KEY: 'x', ANTHROPIC_BASE_URL: model.url, DISABLE_TELEMETRY: '1', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', IS_SANDBOX: '1',
   CLAUDE_CODE_MAX_RETRIES: process.env.RETRIES ?? '2', SLUICE_STREAM_MAX_RETRIES: '2', API_TIMEOUT_MS: '20000' };
