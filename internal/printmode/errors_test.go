@@ -129,7 +129,8 @@ func TestErrorsAsClaudeCode(t *testing.T) {
 }
 
 // newErrorSession is a session against a fake model that answers with
-// answers, retrying twice and running tools without asking.
+// answers, retrying twice and running tools (the Agent tool too) without
+// asking.
 func newErrorSession(t *testing.T, maxTurns int, answers []printmodetest.Answer) *agent.Session {
 	t.Helper()
 	srv, err := printmodetest.NewServer(printmodetest.Anthropic, answers)
@@ -140,8 +141,8 @@ func newErrorSession(t *testing.T, maxTurns int, answers []printmodetest.Answer)
 	sess, err := agent.New(agent.Options{
 		Provider: anthropic.New(anthropic.Config{APIKey: "sk-test", BaseURL: srv.URL}),
 		Model:    "claude-sonnet-4-5", WorkDir: t.TempDir(), MaxTurns: maxTurns,
-		PermissionMode: protocol.ModeBypassPermissions,
-		Stream:         model.StreamOptions{MaxRetries: 2, BaseDelay: 1, MaxDelay: 1},
+		PermissionMode: protocol.ModeBypassPermissions, Subagents: []agent.Subagent{},
+		Stream: model.StreamOptions{MaxRetries: 2, BaseDelay: 1, MaxDelay: 1},
 	})
 	if err != nil {
 		t.Fatal(err)
