@@ -105,6 +105,13 @@ type assistantLine struct {
 	subagentFields
 }
 
+// abortedLine is the assistant line of a response cut by an interrupt:
+// what it had streamed.
+type abortedLine struct {
+	assistantLine
+	Aborted bool `json:"aborted"`
+}
+
 // subagentFields name the subagent whose line it is, as Claude Code's
 // lines of a subagent do (absent on the session's own lines).
 type subagentFields struct {

@@ -495,6 +495,9 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 		}
 	}
 	res, err := h.Wait(context.Background())
+	if stream && errors.Is(err, agent.ErrAborted) && !hst.overBudget() {
+		tr.aborted()
+	}
 	answer := res.Text
 	structured := hst.structured.take()
 	if structured != nil && err == nil {

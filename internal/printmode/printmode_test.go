@@ -143,6 +143,17 @@ func TestInterruptMidStream(t *testing.T) {
 				t.Errorf("result errors %v, want the abort", res["errors"])
 			}
 			if format == FormatStreamJSON {
+				// Claude Code's lines before the result
+				// (testdata/claude-code/errors/interrupt.json): what had
+				// streamed, marked aborted, and the user's interrupt.
+				cut, user := ls[len(ls)-3], ls[len(ls)-2]
+				content, _ := cut["message"].(map[string]any)["content"].([]any)
+				if cut["type"] != "assistant" || cut["aborted"] != true || len(content) != 1 || content[0].(map[string]any)["text"] != partial {
+					t.Errorf("line before the interrupt's: %v", cut)
+				}
+				if user["type"] != "user" || fmt.Sprint(user["message"]) != "map[content:[map[text:[Request interrupted by user] type:text]] role:user]" {
+					t.Errorf("the interrupt's user line: %v", user)
+				}
 				var text strings.Builder
 				for _, l := range ls {
 					if ev, ok := l["event"].(map[string]any); ok && ev["type"] == "content_block_delta" {
