@@ -43,8 +43,8 @@ const syntheticModel = "<synthetic>"
 // apiFailure reports whether err ended a run on the model's API (or on
 // the way to it), rather than on one of the run's own limits.
 func apiFailure(err error) bool {
-	for _, own := range []error{ErrBudget, agent.ErrMaxTurns, agent.ErrAborted, agent.ErrHookStopped,
-		agent.ErrPromptBlocked, context.Canceled, context.DeadlineExceeded} {
+	for _, own := range []error{ErrBudget, agent.ErrMaxTurns, agent.ErrMaxTokens, agent.ErrAborted, agent.ErrHookStopped,
+		agent.ErrPromptBlocked, agent.ErrClosed, agent.ErrNotSaved, context.Canceled, context.DeadlineExceeded} {
 		if errors.Is(err, own) {
 			return false
 		}

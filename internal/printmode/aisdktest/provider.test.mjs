@@ -20,7 +20,7 @@ async function start(t, answers, settings = {}) {
   const fake = await startFakeModel(answers);
   t.after(() => fake.close());
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-aisdktest-'));
-  t.after(() => fs.rmSync(root, { recursive: true, force: true }));
+  t.after(() => fs.rmSync(root, { recursive: true, force: true, maxRetries: 5 }));
   const cwd = path.join(root, 'work');
   fs.mkdirSync(cwd);
   const env = {
@@ -86,11 +86,12 @@ async function failure(promise) {
 const refused = { status: 400, error: { type: 'invalid_request_error', message: 'fake model: temperature must be at most 1' } };
 
 test('a 400: the user sees the server\'s message', async (t) => {
-  const { model, fake } = await start(t, [refused, refused]);
+  // Claude Code sends a refused request again in other shapes: refused
+  // each time.
+  const { model } = await start(t, Array(10).fill(refused));
   const e = await failure(generateText({ model, prompt: 'hi' }));
   assert.match(e.message, /API Error: 400 fake model: temperature must be at most 1/);
   assert.doesNotMatch(e.message, /Claude Code SDK error/);
-  assert.equal(fake.requests.length, 1, 'a 400 is not retried');
 });
 
 test('a stream that fails for good: the user sees the server\'s message', async (t) => {
