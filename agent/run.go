@@ -46,6 +46,7 @@ func (s *Session) runMessage(j *job) (res Result) {
 		}
 	}()
 	_ = s.takeHalt() // a halt asked for after the last run ended is stale
+	_ = s.takeEnding()
 	if err := s.addPrompt(ctx, j); err != nil {
 		res.Err = err
 		return res
@@ -111,6 +112,9 @@ func (s *Session) runMessage(j *job) (res Result) {
 				res.Err = err
 				s.noteOnLast(err.Error())
 				return res
+			}
+			if s.takeEnding() {
+				return res // answered through a tool: a success, with no text
 			}
 			s.steer(j)
 		case out.stopReason == model.StopMaxTokens || out.stopReason == model.StopContextLimit:

@@ -128,6 +128,9 @@ type Session struct {
 	startSource string
 	halted      bool
 	haltReason  string
+	// ending is set by a tool call whose result ends the run
+	// (tool.Result.EndsRun) once its response's calls are done.
+	ending bool
 	// queueShown is how many jobs the last queueChanged listed.
 	queueShown int
 	// children are the subagents running now, by tool call id (their

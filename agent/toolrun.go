@@ -130,6 +130,11 @@ func (s *Session) execTool(ctx context.Context, msgID string, c toolCall) (model
 	end := ev
 	end.Stage = protocol.StageEnd
 	success := err == nil && !r.IsError
+	if success && r.EndsRun && abortCause(ctx) == nil {
+		s.mu.Lock()
+		s.ending = true
+		s.mu.Unlock()
+	}
 	content := r.Content
 	switch {
 	case abortCause(ctx) != nil:
@@ -347,4 +352,14 @@ func completeUTF8(b []byte) int {
 		}
 	}
 	return len(b)
+}
+
+// takeEnding reports, and clears, that a tool call ended the run
+// (tool.Result.EndsRun).
+func (s *Session) takeEnding() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.ending
+	s.ending = false
+	return e
 }

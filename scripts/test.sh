@@ -73,8 +73,16 @@ node --test internal/web/jstest/
 phase "the official Claude Agent SDK driving sluice (internal/printmode/sdktest)"
 # Pinned by the lock file; the SDK's optional native Claude Code binaries
 # are not needed (sluice stands in for them) and are left out.
+# The AI SDK suite's install (mostly waiting on the registry) goes on
+# meanwhile.
+npm ci --prefix internal/printmode/aisdktest --omit=optional --no-audit --no-fund --loglevel=error >"$bin/aisdk-npm.out" 2>&1 &
+aisdknpm=$!
 npm ci --prefix internal/printmode/sdktest --omit=optional --no-audit --no-fund --loglevel=error
 node --test internal/printmode/sdktest/
+
+phase "the AI SDK's Claude Code provider driving sluice (internal/printmode/aisdktest)"
+wait "$aisdknpm" || { cat "$bin/aisdk-npm.out"; exit 1; }
+node --test internal/printmode/aisdktest/
 
 phase "load check: sessions streaming over WebSocket through a real sluice serve"
 # CGO_ENABLED=0 like the binary: the packages it shares with it are built once.

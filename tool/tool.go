@@ -79,6 +79,11 @@ type Result struct {
 	// Summary, when set, is a short human description shown instead of the
 	// last lines of Content (for example "Wrote 12 lines to a.go").
 	Summary string
+	// EndsRun, on a call that succeeded, ends the run once the calls of
+	// its response are done, as a success: the model is not asked again
+	// (a final answer given through a tool, as print mode's
+	// StructuredOutput).
+	EndsRun bool
 }
 
 // ErrOutsideWorkDir is returned for a path outside the working directory

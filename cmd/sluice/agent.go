@@ -210,7 +210,8 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 	cfg.MCPStatus = func() []printmode.MCPServer {
 		var out []printmode.MCPServer
 		for _, st := range setup.MCPStatus() {
-			out = append(out, printmode.MCPServer{Name: st.Name, Status: st.State})
+			// sluice's servers come from --mcp-config or initialize.
+			out = append(out, printmode.MCPServer{Name: st.Name, Status: st.State, Source: printmode.SourceDynamic})
 		}
 		return out
 	}

@@ -351,7 +351,7 @@ func (h *host) initialize(id string, raw json.RawMessage) {
 		}
 		init.Tools = append(init.Tools, tools...)
 		h.mu.Lock()
-		h.sdkStatus = append(h.sdkStatus, MCPServer{Name: name, Status: status})
+		h.sdkStatus = append(h.sdkStatus, MCPServer{Name: name, Status: status, Source: SourceSDK})
 		h.mu.Unlock()
 	}
 	sess, err := h.openWith(init)

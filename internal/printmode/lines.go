@@ -70,7 +70,19 @@ type MCPServer struct {
 	Name string `json:"name"`
 	// Status is "connected" or "failed", as Claude Code reports it.
 	Status string `json:"status"`
+	// Source is where the server came from, in Claude Code's words:
+	// SourceDynamic or SourceSDK.
+	Source string `json:"source"`
 }
+
+// MCP servers' sources, as Claude Code 2.1.328 names them in system/init
+// and mcp_status.
+const (
+	// SourceDynamic: --mcp-config, or the host's initialize.
+	SourceDynamic = "dynamic"
+	// SourceSDK: a server in the host's process (type sdk).
+	SourceSDK = "sdk"
+)
 
 // streamEventLine wraps one model stream event in Anthropic's shape.
 type streamEventLine struct {
@@ -93,6 +105,13 @@ type assistantLine struct {
 	subagentFields
 }
 
+// abortedLine is the assistant line of a response cut by an interrupt:
+// what it had streamed.
+type abortedLine struct {
+	assistantLine
+	Aborted bool `json:"aborted"`
+}
+
 // subagentFields name the subagent whose line it is, as Claude Code's
 // lines of a subagent do (absent on the session's own lines).
 type subagentFields struct {
@@ -110,7 +129,8 @@ type userLine struct {
 	UUID            string      `json:"uuid"`
 	Timestamp       string      `json:"timestamp"`
 	// ToolUseResult is the result as the SDK's user sees it: the output,
-	// or "Error: " and the cause; for an Agent call, a subagentResult.
+	// or "Error: " and the cause; for a Bash call, a bashResult; for an
+	// Agent call, a subagentResult.
 	ToolUseResult any `json:"tool_use_result"`
 	// ToolResultMeta says who decided that the call could run, or not.
 	ToolResultMeta []toolResultMeta `json:"tool_result_meta"`
@@ -130,6 +150,16 @@ type permissionDecision struct {
 	Decision   string `json:"decision"`
 	Source     string `json:"source"`
 	ReasonType string `json:"reason_type,omitempty"`
+}
+
+// bashResult is a Bash call's tool_use_result, in Claude Code's shape
+// (testdata/claude-code/tool_use_results.json).
+type bashResult struct {
+	Stdout           string `json:"stdout"`
+	Stderr           string `json:"stderr"`
+	Interrupted      bool   `json:"interrupted"`
+	IsImage          bool   `json:"isImage"`
+	NoOutputExpected bool   `json:"noOutputExpected"`
 }
 
 // subagentResult is an Agent call's tool_use_result, in Claude Code's
@@ -258,13 +288,16 @@ type modelFallbackLine struct {
 // resultLine is the last line of a run (the whole output with --output-format
 // json).
 type resultLine struct {
-	Type              string                `json:"type"`
-	Subtype           string                `json:"subtype"`
-	IsError           bool                  `json:"is_error"`
-	DurationMs        int64                 `json:"duration_ms"`
-	DurationAPIMs     int64                 `json:"duration_api_ms"`
-	NumTurns          int                   `json:"num_turns"`
-	Result            string                `json:"result"`
+	Type          string `json:"type"`
+	Subtype       string `json:"subtype"`
+	IsError       bool   `json:"is_error"`
+	DurationMs    int64  `json:"duration_ms"`
+	DurationAPIMs int64  `json:"duration_api_ms"`
+	NumTurns      int    `json:"num_turns"`
+	// Result is the answer, or an API failure's text; absent when the run
+	// stopped on one of its own limits or was aborted (an error_*
+	// subtype), as in Claude Code.
+	Result            *string               `json:"result,omitempty"`
 	StopReason        *string               `json:"stop_reason"`
 	ContinuedAfter    string                `json:"continued_after,omitempty"` // sluice's: a cut answer was continued
 	SessionID         string                `json:"session_id"`
@@ -274,6 +307,7 @@ type resultLine struct {
 	PermissionDenials []denial              `json:"permission_denials"`
 	SubagentStats     *subagentStats        `json:"subagent_stats,omitempty"`
 	APIErrorStatus    *int                  `json:"api_error_status"`
+	APIErrorType      string                `json:"api_error_type,omitempty"`
 	Errors            []string              `json:"errors,omitempty"`
 	// TerminalReason says why the run ended, in Claude Code's words
 	// (completed, max_turns, aborted_streaming, api_error, model_error).

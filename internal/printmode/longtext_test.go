@@ -38,13 +38,13 @@ func TestLineWithIsLine(t *testing.T) {
 	for name, text := range long {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			line := resultLine{Type: "result", Subtype: "success", Result: text, SessionID: "s"}
+			line := resultLine{Type: "result", Subtype: "success", Result: &text, SessionID: "s"}
 			want := written(func(w *writer) { w.line(line) })
-			got := written(func(w *writer) { w.lineWith(&line, &line.Result) })
+			got := written(func(w *writer) { w.lineWith(&line, line.Result) })
 			if got != want {
 				t.Errorf("lineWith wrote %d bytes, line %d; first difference at %d", len(got), len(want), firstByteDiff(got, want))
 			}
-			if line.Result != text {
+			if *line.Result != text {
 				t.Error("lineWith left the field changed")
 			}
 			// A text block in an assistant line, and a field that is not

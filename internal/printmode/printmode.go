@@ -6,6 +6,7 @@ package printmode
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/base64"
@@ -14,9 +15,12 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -365,7 +369,7 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	start := time.Now()
 	h := r.pre
 	if h == nil && hst.overBudget() {
-		err := fmt.Errorf("%w of $%g", ErrBudget, cfg.MaxBudgetUSD)
+		err := budgetErr(errors.New("over budget"), hst, cfg)
 		w.line(hst.numbered(newResultLine(sess, agent.Result{}, "", err, 0)))
 		w.flush()
 		return err
@@ -491,7 +495,18 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 		}
 	}
 	res, err := h.Wait(context.Background())
+	if stream && errors.Is(err, agent.ErrAborted) && !hst.overBudget() {
+		tr.aborted()
+	}
 	answer := res.Text
+	structured := hst.structured.take()
+	if structured != nil && err == nil {
+		// The answer is the structured one, as JSON text.
+		var b bytes.Buffer
+		if json.Compact(&b, structured) == nil {
+			answer = b.String()
+		}
+	}
 	var stopped []string
 	if cfg.InputFormat != FormatStreamJSON {
 		stopped = settleTasks(ctx, sess, sub, &hst.tasks, lines, cfg.BackgroundWait)
@@ -499,8 +514,17 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 			fmt.Fprintf(cfg.Stderr, "sluice: stopped background commands still running at the end of the run: %s\n", strings.Join(stopped, ", "))
 		}
 	}
+	err = budgetErr(err, hst, cfg)
 	switch cfg.OutputFormat {
 	case FormatText:
+		// As Claude Code's: an API failure's text, or the limit that
+		// stopped the run, instead of the answer.
+		switch {
+		case apiFailure(err):
+			answer = apiErrorText(err)
+		case errors.Is(err, agent.ErrMaxTurns) || errors.Is(err, ErrBudget):
+			answer = "Error: " + capitalized(err.Error())
+		}
 		if answer != "" {
 			w.raw(answer) // whole: appending the newline would copy a long answer
 			if !strings.HasSuffix(answer, "\n") {
@@ -508,16 +532,25 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 			}
 		}
 	case FormatJSON, FormatStreamJSON:
-		if err != nil && hst.overBudget() {
-			err = fmt.Errorf("%w of $%g", ErrBudget, cfg.MaxBudgetUSD)
-		}
 		line := newResultLine(sess, res, answer, err, time.Since(start))
 		line.StoppedTasks = stopped
-		line.StructuredOutput = hst.structured.take()
+		line.StructuredOutput = structured
 		line = hst.numbered(line)
-		w.lineWith(&line, &line.Result)
+		if stream && apiFailure(err) {
+			w.line(newAPIErrorLine(sess.ID(), err, time.Now()))
+		}
+		w.lineWith(&line, line.Result)
 	}
 	w.flush()
+	return err
+}
+
+// budgetErr is err, or ErrBudget when the run failed with the budget
+// spent (the budget stops a run by aborting it).
+func budgetErr(err error, hst *host, cfg Config) error {
+	if err != nil && !errors.Is(err, ErrBudget) && hst.overBudget() {
+		return fmt.Errorf("%w ($%s)", ErrBudget, strconv.FormatFloat(cfg.MaxBudgetUSD, 'f', -1, 64))
+	}
 	return err
 }
 
@@ -535,17 +568,18 @@ func (h *host) numbered(line resultLine) resultLine {
 func roundCost(usd float64) float64 { return math.Round(usd*1e9) / 1e9 }
 
 // newResultLine is the last line of a run, in Claude Code's shape. The
-// result is always the run's answer as far as it got (agent.Result.Text,
-// what --output-format text prints): the whole answer, joined across
+// result of a run that succeeded is its answer (agent.Result.Text, what
+// --output-format text prints): the whole answer, joined across
 // automatic max_tokens continuations (continued_after names the stop
-// reason that cut it); after a failure, the failed response's text so
-// far, possibly empty. It is never the error: a failed run has is_error
-// true and its cause in errors.
+// reason that cut it). A run that failed on the model's API has is_error
+// true and the failure's text as its result (apiErrorText); one stopped
+// by a limit or aborted has an error_* subtype, no result and its cause
+// in errors.
 func newResultLine(sess *agent.Session, res agent.Result, answer string, err error, d time.Duration) resultLine {
 	line := resultLine{
 		Type: "result", Subtype: "success",
 		DurationMs: d.Milliseconds(), DurationAPIMs: res.APIDuration.Milliseconds(),
-		NumTurns: res.Turns, Result: answer, StopReason: nullable(res.StopReason), ContinuedAfter: res.Continued,
+		NumTurns: res.Turns, Result: &answer, StopReason: nullable(res.StopReason), ContinuedAfter: res.Continued,
 		SessionID: sess.ID(), TotalCostUSD: roundCost(res.CostUSD), Usage: sessionUsageOf(res.Usage),
 		ModelUsage: map[string]modelUsage{}, PermissionDenials: denials(res.Denials),
 		FastModeState: "off", UUID: uuid.NewString(),
@@ -587,8 +621,17 @@ func newResultLine(sess *agent.Session, res agent.Result, answer string, err err
 		line.TerminalReason = "completed"
 		return line
 	}
-	line.IsError, line.Subtype, line.TerminalReason = true, "error_during_execution", "model_error"
-	var apiErr *model.APIError
+	line.IsError = true
+	if apiFailure(err) {
+		// Claude Code's subtype is success: the run ended with an answer,
+		// which is the failure's text.
+		text, stop := apiErrorText(err), "stop_sequence"
+		line.Result, line.StopReason, line.TerminalReason = &text, &stop, "api_error"
+		_, line.APIErrorStatus = errorKind(err)
+		line.APIErrorType = apiErrorType(err)
+		return line
+	}
+	line.Result, line.Subtype, line.TerminalReason = nil, "error_during_execution", "model_error"
 	switch {
 	case errors.Is(err, ErrBudget):
 		line.Subtype, line.TerminalReason = "error_max_budget_usd", "budget_exhausted"
@@ -596,11 +639,8 @@ func newResultLine(sess *agent.Session, res agent.Result, answer string, err err
 		line.Subtype, line.TerminalReason = "error_max_turns", "max_turns"
 	case errors.Is(err, agent.ErrAborted):
 		line.TerminalReason = "aborted_streaming"
-	case errors.As(err, &apiErr):
-		line.TerminalReason = "api_error"
 	}
-	line.Errors = []string{err.Error()}
-	_, line.APIErrorStatus = errorKind(err)
+	line.Errors = []string{capitalized(err.Error())}
 	return line
 }
 
@@ -657,7 +697,7 @@ func userContent(line []byte) (string, []agent.Image, error) {
 }
 
 // ErrBudget is the error of a run stopped by Config.MaxBudgetUSD.
-var ErrBudget = errors.New("the cost reached the budget")
+var ErrBudget = errors.New("reached the maximum budget")
 
 // MaxInputLine bounds one line of stream-json input, as sluice rpc bounds
 // one message (wire.DefaultMaxMessageBytes): a longer line is an error, and
@@ -738,4 +778,11 @@ func (w *writer) flush() error {
 		w.err = errors.Join(w.err, err)
 	}
 	return w.err
+}
+
+// capitalized is s with its first letter upper case, as Claude Code's
+// errors are written ("Reached maximum number of turns (1)").
+func capitalized(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToUpper(r)) + s[n:]
 }

@@ -129,16 +129,31 @@ func TestInterruptMidStream(t *testing.T) {
 			}
 			ls := lines(t, stdout.String())
 			res := ls[len(ls)-1]
-			want := map[string]any{"type": "result", "subtype": "error_during_execution", "is_error": true, "result": partial}
+			want := map[string]any{"type": "result", "subtype": "error_during_execution", "is_error": true}
 			for k, v := range want {
 				if res[k] != v {
 					t.Errorf("result %s = %v, want %v", k, res[k], v)
 				}
 			}
-			if errs, _ := res["errors"].([]any); len(errs) != 1 || !strings.Contains(fmt.Sprint(errs[0]), agent.ErrAborted.Error()) {
+			// As Claude Code's (testdata/claude-code/errors/interrupt.json).
+			if r, has := res["result"]; has {
+				t.Errorf("result %q after an abort: Claude Code's has none", r)
+			}
+			if errs, _ := res["errors"].([]any); len(errs) != 1 || !strings.Contains(strings.ToLower(fmt.Sprint(errs[0])), agent.ErrAborted.Error()) {
 				t.Errorf("result errors %v, want the abort", res["errors"])
 			}
 			if format == FormatStreamJSON {
+				// Claude Code's lines before the result
+				// (testdata/claude-code/errors/interrupt.json): what had
+				// streamed, marked aborted, and the user's interrupt.
+				cut, user := ls[len(ls)-3], ls[len(ls)-2]
+				content, _ := cut["message"].(map[string]any)["content"].([]any)
+				if cut["type"] != "assistant" || cut["aborted"] != true || len(content) != 1 || content[0].(map[string]any)["text"] != partial {
+					t.Errorf("line before the interrupt's: %v", cut)
+				}
+				if user["type"] != "user" || fmt.Sprint(user["message"]) != "map[content:[map[text:[Request interrupted by user] type:text]] role:user]" {
+					t.Errorf("the interrupt's user line: %v", user)
+				}
 				var text strings.Builder
 				for _, l := range ls {
 					if ev, ok := l["event"].(map[string]any); ok && ev["type"] == "content_block_delta" {
@@ -162,7 +177,7 @@ func TestInitAndRetryLines(t *testing.T) {
 	code := Run(t.Context(), sess, "hello", Config{
 		OutputFormat: FormatStreamJSON, Model: "test-model", PermissionMode: "default",
 		APIKeySource: "ANTHROPIC_API_KEY", Version: "1.2.3", AddDirs: []string{"/srv/data"},
-		MCPServers: []MCPServer{{Name: "files", Status: "connected"}, {Name: "broken", Status: "failed"}},
+		MCPServers: []MCPServer{{Name: "files", Status: "connected", Source: SourceDynamic}, {Name: "broken", Status: "failed", Source: SourceDynamic}},
 		MaxRetries: 3, Stdout: &stdout, Stderr: &stderr,
 	})
 	if code != 0 {
@@ -170,7 +185,7 @@ func TestInitAndRetryLines(t *testing.T) {
 	}
 	out := strings.Split(stdout.String(), "\n")
 	init := fmt.Sprintf(`{"type":"system","subtype":"init","cwd":%q,"session_id":%q,"tools":["Bash","Read","Write","Edit","Glob","Grep","TodoWrite","WebFetch","BashOutput","KillShell"],`+
-		`"mcp_servers":[{"name":"files","status":"connected"},{"name":"broken","status":"failed"}],"model":"test-model","permissionMode":"default",`+
+		`"mcp_servers":[{"name":"files","status":"connected","source":"dynamic"},{"name":"broken","status":"failed","source":"dynamic"}],"model":"test-model","permissionMode":"default",`+
 		`"slash_commands":[],"apiKeySource":"ANTHROPIC_API_KEY","sluice_version":"1.2.3","output_style":"default","agents":[],"skills":[],"plugins":[],"uuid":"`, sess.WorkDir(), sess.ID())
 	initEnd := fmt.Sprintf(`","additional_directories":["/srv/data"],"claude_code_version":"2.1.328","capabilities":["sdk_mcp_manifests"],`+
 		`"original_cwd":%q,"analytics_disabled":true,"product_feedback_disabled":true,"fast_mode_state":"off","terminal_slash_commands":[],`+

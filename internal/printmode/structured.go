@@ -10,8 +10,9 @@ import (
 
 // structuredOutput is the tool through which the model gives a structured
 // answer (--json-schema, or initialize's jsonSchema), as Claude Code's
-// StructuredOutput: its input schema is the host's, and the input of its
-// last call becomes the result's structured_output.
+// StructuredOutput: its input schema is the host's; its call ends the run,
+// and its input becomes the result's structured_output, and as JSON text
+// the result (testdata/claude-code/structured_output.json).
 type structuredOutput struct {
 	schema json.RawMessage
 
@@ -33,7 +34,8 @@ func (t *structuredOutput) Run(_ context.Context, _ *tool.Env, params json.RawMe
 	t.mu.Lock()
 	t.last = append(json.RawMessage(nil), params...)
 	t.mu.Unlock()
-	return tool.Result{Content: "Structured output provided successfully", Summary: "structured output given"}, nil
+	// The answer is given: the run ends, as Claude Code's does.
+	return tool.Result{Content: "Structured output provided successfully", Summary: "structured output given", EndsRun: true}, nil
 }
 
 // take returns the last structured answer and forgets it, so that each

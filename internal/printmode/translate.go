@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,7 +55,9 @@ type translator struct {
 	display   map[int]int
 	lastDelta int
 	starts    map[int]blockStart
-	tools     map[string]bool // ids of the tool calls of this run
+	// open are the indices of the blocks started and not stopped.
+	open  map[int]bool
+	tools map[string]bool // ids of the tool calls of this run
 	// decided, when set, is the permission decision print mode's host
 	// made about a tool call (tool_result_meta).
 	decided func(toolID string) (permissionDecision, bool)
@@ -75,6 +79,9 @@ type translator struct {
 	who      subagentFields
 	// calls are the parameters of this stream's tool calls once they run.
 	calls map[string]string
+	// spliced keeps a retried attempt's stream events from repeating what
+	// the failed one showed (with --include-partial-messages).
+	spliced splice
 }
 
 // blockStart is what a block's start said: enough to write its start
@@ -87,7 +94,7 @@ type blockStart struct {
 
 func newTranslator(w *writer, cfg Config, view *taskLines) *translator {
 	t := &translator{w: w, cfg: cfg, now: time.Now, view: view, display: map[int]int{}, lastDelta: -1,
-		starts: map[int]blockStart{}, tools: map[string]bool{}, subagents: map[string]*translator{}, calls: map[string]string{}}
+		starts: map[int]blockStart{}, open: map[int]bool{}, tools: map[string]bool{}, subagents: map[string]*translator{}, calls: map[string]string{}}
 	t.acc.TextFrom = t.shownText
 	return t
 }
@@ -189,8 +196,13 @@ func (t *translator) item(it agent.Item) {
 			meta.NonExecutionKind = "permission-rule"
 		}
 		var shown any = content
-		if failed {
+		switch {
+		case failed:
 			shown = "Error: " + content
+		case e.Name == "Bash":
+			// Claude Code's Bash result object; its stdout holds the
+			// command's output, stderr merged in, as sluice's does.
+			shown = bashResult{Stdout: content}
 		}
 		if sub := t.subagents[e.ToolID]; sub != nil && (e.Name == "Agent" || e.Name == "Task") {
 			r := sub.result(e, content, failed)
@@ -296,14 +308,20 @@ func (t *translator) part(p model.Part) {
 			t.msgID = "msg_" + strings.ReplaceAll(uuid.NewString(), "-", "")
 		}
 		clear(t.starts)
-		t.event(api.MessageStartEvent{Type: "message_start", Message: t.message([]any{})})
+		clear(t.open)
+		if t.spliced.messageStart() {
+			t.event(api.MessageStartEvent{Type: "message_start", Message: t.message([]any{})})
+		}
 	case model.PartBlockStart:
 		b := blockStart{kind: p.Block, id: p.ID, name: p.Name, raw: p.Raw}
 		t.starts[p.Index] = b
+		t.open[p.Index] = true
 		if p.Block == model.BlockToolUse {
 			t.tools[p.ID] = true
 		}
-		t.event(api.ContentBlockStartEvent{Type: "content_block_start", Index: p.Index, ContentBlock: b.shape()})
+		if t.spliced.started(p.Index, p.Block) {
+			t.event(api.ContentBlockStartEvent{Type: "content_block_start", Index: p.Index, ContentBlock: b.shape()})
+		}
 	case model.PartBlockDelta:
 		if p.Delta == model.DeltaText || p.Delta == model.DeltaReasoning {
 			t.lastDelta = p.Index
@@ -316,6 +334,11 @@ func (t *translator) part(p model.Part) {
 			// session: Anthropic's stream has signature_delta only in
 			// thinking blocks.
 			return
+		}
+		if p.Delta == model.DeltaText {
+			if p.Text = t.spliced.text(p.Index, p.Text); p.Text == "" {
+				return
+			}
 		}
 		// A long delta (a whole answer from the non-streaming fallback)
 		// goes through line, which holds a long string once.
@@ -350,6 +373,7 @@ func (t *translator) part(p model.Part) {
 		// A subagent's text and thinking stay out, as Claude Code leaves
 		// them (without --forward-subagent-text): its report is the call's
 		// result; its tool calls are written.
+		delete(t.open, p.Index)
 		if b, ok := t.starts[p.Index]; ok && (t.parent == nil || b.kind == model.BlockToolUse) {
 			// Claude Code writes the finished block before its stop event.
 			block, text := t.finished(p.Index, b)
@@ -384,6 +408,7 @@ func (t *translator) part(p model.Part) {
 			t.requestModel = r.Model
 			return
 		}
+		t.spliced.retry()
 		line := apiRetryLine{
 			Type: "system", Subtype: "api_retry", MaxRetries: t.cfg.maxRetries(),
 			SessionID: t.w.session, UUID: uuid.NewString(),
@@ -396,6 +421,35 @@ func (t *translator) part(p model.Part) {
 		t.w.line(line)
 	}
 }
+
+// aborted writes, for a response cut by an interrupt, Claude Code's lines:
+// the text it had streamed, as an assistant line marked aborted, and the
+// user line that says the user interrupted.
+func (t *translator) aborted() {
+	for _, i := range slices.Sorted(maps.Keys(t.open)) {
+		b := t.starts[i]
+		if b.kind != model.BlockText {
+			continue
+		}
+		block, text := t.finished(i, b)
+		line := abortedLine{assistantLine: assistantLine{
+			Type: "assistant", Message: assistantMessage{Message: t.message([]any{block})},
+			SessionID: t.w.session, UUID: assistantUUID(t.sessMsg, t.lines), Timestamp: timestamp(t.now()),
+		}, Aborted: true}
+		t.w.lineWith(&line, text)
+		t.lines++
+	}
+	clear(t.open)
+	t.w.line(promptLine{
+		Type:      "user",
+		Message:   promptMessage{Role: "user", Content: []textBlock{{Type: "text", Text: interruptedByUser}}},
+		SessionID: t.w.session, UUID: uuid.NewString(), Timestamp: timestamp(t.now()),
+	})
+}
+
+// interruptedByUser is the text of the user line after an interrupt, as
+// Claude Code writes it.
+const interruptedByUser = "[Request interrupted by user]"
 
 // finished is a finished block in Anthropic's shape, from the accumulator;
 // a tool use whose input is not valid JSON (cut by max_tokens) shows an

@@ -141,6 +141,8 @@ func (s *Server) serveError(w http.ResponseWriter, r *http.Request, status int) 
 		typ, msg = "overloaded_error", "Overloaded"
 	case 400:
 		typ, msg = "invalid_request_error", "Bad request"
+	case 404:
+		typ, msg = "not_found_error", "model: no such model"
 	}
 	var body any = map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
 	if s.format != Anthropic {

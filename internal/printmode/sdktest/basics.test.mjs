@@ -153,12 +153,16 @@ test('systemPrompt as a string, and the preset with append', async (t) => {
   assert.match(sys[1], /coding agent working in a terminal[\s\S]*Answer in haiku\./);
 });
 
-test('structured output with outputFormat json_schema', async (t) => {
+test('structured output with outputFormat json_schema: the StructuredOutput call ends the run', async (t) => {
   const schema = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };
   const { options, model } = await start(t, [{ tool: 'StructuredOutput', input: { city: 'Paris' } }, { text: 'Paris.' }]);
   const r = last(await collect('Capital of France?', { ...options, outputFormat: { type: 'json_schema', schema } }));
   assert.equal(r.subtype, 'success');
   assert.deepEqual(r.structured_output, { city: 'Paris' });
+  // As Claude Code's: the result is the JSON text, and the model is not
+  // asked again.
+  assert.equal(r.result, '{"city":"Paris"}');
+  assert.equal(model.requests.length, 1);
   const offered = model.requests[0].tools.find((x) => x.name === 'StructuredOutput');
   assert.deepEqual(offered.input_schema, schema);
 });

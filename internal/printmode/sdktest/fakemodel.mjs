@@ -8,6 +8,9 @@ import http from 'node:http';
 //   {tool: 'Bash', input: {command: 'ls'}} a tool call (tool_use)
 //   {hang: 'partial'}                     text, then the stream stays open
 //   {status: 529}                         an HTTP error (retry-after-ms: 5)
+//   {status: 400, error: {type, message}} an HTTP error with that error body
+//   {text: 'Hal', fail: {type, message}}  text, then an error event ends the stream
+//   {text: 'Hal', drop: true}             text, then the connection breaks
 //   (request) => answer                   decided from the request body
 export async function startFakeModel(answers) {
   const requests = [];
@@ -37,10 +40,26 @@ export async function startFakeModel(answers) {
       }
       if (a.status) {
         res.writeHead(a.status, { 'content-type': 'application/json', 'retry-after-ms': '5' });
-        res.end(JSON.stringify({ type: 'error', error: { type: a.status === 529 ? 'overloaded_error' : 'api_error', message: 'fake model: busy' } }));
+        res.end(JSON.stringify({ type: 'error', error: a.error ?? { type: a.status === 529 ? 'overloaded_error' : 'api_error', message: 'fake model: busy' } }));
         return;
       }
       const id = `msg_fake_${String(n).padStart(4, '0')}`;
+      if (!parsed.stream) {
+        // A non-streaming request (a client's fallback after a broken
+        // stream) gets the answer whole, or its failure as an HTTP error.
+        if (a.fail || a.drop) {
+          const error = a.fail ?? { type: 'api_error', message: 'fake model: connection lost' };
+          res.writeHead(500, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ type: 'error', error }));
+          return;
+        }
+        const content = a.tool
+          ? [{ type: 'tool_use', id: `toolu_${id.slice(4)}`, name: a.tool, input: a.input ?? {} }]
+          : [{ type: 'text', text: a.text ?? a.hang }];
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ id, type: 'message', role: 'assistant', model: parsed.model, content, stop_reason: a.tool ? 'tool_use' : 'end_turn', stop_sequence: null, usage: { input_tokens: 10, output_tokens: 5 } }));
+        return;
+      }
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       open.add(res);
       res.on('close', () => open.delete(res));
@@ -61,6 +80,16 @@ export async function startFakeModel(answers) {
           send({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: text.slice(i, i + 8) } });
         }
         if (a.hang !== undefined) return; // the stream stays open
+        if (a.fail) {
+          send({ type: 'error', error: a.fail });
+          res.end();
+          return;
+        }
+        if (a.drop) {
+          // An SSE comment whose write, once flushed, breaks the connection.
+          res.write(':\n\n', () => res.socket.destroy());
+          return;
+        }
       }
       send({ type: 'content_block_stop', index: 0 });
       send({ type: 'message_delta', delta: { stop_reason: stop, stop_sequence: null }, usage: { output_tokens: 5 } });

@@ -135,7 +135,11 @@ test('an SDK in-process MCP server', async (t) => {
   input.end();
   for await (const m of it) msgs.push(m);
   assert.deepEqual(status.map((s) => [s.name, s.status]), [['calc', 'connected']]);
-  assert.ok(msgs.find((m) => m.type === 'system' && m.subtype === 'init').tools.includes('mcp__calc__add'));
+  const init = msgs.find((m) => m.type === 'system' && m.subtype === 'init');
+  assert.ok(init.tools.includes('mcp__calc__add'));
+  // Claude Code names where a server came from: the host's, sdk.
+  assert.deepEqual(init.mcp_servers.map((s) => [s.name, s.source]), [['calc', 'sdk']]);
+  assert.deepEqual(status.map((s) => [s.name, s.source]), [['calc', 'sdk']]);
   assert.equal(String(toolResults(msgs)[0].content), '5');
   assert.equal(model.requests.length, 2);
 });
@@ -149,6 +153,8 @@ for (const delivery of ['argv', 'initialize']) {
     });
     const init = msgs.find((m) => m.type === 'system' && m.subtype === 'init');
     assert.deepEqual(init.mcp_servers.map((s) => [s.name, s.status]), [['shouter', 'connected']]);
+    // From the command line or initialize, as Claude Code names it.
+    assert.deepEqual(init.mcp_servers.map((s) => [s.name, s.source]), [['shouter', 'dynamic']]);
     assert.equal(String(toolResults(msgs)[0].content), 'HEY');
   });
 }
