@@ -75,6 +75,9 @@ phase "the official Claude Agent SDK driving sluice (internal/printmode/sdktest)
 # are not needed (sluice stands in for them) and are left out.
 npm ci --prefix internal/printmode/sdktest --omit=optional --no-audit --no-fund --loglevel=error
 node --test internal/printmode/sdktest/
+# Zed's ACP adapter over sluice, the ACP TypeScript SDK as its editor.
+npm ci --prefix internal/printmode/acpadaptertest --omit=optional --no-audit --no-fund --loglevel=error
+node --test internal/printmode/acpadaptertest/
 
 phase "load check: sessions streaming over WebSocket through a real sluice serve"
 # CGO_ENABLED=0 like the binary: the packages it shares with it are built once.

@@ -207,6 +207,7 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 	if t := cf.PermissionPromptTool; t != "" && t != "stdio" {
 		fmt.Fprintf(stdio.Err, "sluice: --permission-prompt-tool %s: only stdio is supported; calls that need approval are denied\n", t)
 	}
+	cfg.SDKMCPServers = setup.SDKMCPServers()
 	cfg.MCPStatus = func() []printmode.MCPServer {
 		var out []printmode.MCPServer
 		for _, st := range setup.MCPStatus() {

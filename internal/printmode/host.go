@@ -46,6 +46,9 @@ type Init struct {
 	Subagents []agent.Subagent
 
 	jsonSchema json.RawMessage // initialize's, over Config.JSONSchema
+	// initialized says the host's initialize asked for the session (and
+	// reached its in-process MCP servers).
+	initialized bool
 }
 
 // OpenFunc opens the session of a print-mode run.
@@ -103,6 +106,8 @@ type host struct {
 	// decided are the permission decisions made here (hooks, rules, the
 	// host's can_use_tool), by tool call id, for tool_result_meta.
 	decided map[string]permissionDecision
+	// deniedStop is the denial with interrupt: true that stopped the turn.
+	deniedStop *agent.Denial
 	// structured is the StructuredOutput tool, when a schema was given.
 	structured *structuredOutput
 }
@@ -145,6 +150,9 @@ func (h *host) openWith(init Init) (*agent.Session, error) {
 		if h.open == nil {
 			h.openErr = errors.New("print mode was given no session")
 			return
+		}
+		if !init.initialized {
+			h.unreachedSDKServers()
 		}
 		init.Hooks = h.agentHooks()
 		schema := h.cfg.JSONSchema
@@ -328,10 +336,10 @@ func (h *host) initialize(id string, raw json.RawMessage) {
 	for ev, ms := range req.Hooks {
 		h.hooks[ev] = append(h.hooks[ev], ms...)
 	}
-	h.sdkMCP = req.SDKMCPServers
+	h.sdkMCP = sdkServers(req.SDKMCPServers, h.cfg.SDKMCPServers)
 	h.mu.Unlock()
 
-	init := Init{AppendSystemPrompt: req.AppendSystemPrompt, Title: req.Title, DisallowedTools: req.DisallowedTools, Subagents: subagents, jsonSchema: req.JSONSchema}
+	init := Init{AppendSystemPrompt: req.AppendSystemPrompt, Title: req.Title, DisallowedTools: req.DisallowedTools, Subagents: subagents, jsonSchema: req.JSONSchema, initialized: true}
 	if len(req.Settings) > 0 && string(req.Settings) != "null" {
 		init.Settings = req.Settings
 	}
@@ -342,7 +350,7 @@ func (h *host) initialize(id string, raw json.RawMessage) {
 	if len(req.MCPServers) > 0 && string(req.MCPServers) != "null" && string(req.MCPServers) != "{}" {
 		init.MCPServers, _ = json.Marshal(map[string]json.RawMessage{"mcpServers": req.MCPServers})
 	}
-	for _, name := range req.SDKMCPServers {
+	for _, name := range h.sdkMCP {
 		tools, err := h.sdkMCPTools(name, req.SDKMCPServerManifests[name])
 		status := "connected"
 		if err != nil {
@@ -687,6 +695,7 @@ func (h *host) canUseTool(ctx context.Context, req protocol.PermissionRequest) a
 		Behavior     string          `json:"behavior"`
 		UpdatedInput json.RawMessage `json:"updatedInput"`
 		Message      string          `json:"message"`
+		Interrupt    bool            `json:"interrupt"`
 	}
 	if err := json.Unmarshal(raw, &ans); err != nil {
 		return agent.Verdict{Decision: protocol.DecisionDeny, Reason: "Permission was not granted: the host's answer was malformed."}
@@ -700,7 +709,33 @@ func (h *host) canUseTool(ctx context.Context, req protocol.PermissionRequest) a
 		return agent.Verdict{Decision: protocol.DecisionAllow, Input: in}
 	}
 	h.decide(req.ToolID, permissionDecision{Decision: "reject", Source: "user_reject"})
+	if ans.Interrupt {
+		// As in Claude Code, the turn ends here: the denial is the
+		// call's result and the model is not asked again.
+		h.stopTurn(agent.Denial{ToolID: req.ToolID, Name: req.Name, Input: string(input)})
+	}
 	return agent.Verdict{Decision: protocol.DecisionDeny, Reason: ans.Message}
+}
+
+// stopTurn interrupts the turn under way because the denial d asked to
+// stop it; its result says so (terminal_reason aborted_tools, d in
+// permission_denials).
+func (h *host) stopTurn(d agent.Denial) {
+	h.mu.Lock()
+	h.deniedStop = &d
+	h.mu.Unlock()
+	if sess, err := h.session(); err == nil {
+		sess.Interrupt(fmt.Sprintf("the host denied %s and asked to stop", d.Name))
+	}
+}
+
+// takeDeniedStop returns, and clears, the denial that stopped the turn.
+func (h *host) takeDeniedStop() *agent.Denial {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	d := h.deniedStop
+	h.deniedStop = nil
+	return d
 }
 
 func (h *host) serverSource(name string) string {

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -48,6 +49,10 @@ type Config struct {
 	// MCPServers are the configured MCP servers (system/init's
 	// mcp_servers).
 	MCPServers []MCPServer
+	// SDKMCPServers are the servers --mcp-config gives as "type": "sdk":
+	// the host's in-process servers, reached through mcp_message as those
+	// its initialize names (the Agent SDK names them in both places).
+	SDKMCPServers []string
 	// MCPStatus, when set, reports the MCP servers instead of MCPServers
 	// (servers the host's initialize adds start after Run begins).
 	MCPStatus func() []MCPServer
@@ -256,11 +261,14 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 		}
 		err = runOne(ctx, s, sub, h.w, in, h.cfg, h, run{pre: pre, st: st, prompts: prompts})
 		h.state(stateIdle)
+		// As Claude Code's, the exit code is the last result's: an error
+		// (also an interrupted turn) is 1, a later success 0 again.
+		code = 0
 		if err != nil {
+			code = 1
 			// The host's interrupt ends a turn, not the session: the result
 			// says so, and the process goes on to the host's next message.
 			if !(streamIn && errors.Is(err, agent.ErrAborted) && ctx.Err() == nil) {
-				code = 1
 				fmt.Fprintf(cfg.Stderr, "sluice: %v\n", err)
 			}
 		}
@@ -491,6 +499,7 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 		}
 	}
 	res, err := h.Wait(context.Background())
+	deniedStop := hst.takeDeniedStop()
 	answer := res.Text
 	var stopped []string
 	if cfg.InputFormat != FormatStreamJSON {
@@ -511,7 +520,17 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 		if err != nil && hst.overBudget() {
 			err = fmt.Errorf("%w of $%g", ErrBudget, cfg.MaxBudgetUSD)
 		}
+		if deniedStop != nil && errors.Is(err, agent.ErrAborted) {
+			// The stopped call counts as denied, as in Claude Code (the
+			// agent saw the abort first).
+			if !slices.ContainsFunc(res.Denials, func(d agent.Denial) bool { return d.ToolID == deniedStop.ToolID }) {
+				res.Denials = append(res.Denials, *deniedStop)
+			}
+		}
 		line := newResultLine(sess, res, answer, err, time.Since(start))
+		if deniedStop != nil && errors.Is(err, agent.ErrAborted) {
+			line.TerminalReason = "aborted_tools"
+		}
 		line.StoppedTasks = stopped
 		line.StructuredOutput = hst.structured.take()
 		line = hst.numbered(line)
