@@ -200,21 +200,18 @@ func (h *host) read(ctx context.Context, r io.Reader, prompts *queue[userInput])
 	for {
 		line, err := readLine(br, MaxInputLine)
 		if trimmed := strings.TrimSpace(string(line)); trimmed != "" {
-			var in incoming
-			if jerr := json.Unmarshal([]byte(trimmed), &in); jerr != nil {
-				return fmt.Errorf("input line is not JSON: %w", jerr)
+			in, skip, derr := decodeLine([]byte(trimmed))
+			if derr != nil {
+				return derr
 			}
-			if in.Type == "user" {
-				// Checked here, so that a bad message ends the input.
-				if _, _, perr := userContent([]byte(trimmed)); perr != nil {
-					return perr
-				}
-			}
-			if in.Type == "control_response" {
+			switch {
+			case skip != "":
+				fmt.Fprintf(h.cfg.Stderr, "sluice: ignoring an input line: %s: %.200s\n", skip, trimmed)
+			case in.Type == "control_response":
 				if in.Response == nil || !h.out.deliver(in) {
 					fmt.Fprintf(h.cfg.Stderr, "sluice: ignoring a control_response that answers no request: %.200s\n", trimmed)
 				}
-			} else {
+			default:
 				h.mu.Lock()
 				// With --await-initialize, what comes before the
 				// initialize waits for it too.
@@ -299,7 +296,7 @@ func (h *host) dispatch(ctx context.Context, in incoming, line string, prompts *
 
 // initialize answers the host's initialize request and opens the session
 // as it asks.
-func (h *host) initialize(id string, raw json.RawMessage) {
+func (h *host) initialize(id, raw json.RawMessage) {
 	var req struct {
 		Hooks                 map[string][]hookMatcher   `json:"hooks"`
 		SDKMCPServers         []string                   `json:"sdkMcpServers"`
@@ -423,7 +420,7 @@ func (h *host) reportedMode(sess *agent.Session) string {
 }
 
 // control answers one host request other than initialize.
-func (h *host) control(ctx context.Context, id, subtype string, raw json.RawMessage) {
+func (h *host) control(ctx context.Context, id json.RawMessage, subtype string, raw json.RawMessage) {
 	sess, err := h.session()
 	if err != nil {
 		h.w.respond(id, nil, err)

@@ -281,6 +281,7 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 		if err := <-readErr; err != nil && !errors.Is(err, context.Canceled) {
 			fmt.Fprintf(cfg.Stderr, "sluice: reading stream-json input: %v\n", err)
 			code = 1
+			h.inputFailed(err)
 		}
 	}
 	if ctx.Err() != nil && code == 0 {
@@ -538,6 +539,27 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	}
 	w.flush()
 	return err
+}
+
+// inputFailed ends a session whose input ended on a line it cannot take
+// with an error result, so that the last result agrees with the exit code
+// (Claude Code exits 1 there after a success result). Without a session
+// there is nothing to write it for.
+func (h *host) inputFailed(err error) {
+	if h.cfg.OutputFormat != FormatStreamJSON && h.cfg.OutputFormat != FormatJSON {
+		return
+	}
+	select {
+	case <-h.opened:
+	default:
+		return
+	}
+	if h.sess == nil {
+		return
+	}
+	line := h.numbered(newResultLine(h.sess, agent.Result{}, "", fmt.Errorf("reading stream-json input: %w", err), 0))
+	line.TerminalReason = "input_error"
+	h.w.lineWith(&line, &line.Result)
 }
 
 // numbered gives a result line its index among the process's results.

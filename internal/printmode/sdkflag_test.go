@@ -21,6 +21,8 @@ type fakeHost struct {
 	t    *testing.T
 	in   *io.PipeWriter
 	deny map[string]any // the can_use_tool answer
+	// onResult runs at the first result line, before the input is closed.
+	onResult func(*fakeHost)
 
 	mu    sync.Mutex
 	lines []map[string]any
@@ -45,6 +47,10 @@ func (f *fakeHost) serve(out io.Reader) {
 		f.lines = append(f.lines, l)
 		f.mu.Unlock()
 		if l["type"] == "result" {
+			if f.onResult != nil {
+				f.onResult(f)
+				f.onResult = nil
+			}
 			f.in.Close() // one turn: the input ends with its result
 		}
 		if l["type"] != "control_request" {
@@ -80,7 +86,7 @@ func (f *fakeHost) serve(out io.Reader) {
 // runHost runs print mode with stream-json both ways against a fake model
 // answering specs; script writes the host's lines, and the input ends with
 // the first result.
-func runHost(t *testing.T, cfg Config, deny map[string]any, specs []string, script func(*fakeHost)) (code int, f *fakeHost, srv *printmodetest.Server, stderr string) {
+func runHost(t *testing.T, cfg Config, deny map[string]any, specs []string, script func(*fakeHost), onResult ...func(*fakeHost)) (code int, f *fakeHost, srv *printmodetest.Server, stderr string) {
 	t.Helper()
 	srv, err := printmodetest.NewServer(printmodetest.Anthropic, answers(t, specs...))
 	if err != nil {
@@ -102,6 +108,9 @@ func runHost(t *testing.T, cfg Config, deny map[string]any, specs []string, scri
 	cfg.OutputFormat, cfg.InputFormat = FormatStreamJSON, FormatStreamJSON
 	cfg.Stdin, cfg.Stdout, cfg.Stderr = inR, outW, &errBuf
 	f = &fakeHost{t: t, in: inW, deny: deny}
+	if len(onResult) > 0 {
+		f.onResult = onResult[0]
+	}
 	served := make(chan struct{})
 	go func() { defer close(served); f.serve(outR) }()
 	done := make(chan int)
