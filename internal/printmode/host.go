@@ -596,10 +596,65 @@ func (h *host) agentHooks() agent.Hooks {
 			return o.Result()
 		},
 	}
-	if h.cfg.PermissionPromptStdio {
-		ah.Ask = h.canUseTool
-	}
+	ah.Ask = h.ask
 	return ah
+}
+
+// ask answers a call that needs approval: the host's PermissionRequest
+// hooks first (their decision may also stop the turn), then can_use_tool
+// with --permission-prompt-tool stdio; otherwise nobody is there to answer
+// and the call is denied.
+func (h *host) ask(ctx context.Context, req protocol.PermissionRequest) agent.Verdict {
+	if v, ok := h.permissionRequestHooks(ctx, req); ok {
+		return v
+	}
+	if h.cfg.PermissionPromptStdio {
+		return h.canUseTool(ctx, req)
+	}
+	return agent.Verdict{Decision: protocol.DecisionDeny}
+}
+
+// permissionRequestHooks runs the host's PermissionRequest callbacks for
+// a call; the first that decides answers it.
+func (h *host) permissionRequestHooks(ctx context.Context, req protocol.PermissionRequest) (agent.Verdict, bool) {
+	input := json.RawMessage(req.Parameters)
+	if !json.Valid(input) {
+		input = json.RawMessage("{}")
+	}
+	for _, out := range h.runHooks(ctx, "PermissionRequest", req.Name, req.ToolID, map[string]any{
+		"tool_name": req.Name, "tool_input": input, "permission_suggestions": []any{},
+	}) {
+		var o struct {
+			HookSpecificOutput struct {
+				Decision *struct {
+					Behavior     string          `json:"behavior"`
+					UpdatedInput json.RawMessage `json:"updatedInput"`
+					Message      string          `json:"message"`
+					Interrupt    bool            `json:"interrupt"`
+				} `json:"decision"`
+			} `json:"hookSpecificOutput"`
+		}
+		if json.Unmarshal(out, &o) != nil || o.HookSpecificOutput.Decision == nil {
+			continue
+		}
+		d := o.HookSpecificOutput.Decision
+		switch d.Behavior {
+		case "allow":
+			in := d.UpdatedInput
+			if len(in) == 0 || string(in) == "null" {
+				in = nil
+			}
+			h.decide(req.ToolID, permissionDecision{Decision: "accept", Source: "hook"})
+			return agent.Verdict{Decision: protocol.DecisionAllow, Input: in}, true
+		case "deny":
+			h.decide(req.ToolID, permissionDecision{Decision: "reject", Source: "hook"})
+			if d.Interrupt {
+				h.stopTurn(agent.Denial{ToolID: req.ToolID, Name: req.Name, Input: string(input)})
+			}
+			return agent.Verdict{Decision: protocol.DecisionDeny, Reason: d.Message}, true
+		}
+	}
+	return agent.Verdict{}, false
 }
 
 func (h *host) preToolUse(ctx context.Context, call agent.ToolCall) agent.Verdict {

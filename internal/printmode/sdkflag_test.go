@@ -16,7 +16,8 @@ import (
 
 // fakeHost is the program driving print mode: it writes lines to Run's
 // stdin and answers Run's control requests as the Agent SDK does — its
-// in-process MCP server "acp" (one tool, echo) and can_use_tool with deny.
+// in-process MCP server "acp" (one tool, echo), and can_use_tool and
+// PermissionRequest hook callbacks with deny.
 type fakeHost struct {
 	t    *testing.T
 	in   *io.PipeWriter
@@ -72,6 +73,11 @@ func (f *fakeHost) serve(out io.Reader) {
 				result = map[string]any{"tools": []any{map[string]any{"name": "echo", "description": "Echoes its text.", "inputSchema": map[string]any{"type": "object"}}}}
 			}
 			answer = map[string]any{"mcp_response": map[string]any{"jsonrpc": "2.0", "id": msg["id"], "result": result}}
+		case "hook_callback":
+			f.mu.Lock()
+			f.asked = append(f.asked, fmt.Sprint("hook_callback ", req["input"].(map[string]any)["hook_event_name"]))
+			f.mu.Unlock()
+			answer = map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": "PermissionRequest", "decision": f.deny}}
 		case "can_use_tool":
 			f.mu.Lock()
 			f.asked = append(f.asked, fmt.Sprint("can_use_tool ", req["tool_name"]))
@@ -186,5 +192,27 @@ func TestDenialWithInterruptEndsTheTurn(t *testing.T) {
 	// Claude Code exits 1 when the last result is an error.
 	if code != 1 {
 		t.Errorf("exit %d, want 1 (the result is an error): %s", code, stderr)
+	}
+}
+
+// A PermissionRequest hook of the host that denies with interrupt: true
+// stops the turn the same way, without --permission-prompt-tool (Claude
+// Code 2.1.328: one model request, aborted_tools, the call denied).
+func TestPermissionRequestHookInterrupt(t *testing.T) {
+	t.Parallel()
+	deny := map[string]any{"behavior": "deny", "message": "hook says no", "interrupt": true}
+	code, f, srv, stderr := runHost(t, Config{}, deny, []string{"bash:touch x", "say:never asked"}, func(f *fakeHost) {
+		f.send(`{"type":"control_request","request_id":"i1","request":{"subtype":"initialize","hooks":{"PermissionRequest":[{"matcher":"Bash","hookCallbackIds":["h1"]}]}}}`)
+		f.send(`{"type":"user","message":{"role":"user","content":"make x"}}`)
+	})
+	if n := len(srv.Requests()); n != 1 {
+		t.Errorf("%d model requests, want 1", n)
+	}
+	if fmt.Sprint(f.asked) != "[hook_callback PermissionRequest]" {
+		t.Errorf("asked the host %q", f.asked)
+	}
+	res := find(f.lines, "result/error_during_execution")
+	if len(res) != 1 || res[0]["terminal_reason"] != "aborted_tools" || code != 1 {
+		t.Errorf("exit %d, results %v: want one aborted_tools error result and exit 1: %s", code, res, stderr)
 	}
 }
