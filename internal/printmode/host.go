@@ -647,7 +647,7 @@ func (h *host) permissionRequestHooks(ctx context.Context, req protocol.Permissi
 			h.decide(req.ToolID, permissionDecision{Decision: "accept", Source: "hook"})
 			return agent.Verdict{Decision: protocol.DecisionAllow, Input: in}, true
 		case "deny":
-			h.decide(req.ToolID, permissionDecision{Decision: "reject", Source: "hook"})
+			h.decide(req.ToolID, permissionDecision{Decision: "reject", Source: "hook", stopped: d.Interrupt})
 			if d.Interrupt {
 				h.stopTurn(agent.Denial{ToolID: req.ToolID, Name: req.Name, Input: string(input)})
 			}
@@ -760,7 +760,7 @@ func (h *host) canUseTool(ctx context.Context, req protocol.PermissionRequest) a
 		h.decide(req.ToolID, permissionDecision{Decision: "accept", Source: "user_temporary"})
 		return agent.Verdict{Decision: protocol.DecisionAllow, Input: in}
 	}
-	h.decide(req.ToolID, permissionDecision{Decision: "reject", Source: "user_reject"})
+	h.decide(req.ToolID, permissionDecision{Decision: "reject", Source: "user_reject", stopped: ans.Interrupt})
 	if ans.Interrupt {
 		// As in Claude Code, the turn ends here: the denial is the
 		// call's result and the model is not asked again.

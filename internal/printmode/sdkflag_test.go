@@ -189,6 +189,14 @@ func TestDenialWithInterruptEndsTheTurn(t *testing.T) {
 	if d, _ := r["permission_denials"].([]any); len(d) != 1 || d[0].(map[string]any)["tool_name"] != "Bash" {
 		t.Errorf("permission_denials %v, want the Bash call", r["permission_denials"])
 	}
+	// Claude Code reports the stopped call as a user rejection.
+	var meta string
+	for _, l := range find(f.lines, "user") {
+		meta += fmt.Sprint(l["tool_use_result"], l["tool_result_meta"])
+	}
+	if want := "User rejected tool use[map[id:toolu_fake_0001 non_execution_kind:user-rejected]]"; meta != want {
+		t.Errorf("the denied call's user line: %s, want %s", meta, want)
+	}
 	// Claude Code exits 1 when the last result is an error.
 	if code != 1 {
 		t.Errorf("exit %d, want 1 (the result is an error): %s", code, stderr)

@@ -192,6 +192,9 @@ func (t *translator) item(it agent.Item) {
 		if failed {
 			shown = "Error: " + content
 		}
+		if d.stopped {
+			meta.NonExecutionKind, meta.PermissionDecision, shown = "user-rejected", nil, "User rejected tool use"
+		}
 		if sub := t.subagents[e.ToolID]; sub != nil && (e.Name == "Agent" || e.Name == "Task") {
 			r := sub.result(e, content, failed)
 			shown = r
