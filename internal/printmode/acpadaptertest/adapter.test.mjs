@@ -26,8 +26,11 @@ async function run(t, answers, permission, op) {
   const model = await startFakeModel(answers);
   t.after(() => model.close());
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-acpadapter-'));
-  // Claude Code, the reference, may still be writing there as it ends.
-  t.after(() => fs.rmSync(root, { recursive: true, force: true, maxRetries: 10 }));
+  // Claude Code, the reference, may still be writing there as it ends:
+  // then the scratch directory is left behind.
+  t.after(() => {
+    try { fs.rmSync(root, { recursive: true, force: true, maxRetries: 10 }); } catch { /* see above */ }
+  });
   const cwd = path.join(root, 'work');
   fs.mkdirSync(cwd);
   const env = {
@@ -38,7 +41,8 @@ async function run(t, answers, permission, op) {
   for (const k of ['DISABLE_TELEMETRY', 'CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC', 'IS_SANDBOX']) {
     if (process.env[k]) env[k] = process.env[k];
   }
-  const child = spawn(process.execPath, [adapter], { cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
+  // In a process group of its own, so that its Claude Code goes with it.
+  const child = spawn(process.execPath, [adapter], { cwd, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
   let stderr = '';
   child.stderr.on('data', (d) => { stderr += d; });
   const updates = [];
@@ -63,7 +67,7 @@ async function run(t, answers, permission, op) {
     // Claude Code with it.
     if (child.exitCode === null) {
       const exited = new Promise((resolve) => child.on('exit', resolve));
-      child.kill();
+      process.kill(-child.pid, 'SIGTERM');
       await exited;
     }
   }
