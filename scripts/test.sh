@@ -79,6 +79,9 @@ npm ci --prefix internal/printmode/aisdktest --omit=optional --no-audit --no-fun
 aisdknpm=$!
 npm ci --prefix internal/printmode/sdktest --omit=optional --no-audit --no-fund --loglevel=error
 node --test internal/printmode/sdktest/
+# Zed's ACP adapter over sluice, the ACP TypeScript SDK as its editor.
+npm ci --prefix internal/printmode/acpadaptertest --omit=optional --no-audit --no-fund --loglevel=error
+node --test internal/printmode/acpadaptertest/
 
 phase "the AI SDK's Claude Code provider driving sluice (internal/printmode/aisdktest)"
 wait "$aisdknpm" || { cat "$bin/aisdk-npm.out"; exit 1; }

@@ -21,8 +21,10 @@ import (
 	"github.com/sluicehq/sluice/internal/gctune"
 	"github.com/sluicehq/sluice/internal/printmode"
 	"github.com/sluicehq/sluice/internal/provider"
+	"github.com/sluicehq/sluice/internal/tools"
 	"github.com/sluicehq/sluice/internal/tui"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/tool"
 )
 
 func init() {
@@ -207,6 +209,7 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 	if t := cf.PermissionPromptTool; t != "" && t != "stdio" {
 		fmt.Fprintf(stdio.Err, "sluice: --permission-prompt-tool %s: only stdio is supported; calls that need approval are denied\n", t)
 	}
+	cfg.SDKMCPServers = setup.SDKMCPServers()
 	cfg.MCPStatus = func() []printmode.MCPServer {
 		var out []printmode.MCPServer
 		for _, st := range setup.MCPStatus() {
@@ -255,6 +258,7 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 			return nil, err
 		}
 		applyInit(ctx, setup, init, stdio.Err)
+		hideDisallowed(&setup.Options, rules)
 		s, err := setup.OpenSession(cf.Continue, cf.Resume)
 		sess = s
 		if err == nil && cf.ResumeSessionAt != "" {
@@ -268,6 +272,21 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 		}
 	}()
 	return printmode.Run(ctx, nil, prompt, cfg)
+}
+
+// hideDisallowed leaves out of the session the tools a deny rule names as
+// a whole, as Claude Code does not offer them to the model (a rule with a
+// pattern, Bash(rm:*), leaves the tool offered and denies matching calls).
+func hideDisallowed(o *agent.Options, rules *cli.Rules) {
+	hidden := func(t tool.Tool) bool { return rules.Hides(t.Name()) }
+	if o.Tools == nil {
+		o.Tools = tools.BuiltinsIn(o.WorkDir)
+	}
+	o.Tools = slices.DeleteFunc(slices.Clone(o.Tools), hidden)
+	o.ExtraTools = slices.DeleteFunc(slices.Clone(o.ExtraTools), hidden)
+	if rules.Hides("Agent") {
+		o.Subagents = nil
+	}
 }
 
 // sessionStateFromEnv is who hears of session state changes, as the

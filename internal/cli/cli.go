@@ -268,6 +268,10 @@ func (s *Setup) StartMCP(ctx context.Context) error {
 	return err
 }
 
+// SDKMCPServers are the servers of --mcp-config whose type is sdk: the
+// program driving print mode serves them (Connect leaves them out).
+func (s *Setup) SDKMCPServers() []string { return s.mcpConfig.SDKServers() }
+
 // StartMoreMCP starts the MCP servers of more configurations (files or
 // JSON in Claude Code's format, as a host's initialize gives them) and adds
 // their tools to the options. Close stops them.

@@ -117,6 +117,22 @@ func (r *Rules) Decide(call agent.ToolCall) agent.Verdict {
 	return agent.Verdict{}
 }
 
+// Hides reports whether a deny rule names the tool as a whole (Bash, not
+// Bash(rm:*); mcp__server for its tools): Claude Code does not offer such
+// a tool to the model at all.
+func (r *Rules) Hides(name string) bool {
+	for _, rule := range r.Deny {
+		if rule.Specifier != "" {
+			continue
+		}
+		if rule.Tool == name || (strings.HasPrefix(rule.Tool, "mcp__") && toolMatches(rule.Tool, name)) ||
+			(rule.Tool == "Task" && name == "Agent") {
+			return true
+		}
+	}
+	return false
+}
+
 func (r Rule) String() string {
 	if r.Specifier == "" {
 		return r.Tool

@@ -31,11 +31,35 @@ const (
 	TypeStdio = "stdio" // a local process spoken to over stdin/stdout
 	TypeHTTP  = "http"  // a streamable HTTP endpoint
 	TypeSSE   = "sse"   // an HTTP+SSE endpoint (the 2024-11-05 transport)
+	TypeWS    = "ws"    // a WebSocket endpoint (Claude Code's IDE transport)
+	// TypeSDK is a server that lives in the program driving sluice (the
+	// Agent SDK's createSdkMcpServer), reached through print mode's
+	// control protocol; Connect leaves it to print mode.
+	TypeSDK = "sdk"
 )
 
 // Config is a parsed MCP config: the servers to connect to, by name.
 type Config struct {
 	Servers map[string]ServerConfig `json:"mcpServers"`
+	// Failed are the entries that cannot be used (a missing variable, a
+	// wrong shape), by server name, with why. As Claude Code does, such an
+	// entry fails alone: Connect reports it as a failed server and the
+	// others serve.
+	Failed map[string]error `json:"-"`
+}
+
+// SDKServers are the names of the TypeSDK servers, sorted.
+func (c *Config) SDKServers() []string {
+	var out []string
+	if c != nil {
+		for name, sc := range c.Servers {
+			if sc.Type == TypeSDK {
+				out = append(out, name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // ServerConfig is one server's entry. Type is always set after parsing:
@@ -59,7 +83,7 @@ type ServerConfig struct {
 // and header values and URLs are expanded from the process's environment.
 // No arguments give a config without servers.
 func LoadConfig(filesOrJSON ...string) (*Config, error) {
-	merged := &Config{Servers: map[string]ServerConfig{}}
+	merged := &Config{Servers: map[string]ServerConfig{}, Failed: map[string]error{}}
 	source := map[string]string{} // server → where it came from
 	for _, arg := range filesOrJSON {
 		cfg, where, err := loadOne(arg)
@@ -68,7 +92,12 @@ func LoadConfig(filesOrJSON ...string) (*Config, error) {
 		}
 		for name, sc := range cfg.Servers {
 			merged.Servers[name] = sc
+			delete(merged.Failed, name)
 			source[name] = where
+		}
+		for name, err := range cfg.Failed {
+			merged.Failed[name] = fmt.Errorf("MCP config %s: %w", where, err)
+			delete(merged.Servers, name)
 		}
 	}
 	// Servers from different configs may still clash in tool names.
@@ -123,7 +152,7 @@ func parseConfig(data []byte, lookup func(string) (string, bool)) (*Config, erro
 		return nil, fmt.Errorf("%w: %s", ErrConfig, describeJSONError(rawServers, err, `"mcpServers"`))
 	}
 
-	cfg := &Config{Servers: make(map[string]ServerConfig, len(servers))}
+	cfg := &Config{Servers: make(map[string]ServerConfig, len(servers)), Failed: map[string]error{}}
 	toolPrefixes := map[string]string{} // sanitized name → server name
 	names := make([]string, 0, len(servers))
 	for name := range servers {
@@ -131,10 +160,6 @@ func parseConfig(data []byte, lookup func(string) (string, bool)) (*Config, erro
 	}
 	slices.Sort(names) // the first error reported does not depend on map order
 	for _, name := range names {
-		sc, err := parseServer(servers[name], lookup)
-		if err != nil {
-			return nil, fmt.Errorf("%w: server %q: %w", ErrConfig, name, err)
-		}
 		if strings.TrimSpace(name) == "" {
 			return nil, fmt.Errorf("%w: a server has an empty name", ErrConfig)
 		}
@@ -143,6 +168,11 @@ func parseConfig(data []byte, lookup func(string) (string, bool)) (*Config, erro
 			return nil, fmt.Errorf("%w: servers %q and %q would give their tools the same names (mcp__%s__...)", ErrConfig, other, name, prefix)
 		}
 		toolPrefixes[prefix] = name
+		sc, err := parseServer(servers[name], lookup)
+		if err != nil {
+			cfg.Failed[name] = fmt.Errorf("%w: server %q: %w", ErrConfig, name, err)
+			continue
+		}
 		cfg.Servers[name] = sc
 	}
 	return cfg, nil
@@ -188,6 +218,19 @@ func parseServer(raw json.RawMessage, lookup func(string) (string, bool)) (Serve
 		}
 	}
 	switch sc.Type {
+	case TypeSDK:
+		// The host serves it; nothing here to start or check.
+		if sc.Command != "" || sc.URL != "" {
+			return sc, errors.New(`an sdk server is the host's: it takes no "command" or "url"`)
+		}
+	case TypeWS:
+		if sc.Command != "" || len(sc.Args) > 0 || len(sc.Env) > 0 {
+			return sc, errors.New(`a ws server takes "url" and "headers", not "command", "args" or "env"`)
+		}
+		u, err := url.Parse(sc.URL)
+		if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
+			return sc, errors.New(`"url" must be an absolute ws:// or wss:// URL`)
+		}
 	case TypeStdio:
 		if strings.TrimSpace(sc.Command) == "" {
 			return sc, errors.New(`"command" is missing or empty`)
@@ -213,7 +256,7 @@ func parseServer(raw json.RawMessage, lookup func(string) (string, bool)) (Serve
 			}
 		}
 	default:
-		return sc, fmt.Errorf(`unknown "type" %q (want "stdio", "http" or "sse")`, sc.Type)
+		return sc, fmt.Errorf(`unknown "type" %q (want "stdio", "http", "sse", "ws" or "sdk")`, sc.Type)
 	}
 	return sc, nil
 }

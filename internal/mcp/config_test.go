@@ -49,6 +49,13 @@ func TestParseConfig(t *testing.T) {
 			want: map[string]ServerConfig{"h": {Type: TypeHTTP, URL: "https://example.com/mcp"}},
 		},
 		{
+			// The Agent SDK names its in-process servers so (Zed's ACP
+			// adapter: {"acp": {"type": "sdk", "name": "acp"}}).
+			name: "sdk and ws",
+			in:   `{"mcpServers": {"acp": {"type": "sdk", "name": "acp"}, "ide": {"type": "ws", "url": "ws://127.0.0.1:9/mcp", "headers": {"X-Token": "t"}}}}`,
+			want: map[string]ServerConfig{"acp": {Type: TypeSDK}, "ide": {Type: TypeWS, URL: "ws://127.0.0.1:9/mcp", Headers: map[string]string{"X-Token": "t"}}},
+		},
+		{
 			name: "no servers",
 			in:   `{"mcpServers": {}}`,
 			want: map[string]ServerConfig{},
@@ -86,6 +93,8 @@ func TestParseConfig(t *testing.T) {
 		{name: "env with a number", in: `{"mcpServers": {"a": {"command": "x", "env": {"K": 1}}}}`, err: `server "a": "env" must be a string, not number`},
 		{name: "command not a string", in: `{"mcpServers": {"a": {"command": ["x"]}}}`, err: `server "a": "command" must be a string, not array`},
 		{name: "unknown type", in: `{"mcpServers": {"a": {"type": "websocket", "url": "ws://x"}}}`, err: `server "a": unknown "type" "websocket"`},
+		{name: "sdk with a command", in: `{"mcpServers": {"a": {"type": "sdk", "command": "x"}}}`, err: `server "a": an sdk server is the host's`},
+		{name: "ws with an http url", in: `{"mcpServers": {"a": {"type": "ws", "url": "http://h/x"}}}`, err: `server "a": "url" must be an absolute ws:// or wss:// URL`},
 		{name: "no command", in: `{"mcpServers": {"a": {"args": ["x"]}}}`, err: `server "a": "command" is missing or empty`},
 		{name: "blank command", in: `{"mcpServers": {"a": {"command": "  "}}}`, err: `server "a": "command" is missing or empty`},
 		{name: "command and url", in: `{"mcpServers": {"a": {"command": "x", "url": "http://h"}}}`, err: `server "a": has both "command" and "url"`},
@@ -102,6 +111,16 @@ func TestParseConfig(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			cfg, err := parseConfig([]byte(tc.in), testEnv)
+			if err == nil && len(cfg.Failed) > 0 {
+				// An entry that cannot be used fails alone, as in
+				// Claude Code; the others stay.
+				if len(cfg.Servers) != 0 {
+					t.Errorf("servers = %#v beside the failed entry", cfg.Servers)
+				}
+				for _, ferr := range cfg.Failed {
+					err = ferr
+				}
+			}
 			if tc.err != "" {
 				if err == nil {
 					t.Fatalf("parseConfig = %+v, want an error with %q", cfg, tc.err)
@@ -148,6 +167,9 @@ func TestLoadConfig(t *testing.T) {
 	}
 	for _, tc := range tests {
 		cfg, err := LoadConfig(tc.arg)
+		if err == nil && cfg.Failed["a"] != nil {
+			err = cfg.Failed["a"] // an unusable entry fails alone
+		}
 		if tc.is != nil {
 			if !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("LoadConfig(%q): %v, want %v and %q", tc.arg, err, tc.is, tc.want)
@@ -188,6 +210,7 @@ func FuzzParseConfig(f *testing.F) {
 		`{"mcpServers": {"h": {"type": "http", "url": "https://example.com/${DIR}", "headers": {"A": "${X:-y}"}}}}`,
 		`{"mcpServers": {"s": {"type": "sse", "url": "http://h"}, "t": {"url": "http://h"}}}`,
 		`{"mcpServers": {"a.b": {"command": "x"}, "a_b": {"command": "y"}}}`,
+		`{"mcpServers": {"acp": {"type": "sdk", "name": "acp"}, "w": {"type": "ws", "url": "ws://h/x"}, "e": {"command": "${NOPE}"}}}`,
 		`{"mcpServers": null}`, `[]`, `{`, "\xef\xbb\xbf{}",
 	} {
 		f.Add([]byte(s))
@@ -201,6 +224,11 @@ func FuzzParseConfig(f *testing.F) {
 			return
 		}
 		prefixes := map[string]bool{}
+		for name, err := range cfg.Failed {
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("server %q: error does not wrap ErrConfig: %v", name, err)
+			}
+		}
 		for name, sc := range cfg.Servers {
 			if strings.TrimSpace(name) == "" {
 				t.Fatalf("server with a blank name: %#v", sc)
@@ -214,8 +242,16 @@ func FuzzParseConfig(f *testing.F) {
 				if u := strings.ToLower(sc.URL); !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 					t.Fatalf("%s server %q with URL %q", sc.Type, name, sc.URL)
 				}
+			case TypeWS:
+				if u := strings.ToLower(sc.URL); !strings.HasPrefix(u, "ws://") && !strings.HasPrefix(u, "wss://") {
+					t.Fatalf("ws server %q with URL %q", name, sc.URL)
+				}
+			case TypeSDK:
 			default:
 				t.Fatalf("server %q with type %q", name, sc.Type)
+			}
+			if _, ok := cfg.Failed[name]; ok {
+				t.Fatalf("server %q both usable and failed", name)
 			}
 			if p := sanitizeName(name); prefixes[p] {
 				t.Fatalf("two servers named %s in tool names", p)

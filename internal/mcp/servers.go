@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -162,8 +163,10 @@ func Connect(ctx context.Context, cfg *Config, opts *Options) (*Servers, error) 
 
 	var names []string
 	if cfg != nil {
-		for name := range cfg.Servers {
-			names = append(names, name)
+		for name, sc := range cfg.Servers {
+			if sc.Type != TypeSDK { // the host's, reached through print mode
+				names = append(names, name)
+			}
 		}
 	}
 	slices.Sort(names)
@@ -197,6 +200,12 @@ func Connect(ctx context.Context, cfg *Config, opts *Options) (*Servers, error) 
 		s.servers = append(s.servers, oc.srv)
 		s.tools = append(s.tools, oc.tools...)
 		s.status = append(s.status, Status{Name: names[i], State: "connected", Tools: len(oc.tools)})
+	}
+	if cfg != nil {
+		for _, name := range slices.Sorted(maps.Keys(cfg.Failed)) {
+			errs = append(errs, cfg.Failed[name])
+			s.status = append(s.status, Status{Name: name, State: "failed", Err: cfg.Failed[name]})
+		}
 	}
 	return s, errors.Join(errs...)
 }
@@ -245,6 +254,8 @@ func connectServer(ctx context.Context, name string, sc ServerConfig, o *Options
 		} else {
 			transport = &sdk.SSEClientTransport{Endpoint: sc.URL, HTTPClient: client}
 		}
+	case TypeWS:
+		transport = &wsTransport{url: sc.URL, headers: sc.Headers}
 	default:
 		cancel()
 		return nil, nil, []error{s.describe(fmt.Errorf("%w: unknown type %q", ErrConfig, sc.Type))}

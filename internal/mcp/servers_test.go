@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sluicehq/sluice/tool"
@@ -461,3 +463,58 @@ func TestServerEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// TestWebSocketSDKAndFailedEntries connects to a WebSocket server (Claude
+// Code's "ws"), leaves the host's "sdk" server to print mode, and reports
+// an entry that could not be used as a failed server beside the others.
+func TestWebSocketSDKAndFailedEntries(t *testing.T) {
+	t.Parallel()
+	const token = "t0ken-ws"
+	mcpServer := newTestServer()
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Token") != token {
+			http.Error(w, "who are you?", http.StatusUnauthorized)
+			return
+		}
+		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{"mcp"}})
+		if err != nil {
+			return
+		}
+		ss, err := mcpServer.Connect(r.Context(), acceptedWS{c}, nil)
+		if err != nil {
+			return
+		}
+		ss.Wait()
+	}))
+	defer hs.Close()
+
+	bad := fmt.Errorf("%w: server %q: environment variables not set", ErrConfig, "bad")
+	s, err := Connect(context.Background(), &Config{
+		Servers: map[string]ServerConfig{
+			"ide": {Type: TypeWS, URL: "ws" + strings.TrimPrefix(hs.URL, "http"), Headers: map[string]string{"X-Token": token}},
+			"acp": {Type: TypeSDK},
+		},
+		Failed: map[string]error{"bad": bad},
+	}, nil)
+	defer func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}()
+	if !errors.Is(err, bad) {
+		t.Errorf("Connect: %v, want the failed entry's error", err)
+	}
+	got := s.Status()
+	if len(got) != 2 || got[0].Name != "ide" || got[0].State != "connected" || got[0].Tools == 0 || got[1] != (Status{Name: "bad", State: "failed", Err: bad}) {
+		t.Errorf("status = %+v, want ide connected, bad failed, no acp", got)
+	}
+	res, err := toolByName(t, s, "mcp__ide__echo").Run(context.Background(), &tool.Env{}, json.RawMessage(`{"text":"over ws"}`), &recorder{})
+	if err != nil || res.Content != "over ws" {
+		t.Errorf("echo over ws = %+v, %v", res, err)
+	}
+}
+
+// acceptedWS serves an accepted WebSocket as an MCP transport.
+type acceptedWS struct{ c *websocket.Conn }
+
+func (a acceptedWS) Connect(context.Context) (sdk.Connection, error) { return &wsConn{conn: a.c}, nil }

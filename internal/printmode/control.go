@@ -34,20 +34,22 @@ type controlResponseLine struct {
 }
 
 type controlResponse struct {
-	Subtype   string `json:"subtype"` // success or error
-	RequestID string `json:"request_id"`
-	Response  any    `json:"response,omitempty"`
-	Error     string `json:"error,omitempty"`
+	Subtype   string          `json:"subtype"` // success or error
+	RequestID json.RawMessage `json:"request_id"`
+	Response  any             `json:"response,omitempty"`
+	Error     string          `json:"error,omitempty"`
 }
 
 // incoming is one control line from the host, as read.
 type incoming struct {
-	Type      string          `json:"type"`
-	RequestID string          `json:"request_id"`
+	Type string `json:"type"`
+	// RequestID is the host's id as it came, a string or a number: the
+	// answer names it the same way.
+	RequestID json.RawMessage `json:"request_id"`
 	Request   json.RawMessage `json:"request"`
 	Response  *struct {
 		Subtype   string          `json:"subtype"`
-		RequestID string          `json:"request_id"`
+		RequestID json.RawMessage `json:"request_id"`
 		Response  json.RawMessage `json:"response"`
 		Error     string          `json:"error"`
 	} `json:"response"`
@@ -109,9 +111,10 @@ func (o *outbox) ask(ctx context.Context, request any) (json.RawMessage, error) 
 func (o *outbox) deliver(in incoming) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	ch, ok := o.waiting[in.Response.RequestID]
+	id := idString(in.Response.RequestID)
+	ch, ok := o.waiting[id]
 	if ok {
-		delete(o.waiting, in.Response.RequestID)
+		delete(o.waiting, id)
 		ch <- in
 	}
 	return ok
@@ -129,7 +132,7 @@ func (o *outbox) close() {
 }
 
 // respond writes the answer to a host's request.
-func (w *writer) respond(id string, response any, err error) {
+func (w *writer) respond(id json.RawMessage, response any, err error) {
 	r := controlResponse{Subtype: "success", RequestID: id, Response: response}
 	if err != nil {
 		r = controlResponse{Subtype: "error", RequestID: id, Error: err.Error()}

@@ -46,6 +46,9 @@ type Init struct {
 	Subagents []agent.Subagent
 
 	jsonSchema json.RawMessage // initialize's, over Config.JSONSchema
+	// initialized says the host's initialize asked for the session (and
+	// reached its in-process MCP servers).
+	initialized bool
 }
 
 // OpenFunc opens the session of a print-mode run.
@@ -103,6 +106,8 @@ type host struct {
 	// decided are the permission decisions made here (hooks, rules, the
 	// host's can_use_tool), by tool call id, for tool_result_meta.
 	decided map[string]permissionDecision
+	// deniedStop is the denial with interrupt: true that stopped the turn.
+	deniedStop *agent.Denial
 	// structured is the StructuredOutput tool, when a schema was given.
 	structured *structuredOutput
 }
@@ -145,6 +150,9 @@ func (h *host) openWith(init Init) (*agent.Session, error) {
 		if h.open == nil {
 			h.openErr = errors.New("print mode was given no session")
 			return
+		}
+		if !init.initialized {
+			h.unreachedSDKServers()
 		}
 		init.Hooks = h.agentHooks()
 		schema := h.cfg.JSONSchema
@@ -192,21 +200,18 @@ func (h *host) read(ctx context.Context, r io.Reader, prompts *queue[userInput])
 	for {
 		line, err := readLine(br, MaxInputLine)
 		if trimmed := strings.TrimSpace(string(line)); trimmed != "" {
-			var in incoming
-			if jerr := json.Unmarshal([]byte(trimmed), &in); jerr != nil {
-				return fmt.Errorf("input line is not JSON: %w", jerr)
+			in, skip, derr := decodeLine([]byte(trimmed))
+			if derr != nil {
+				return derr
 			}
-			if in.Type == "user" {
-				// Checked here, so that a bad message ends the input.
-				if _, _, perr := userContent([]byte(trimmed)); perr != nil {
-					return perr
-				}
-			}
-			if in.Type == "control_response" {
+			switch {
+			case skip != "":
+				fmt.Fprintf(h.cfg.Stderr, "sluice: ignoring an input line: %s: %.200s\n", skip, trimmed)
+			case in.Type == "control_response":
 				if in.Response == nil || !h.out.deliver(in) {
 					fmt.Fprintf(h.cfg.Stderr, "sluice: ignoring a control_response that answers no request: %.200s\n", trimmed)
 				}
-			} else {
+			default:
 				h.mu.Lock()
 				// With --await-initialize, what comes before the
 				// initialize waits for it too.
@@ -291,7 +296,7 @@ func (h *host) dispatch(ctx context.Context, in incoming, line string, prompts *
 
 // initialize answers the host's initialize request and opens the session
 // as it asks.
-func (h *host) initialize(id string, raw json.RawMessage) {
+func (h *host) initialize(id, raw json.RawMessage) {
 	var req struct {
 		Hooks                 map[string][]hookMatcher   `json:"hooks"`
 		SDKMCPServers         []string                   `json:"sdkMcpServers"`
@@ -328,10 +333,10 @@ func (h *host) initialize(id string, raw json.RawMessage) {
 	for ev, ms := range req.Hooks {
 		h.hooks[ev] = append(h.hooks[ev], ms...)
 	}
-	h.sdkMCP = req.SDKMCPServers
+	h.sdkMCP = sdkServers(req.SDKMCPServers, h.cfg.SDKMCPServers)
 	h.mu.Unlock()
 
-	init := Init{AppendSystemPrompt: req.AppendSystemPrompt, Title: req.Title, DisallowedTools: req.DisallowedTools, Subagents: subagents, jsonSchema: req.JSONSchema}
+	init := Init{AppendSystemPrompt: req.AppendSystemPrompt, Title: req.Title, DisallowedTools: req.DisallowedTools, Subagents: subagents, jsonSchema: req.JSONSchema, initialized: true}
 	if len(req.Settings) > 0 && string(req.Settings) != "null" {
 		init.Settings = req.Settings
 	}
@@ -342,7 +347,7 @@ func (h *host) initialize(id string, raw json.RawMessage) {
 	if len(req.MCPServers) > 0 && string(req.MCPServers) != "null" && string(req.MCPServers) != "{}" {
 		init.MCPServers, _ = json.Marshal(map[string]json.RawMessage{"mcpServers": req.MCPServers})
 	}
-	for _, name := range req.SDKMCPServers {
+	for _, name := range h.sdkMCP {
 		tools, err := h.sdkMCPTools(name, req.SDKMCPServerManifests[name])
 		status := "connected"
 		if err != nil {
@@ -415,7 +420,7 @@ func (h *host) reportedMode(sess *agent.Session) string {
 }
 
 // control answers one host request other than initialize.
-func (h *host) control(ctx context.Context, id, subtype string, raw json.RawMessage) {
+func (h *host) control(ctx context.Context, id json.RawMessage, subtype string, raw json.RawMessage) {
 	sess, err := h.session()
 	if err != nil {
 		h.w.respond(id, nil, err)
@@ -591,10 +596,65 @@ func (h *host) agentHooks() agent.Hooks {
 			return o.Result()
 		},
 	}
-	if h.cfg.PermissionPromptStdio {
-		ah.Ask = h.canUseTool
-	}
+	ah.Ask = h.ask
 	return ah
+}
+
+// ask answers a call that needs approval: the host's PermissionRequest
+// hooks first (their decision may also stop the turn), then can_use_tool
+// with --permission-prompt-tool stdio; otherwise nobody is there to answer
+// and the call is denied.
+func (h *host) ask(ctx context.Context, req protocol.PermissionRequest) agent.Verdict {
+	if v, ok := h.permissionRequestHooks(ctx, req); ok {
+		return v
+	}
+	if h.cfg.PermissionPromptStdio {
+		return h.canUseTool(ctx, req)
+	}
+	return agent.Verdict{Decision: protocol.DecisionDeny}
+}
+
+// permissionRequestHooks runs the host's PermissionRequest callbacks for
+// a call; the first that decides answers it.
+func (h *host) permissionRequestHooks(ctx context.Context, req protocol.PermissionRequest) (agent.Verdict, bool) {
+	input := json.RawMessage(req.Parameters)
+	if !json.Valid(input) {
+		input = json.RawMessage("{}")
+	}
+	for _, out := range h.runHooks(ctx, "PermissionRequest", req.Name, req.ToolID, map[string]any{
+		"tool_name": req.Name, "tool_input": input, "permission_suggestions": []any{},
+	}) {
+		var o struct {
+			HookSpecificOutput struct {
+				Decision *struct {
+					Behavior     string          `json:"behavior"`
+					UpdatedInput json.RawMessage `json:"updatedInput"`
+					Message      string          `json:"message"`
+					Interrupt    bool            `json:"interrupt"`
+				} `json:"decision"`
+			} `json:"hookSpecificOutput"`
+		}
+		if json.Unmarshal(out, &o) != nil || o.HookSpecificOutput.Decision == nil {
+			continue
+		}
+		d := o.HookSpecificOutput.Decision
+		switch d.Behavior {
+		case "allow":
+			in := d.UpdatedInput
+			if len(in) == 0 || string(in) == "null" {
+				in = nil
+			}
+			h.decide(req.ToolID, permissionDecision{Decision: "accept", Source: "hook"})
+			return agent.Verdict{Decision: protocol.DecisionAllow, Input: in}, true
+		case "deny":
+			h.decide(req.ToolID, permissionDecision{Decision: "reject", Source: "hook", stopped: d.Interrupt})
+			if d.Interrupt {
+				h.stopTurn(agent.Denial{ToolID: req.ToolID, Name: req.Name, Input: string(input)})
+			}
+			return agent.Verdict{Decision: protocol.DecisionDeny, Reason: d.Message}, true
+		}
+	}
+	return agent.Verdict{}, false
 }
 
 func (h *host) preToolUse(ctx context.Context, call agent.ToolCall) agent.Verdict {
@@ -687,6 +747,7 @@ func (h *host) canUseTool(ctx context.Context, req protocol.PermissionRequest) a
 		Behavior     string          `json:"behavior"`
 		UpdatedInput json.RawMessage `json:"updatedInput"`
 		Message      string          `json:"message"`
+		Interrupt    bool            `json:"interrupt"`
 	}
 	if err := json.Unmarshal(raw, &ans); err != nil {
 		return agent.Verdict{Decision: protocol.DecisionDeny, Reason: "Permission was not granted: the host's answer was malformed."}
@@ -699,8 +760,34 @@ func (h *host) canUseTool(ctx context.Context, req protocol.PermissionRequest) a
 		h.decide(req.ToolID, permissionDecision{Decision: "accept", Source: "user_temporary"})
 		return agent.Verdict{Decision: protocol.DecisionAllow, Input: in}
 	}
-	h.decide(req.ToolID, permissionDecision{Decision: "reject", Source: "user_reject"})
+	h.decide(req.ToolID, permissionDecision{Decision: "reject", Source: "user_reject", stopped: ans.Interrupt})
+	if ans.Interrupt {
+		// As in Claude Code, the turn ends here: the denial is the
+		// call's result and the model is not asked again.
+		h.stopTurn(agent.Denial{ToolID: req.ToolID, Name: req.Name, Input: string(input)})
+	}
 	return agent.Verdict{Decision: protocol.DecisionDeny, Reason: ans.Message}
+}
+
+// stopTurn interrupts the turn under way because the denial d asked to
+// stop it; its result says so (terminal_reason aborted_tools, d in
+// permission_denials).
+func (h *host) stopTurn(d agent.Denial) {
+	h.mu.Lock()
+	h.deniedStop = &d
+	h.mu.Unlock()
+	if sess, err := h.session(); err == nil {
+		sess.Interrupt(fmt.Sprintf("the host denied %s and asked to stop", d.Name))
+	}
+}
+
+// takeDeniedStop returns, and clears, the denial that stopped the turn.
+func (h *host) takeDeniedStop() *agent.Denial {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	d := h.deniedStop
+	h.deniedStop = nil
+	return d
 }
 
 func (h *host) serverSource(name string) string {

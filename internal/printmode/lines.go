@@ -150,6 +150,9 @@ type permissionDecision struct {
 	Decision   string `json:"decision"`
 	Source     string `json:"source"`
 	ReasonType string `json:"reason_type,omitempty"`
+	// stopped: the denial also stopped the turn (interrupt: true), which
+	// Claude Code reports as a user rejection, not a decision.
+	stopped bool
 }
 
 // bashResult is a Bash call's tool_use_result, in Claude Code's shape

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,6 +53,10 @@ type Config struct {
 	// MCPServers are the configured MCP servers (system/init's
 	// mcp_servers).
 	MCPServers []MCPServer
+	// SDKMCPServers are the servers --mcp-config gives as "type": "sdk":
+	// the host's in-process servers, reached through mcp_message as those
+	// its initialize names (the Agent SDK names them in both places).
+	SDKMCPServers []string
 	// MCPStatus, when set, reports the MCP servers instead of MCPServers
 	// (servers the host's initialize adds start after Run begins).
 	MCPStatus func() []MCPServer
@@ -260,11 +265,14 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 		}
 		err = runOne(ctx, s, sub, h.w, in, h.cfg, h, run{pre: pre, st: st, prompts: prompts})
 		h.state(stateIdle)
+		// As Claude Code's, the exit code is the last result's: an error
+		// (also an interrupted turn) is 1, a later success 0 again.
+		code = 0
 		if err != nil {
+			code = 1
 			// The host's interrupt ends a turn, not the session: the result
 			// says so, and the process goes on to the host's next message.
 			if !(streamIn && errors.Is(err, agent.ErrAborted) && ctx.Err() == nil) {
-				code = 1
 				fmt.Fprintf(cfg.Stderr, "sluice: %v\n", err)
 			}
 		}
@@ -277,6 +285,7 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 		if err := <-readErr; err != nil && !errors.Is(err, context.Canceled) {
 			fmt.Fprintf(cfg.Stderr, "sluice: reading stream-json input: %v\n", err)
 			code = 1
+			h.inputFailed(err)
 		}
 	}
 	if ctx.Err() != nil && code == 0 {
@@ -498,6 +507,7 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	if stream && errors.Is(err, agent.ErrAborted) && !hst.overBudget() {
 		tr.aborted()
 	}
+	deniedStop := hst.takeDeniedStop()
 	answer := res.Text
 	structured := hst.structured.take()
 	if structured != nil && err == nil {
@@ -532,7 +542,17 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 			}
 		}
 	case FormatJSON, FormatStreamJSON:
+		if deniedStop != nil && errors.Is(err, agent.ErrAborted) {
+			// The stopped call counts as denied, as in Claude Code (the
+			// agent saw the abort first).
+			if !slices.ContainsFunc(res.Denials, func(d agent.Denial) bool { return d.ToolID == deniedStop.ToolID }) {
+				res.Denials = append(res.Denials, *deniedStop)
+			}
+		}
 		line := newResultLine(sess, res, answer, err, time.Since(start))
+		if deniedStop != nil && errors.Is(err, agent.ErrAborted) {
+			line.TerminalReason = "aborted_tools"
+		}
 		line.StoppedTasks = stopped
 		line.StructuredOutput = structured
 		line = hst.numbered(line)
@@ -552,6 +572,27 @@ func budgetErr(err error, hst *host, cfg Config) error {
 		return fmt.Errorf("%w ($%s)", ErrBudget, strconv.FormatFloat(cfg.MaxBudgetUSD, 'f', -1, 64))
 	}
 	return err
+}
+
+// inputFailed ends a session whose input ended on a line it cannot take
+// with an error result, so that the last result agrees with the exit code
+// (Claude Code exits 1 there after a success result). Without a session
+// there is nothing to write it for.
+func (h *host) inputFailed(err error) {
+	if h.cfg.OutputFormat != FormatStreamJSON && h.cfg.OutputFormat != FormatJSON {
+		return
+	}
+	select {
+	case <-h.opened:
+	default:
+		return
+	}
+	if h.sess == nil {
+		return
+	}
+	line := h.numbered(newResultLine(h.sess, agent.Result{}, "", fmt.Errorf("reading stream-json input: %w", err), 0))
+	line.TerminalReason = "input_error"
+	h.w.lineWith(&line, line.Result)
 }
 
 // numbered gives a result line its index among the process's results.

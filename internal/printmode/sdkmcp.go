@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -32,6 +33,31 @@ type toolsList struct {
 			ReadOnlyHint bool `json:"readOnlyHint"`
 		} `json:"annotations"`
 	} `json:"tools"`
+}
+
+// sdkServers joins the in-process servers initialize names and those of
+// --mcp-config, each once, initialize's first.
+func sdkServers(fromInit, fromFlags []string) []string {
+	out := slices.Clone(fromInit)
+	for _, name := range fromFlags {
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// unreachedSDKServers reports the --mcp-config's in-process servers as
+// failed when the session opens without the host's initialize: only a
+// host that initializes is there to serve them.
+func (h *host) unreachedSDKServers() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, name := range h.cfg.SDKMCPServers {
+		fmt.Fprintf(h.cfg.Stderr, "sluice: MCP server %s: its type is sdk (served by the program driving sluice) and no initialize request came from that program\n", name)
+		h.sdkMCP = append(h.sdkMCP, name)
+		h.sdkStatus = append(h.sdkStatus, MCPServer{Name: name, Status: "failed"})
+	}
 }
 
 // mcpProtocolVersion is the MCP revision print mode speaks to the host's

@@ -64,7 +64,7 @@ func TestStructuredOutputEndsTheRun(t *testing.T) {
 			t.Errorf("result %s = %v, Claude Code's %v", k, got[k], want[k])
 		}
 	}
-	if g, w := compact(got["structured_output"]), compact(want["structured_output"]); g != w {
+	if g, w := marshalled(got["structured_output"]), marshalled(want["structured_output"]); g != w {
 		t.Errorf("structured_output %s, Claude Code's %s", g, w)
 	}
 	if n := len(srv.Requests()); n != 1 {
@@ -72,7 +72,7 @@ func TestStructuredOutputEndsTheRun(t *testing.T) {
 	}
 }
 
-func compact(v any) string {
+func marshalled(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }

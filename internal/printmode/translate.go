@@ -204,6 +204,9 @@ func (t *translator) item(it agent.Item) {
 			// command's output, stderr merged in, as sluice's does.
 			shown = bashResult{Stdout: content}
 		}
+		if d.stopped {
+			meta.NonExecutionKind, meta.PermissionDecision, shown = "user-rejected", nil, "User rejected tool use"
+		}
 		if sub := t.subagents[e.ToolID]; sub != nil && (e.Name == "Agent" || e.Name == "Task") {
 			r := sub.result(e, content, failed)
 			shown = r

@@ -88,11 +88,14 @@ test('setPermissionMode() changes what the next turn may do', async (t) => {
   assert.ok(fs.existsSync(path.join(cwd, 'b.txt')));
 });
 
-test('disallowedTools refuses a tool; tools limits what the model is offered', async (t) => {
+test('disallowedTools hides a tool; tools limits what the model is offered', async (t) => {
   const { options, model } = await start(t, [{ tool: 'Read', input: { file_path: 'x' } }, { text: 'Ok.' }, { text: 'Only Read.' }]);
   const msgs = await collect('read', { ...options, disallowedTools: ['Read'], permissionMode: 'bypassPermissions', allowDangerouslySkipPermissions: true });
+  // As Claude Code: Read is not offered, a call to it anyway fails as a
+  // call to no tool, and it is no permission denial.
+  assert.ok(!model.requests[0].tools.some((x) => x.name === 'Read'));
   assert.equal(toolResults(msgs)[0].is_error, true);
-  assert.equal(last(msgs).permission_denials[0].tool_name, 'Read');
+  assert.deepEqual(last(msgs).permission_denials, []);
   await collect('which tools?', { ...options, tools: ['Read', 'Grep'] });
   assert.deepEqual(model.requests[2].tools.map((x) => x.name).sort(), ['Grep', 'Read']);
 });
