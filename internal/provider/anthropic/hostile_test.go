@@ -375,18 +375,22 @@ func TestPingsDuringServerToolKeepItAlive(t *testing.T) {
 	// the decoder has the ping.
 	reads := make(chan string, 1024)
 	client := srv.Client()
-	client.Transport = notifyTransport{client.Transport, reads}
+	client.Transport = pt.NotifyTransport{RT: client.Transport, Reads: reads}
 	p := New(Config{APIKey: "sk-test-secret", BaseURL: srv.URL, HTTPClient: client})
 	clock := modeltest.NewClock(time.Unix(0, 0))
 	opts := model.StreamOptions{Clock: clock, StallWarning: -1, IdleTimeout: time.Minute}
 	go func() {
-		// Five minutes of pings, one each 30 s.
-		for range 10 {
+		// Five minutes of pings, one each 20 s. The decoder reads a ping
+		// only once it has handled the one before, so when the clock moves
+		// the last sign of life is at most two steps old: 40 s, less than
+		// the idle timeout (with 30 s steps it could be 60 s, and the test
+		// failed now and then on a loaded machine).
+		for range 15 {
 			tick <- struct{}{}
 			for !strings.Contains(<-reads, "event: ping") {
 			}
 			clock.WaitArmed(1)
-			clock.Advance(30 * time.Second)
+			clock.Advance(20 * time.Second)
 		}
 		close(finish)
 	}()
@@ -400,34 +404,4 @@ func TestPingsDuringServerToolKeepItAlive(t *testing.T) {
 	if r := pt.Accumulate(t, parts); len(r.Content) != 3 || r.Content[2].Text != "Hi" {
 		t.Fatalf("%+v", r.Content)
 	}
-}
-
-// notifyTransport reports every chunk the client reads from a response.
-type notifyTransport struct {
-	rt    http.RoundTripper
-	reads chan<- string
-}
-
-func (t notifyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := t.rt.RoundTrip(r)
-	if err == nil {
-		resp.Body = notifyBody{resp.Body, t.reads}
-	}
-	return resp, err
-}
-
-type notifyBody struct {
-	io.ReadCloser
-	reads chan<- string
-}
-
-func (b notifyBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if n > 0 {
-		select {
-		case b.reads <- string(p[:n]):
-		default: // nobody waits for these bytes
-		}
-	}
-	return n, err
 }

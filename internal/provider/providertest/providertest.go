@@ -6,6 +6,7 @@ package providertest
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync/atomic"
@@ -116,4 +117,36 @@ func Retries(parts []model.Part) []*model.Retry {
 		}
 	}
 	return out
+}
+
+// NotifyTransport reports every chunk the client reads from a response on
+// Reads (dropped when nobody waits), so that a test moves a fake clock
+// only once the decoder has the bytes.
+type NotifyTransport struct {
+	RT    http.RoundTripper
+	Reads chan<- string
+}
+
+func (t NotifyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.RT.RoundTrip(r)
+	if err == nil {
+		resp.Body = notifyBody{resp.Body, t.Reads}
+	}
+	return resp, err
+}
+
+type notifyBody struct {
+	io.ReadCloser
+	reads chan<- string
+}
+
+func (b notifyBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		select {
+		case b.reads <- string(p[:n]):
+		default: // nobody waits for these bytes
+		}
+	}
+	return n, err
 }

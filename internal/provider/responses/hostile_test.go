@@ -8,6 +8,7 @@ import (
 	"io"
 	"iter"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -407,5 +408,66 @@ func TestToolRoundTrip(t *testing.T) {
 	}
 	if out := input[3].(map[string]any); !reflect.DeepEqual(out, map[string]any{"type": "function_call_output", "call_id": "call_AB6AaRZ1FYZB2RwS6A5vbdqn", "output": "19"}) {
 		t.Fatalf("output %v", out)
+	}
+}
+
+// A built-in tool's progress events are the server working: a long web
+// search or code run outlives the idle timeout without a retry, though no
+// content comes until it is done.
+func TestBuiltinToolProgressKeepsAlive(t *testing.T) {
+	t.Parallel()
+	tick, finish := make(chan struct{}), make(chan struct{})
+	begin := stream("", `{"type":"response.output_item.added","output_index":0,"item":{"id":"ci_1","type":"code_interpreter_call","status":"in_progress","code":""}}`)
+	progress := "event: response.code_interpreter_call.interpreting\ndata: {\"type\":\"response.code_interpreter_call.interpreting\",\"output_index\":0,\"item_id\":\"ci_1\"}\n\n"
+	end := strings.TrimPrefix(stream(completed,
+		`{"type":"response.output_item.done","output_index":0,"item":{"id":"ci_1","type":"code_interpreter_call","status":"completed","code":"import time; time.sleep(300)"}}`,
+		`{"type":"response.output_text.delta","output_index":1,"content_index":0,"delta":"Slept."}`), strings.SplitAfter(stream(""), "\n\n")[0])
+	h, n := pt.Attempts(func(w http.ResponseWriter, r *http.Request) {
+		pt.ServeSSE(w, []byte(begin), false)
+		w.(http.Flusher).Flush()
+		for {
+			select {
+			case <-tick:
+				io.WriteString(w, progress)
+				w.(http.Flusher).Flush()
+			case <-finish:
+				io.WriteString(w, end)
+				return
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}, ok)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	reads := make(chan string, 1024)
+	client := srv.Client()
+	client.Transport = pt.NotifyTransport{RT: client.Transport, Reads: reads}
+	p := New(Config{APIKey: "sk-test-secret", BaseURL: srv.URL + "/v1", HTTPClient: client})
+	clock := modeltest.NewClock(time.Unix(0, 0))
+	opts := model.StreamOptions{Clock: clock, StallWarning: -1, IdleTimeout: time.Minute}
+	go func() {
+		// Five minutes of progress, an event each 20 s. The decoder reads
+		// an event only once it has handled the one before, so when the
+		// clock moves the last touch is at most two steps old: 40 s, less
+		// than the idle timeout.
+		for range 15 {
+			tick <- struct{}{}
+			for !strings.Contains(<-reads, "interpreting") {
+			}
+			clock.WaitArmed(1)
+			clock.Advance(20 * time.Second)
+		}
+		close(finish)
+	}()
+	parts, waits, err := pt.StreamAll(t, p, hi, opts)
+	if err != nil || len(waits) > 0 || n.Load() != 1 {
+		for _, r := range pt.Retries(parts) {
+			t.Logf("retry: %v", r.Err)
+		}
+		t.Fatalf("err %v after %d requests", err, n.Load())
+	}
+	if r := pt.Accumulate(t, parts); len(r.Content) != 2 || r.Content[1].Text != "Slept." {
+		t.Fatalf("%+v", r.Content)
 	}
 }
