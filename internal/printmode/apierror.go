@@ -44,7 +44,7 @@ const syntheticModel = "<synthetic>"
 // the way to it), rather than on one of the run's own limits.
 func apiFailure(err error) bool {
 	for _, own := range []error{ErrBudget, agent.ErrMaxTurns, agent.ErrMaxTokens, agent.ErrAborted, agent.ErrHookStopped,
-		agent.ErrPromptBlocked, agent.ErrClosed, agent.ErrNotSaved, context.Canceled, context.DeadlineExceeded} {
+		agent.ErrPromptBlocked, agent.ErrClosed, agent.ErrNotSaved, errInput, context.Canceled, context.DeadlineExceeded} {
 		if errors.Is(err, own) {
 			return false
 		}

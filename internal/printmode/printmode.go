@@ -504,10 +504,14 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 		}
 	}
 	res, err := h.Wait(context.Background())
-	if stream && errors.Is(err, agent.ErrAborted) && !hst.overBudget() {
-		tr.aborted()
-	}
 	deniedStop := hst.takeDeniedStop()
+	if stream && errors.Is(err, agent.ErrAborted) && !hst.overBudget() {
+		note := interruptedByUser
+		if deniedStop != nil {
+			note = interruptedForUse
+		}
+		tr.aborted(note)
+	}
 	answer := res.Text
 	structured := hst.structured.take()
 	if structured != nil && err == nil {
@@ -574,6 +578,10 @@ func budgetErr(err error, hst *host, cfg Config) error {
 	return err
 }
 
+// errInput is the cause of a result written because the input ended on a
+// line that cannot be taken: sluice's own failure, not the API's.
+var errInput = errors.New("reading stream-json input")
+
 // inputFailed ends a session whose input ended on a line it cannot take
 // with an error result, so that the last result agrees with the exit code
 // (Claude Code exits 1 there after a success result). Without a session
@@ -590,7 +598,7 @@ func (h *host) inputFailed(err error) {
 	if h.sess == nil {
 		return
 	}
-	line := h.numbered(newResultLine(h.sess, agent.Result{}, "", fmt.Errorf("reading stream-json input: %w", err), 0))
+	line := h.numbered(newResultLine(h.sess, agent.Result{}, "", fmt.Errorf("%w: %w", errInput, err), 0))
 	line.TerminalReason = "input_error"
 	h.w.lineWith(&line, line.Result)
 }

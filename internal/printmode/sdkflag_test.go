@@ -153,7 +153,7 @@ func TestSDKServerFromMCPConfig(t *testing.T) {
 		t.Errorf("asked the host %q, want %q", f.asked, want)
 	}
 	init := find(f.lines, "system/init")
-	if len(init) != 1 || !strings.Contains(fmt.Sprint(init[0]["mcp_servers"]), "name:acp status:connected") {
+	if len(init) != 1 || !strings.Contains(fmt.Sprint(init[0]["mcp_servers"]), "name:acp source:sdk status:connected") {
 		t.Errorf("system/init mcp_servers %v, want acp connected", init)
 	}
 	reqs := srv.Requests()
@@ -191,11 +191,20 @@ func TestDenialWithInterruptEndsTheTurn(t *testing.T) {
 	}
 	// Claude Code reports the stopped call as a user rejection.
 	var meta string
+	var notes []string
 	for _, l := range find(f.lines, "user") {
+		if l["tool_use_result"] == nil {
+			notes = append(notes, fmt.Sprint(l["message"]))
+			continue
+		}
 		meta += fmt.Sprint(l["tool_use_result"], l["tool_result_meta"])
 	}
 	if want := "User rejected tool use[map[id:toolu_fake_0001 non_execution_kind:user-rejected]]"; meta != want {
 		t.Errorf("the denied call's user line: %s, want %s", meta, want)
+	}
+	// Then, as Claude Code writes it, the note that the turn was stopped.
+	if len(notes) != 1 || !strings.Contains(notes[0], interruptedForUse) {
+		t.Errorf("user lines without a tool result %q, want one: %q", notes, interruptedForUse)
 	}
 	// Claude Code exits 1 when the last result is an error.
 	if code != 1 {

@@ -428,7 +428,7 @@ func (t *translator) part(p model.Part) {
 // aborted writes, for a response cut by an interrupt, Claude Code's lines:
 // the text it had streamed, as an assistant line marked aborted, and the
 // user line that says the user interrupted.
-func (t *translator) aborted() {
+func (t *translator) aborted(note string) {
 	for _, i := range slices.Sorted(maps.Keys(t.open)) {
 		b := t.starts[i]
 		if b.kind != model.BlockText {
@@ -445,14 +445,17 @@ func (t *translator) aborted() {
 	clear(t.open)
 	t.w.line(promptLine{
 		Type:      "user",
-		Message:   promptMessage{Role: "user", Content: []textBlock{{Type: "text", Text: interruptedByUser}}},
+		Message:   promptMessage{Role: "user", Content: []textBlock{{Type: "text", Text: note}}},
 		SessionID: t.w.session, UUID: uuid.NewString(), Timestamp: timestamp(t.now()),
 	})
 }
 
-// interruptedByUser is the text of the user line after an interrupt, as
-// Claude Code writes it.
-const interruptedByUser = "[Request interrupted by user]"
+// The text of the user line after an interrupt, as Claude Code writes it:
+// by the host, or by a denial that asked to stop the turn.
+const (
+	interruptedByUser = "[Request interrupted by user]"
+	interruptedForUse = "[Request interrupted by user for tool use]"
+)
 
 // finished is a finished block in Anthropic's shape, from the accumulator;
 // a tool use whose input is not valid JSON (cut by max_tokens) shows an
