@@ -32,9 +32,6 @@ const (
 	indent       = "  "
 	resultFirst  = "  ⎿  "
 	resultIndent = "     "
-	// paramsTail is how much of a tool's streaming parameters shows
-	// while it has no compact form yet.
-	paramsTail = 30
 )
 
 // styleLines applies st to each line.
@@ -91,26 +88,15 @@ func thinkingHeader(b protocol.Block, now time.Time) string {
 	return fmt.Sprintf("Thinking %ds", ms/1000)
 }
 
-// toolDetail is what follows a tool's name: its compact parameters, or,
-// while they are not known yet, the end of the parameters streamed so far
-// with newlines shown as \n.
-func toolDetail(b protocol.Block) string {
+// toolDetail is what follows a tool's name: its compact parameters once
+// they are known. While the parameters still stream, they are a JSON
+// document cut anywhere, which reads as noise: the header then says only
+// that the call is being prepared (preparing is true).
+func toolDetail(b protocol.Block) (detail string, preparing bool) {
 	if b.CompactParams != "" {
-		return b.CompactParams
+		return b.CompactParams, false
 	}
-	if b.Parameters == "" {
-		return ""
-	}
-	p := strings.ReplaceAll(b.Parameters, "\r", `\r`)
-	p = strings.ReplaceAll(p, "\n", `\n`)
-	if b.Stage == protocol.StageStart || b.Stage == protocol.StageStreaming {
-		r := []rune(p)
-		if len(r) > paramsTail {
-			return "…" + string(r[len(r)-paramsTail:])
-		}
-		return p
-	}
-	return ansi.Truncate(p, 60, "…")
+	return "", b.Stage == protocol.StageStart || b.Stage == protocol.StageStreaming
 }
 
 func toolGlyph(b protocol.Block) string {
@@ -130,8 +116,11 @@ func toolHeader(b protocol.Block, width int) string {
 		name = "tool"
 	}
 	head := stBold.Render(sanitize(name))
-	if d := sanitize(toolDetail(b)); d != "" {
-		head += "(" + d + ")"
+	switch d, preparing := toolDetail(b); {
+	case d != "":
+		head += "(" + sanitize(d) + ")"
+	case preparing:
+		head += " " + stDim.Render("preparing…")
 	}
 	return toolGlyph(b) + " " + ansi.Truncate(head, max(width-2, 10), "…")
 }
