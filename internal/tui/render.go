@@ -285,11 +285,15 @@ type part struct {
 	segs       [][]string
 	head, rest string
 	style      func(string) string
+	// off is how many of the first lines are left out (printed already).
+	off int
+	// pin: the first line is a header to keep in view (reasoningPart).
+	pin bool
 }
 
 // count is the number of lines of the part.
 func (p part) count() int {
-	n := len(p.pre)
+	n := len(p.pre) - p.off
 	for _, s := range p.segs {
 		n += len(s)
 	}
@@ -298,6 +302,7 @@ func (p part) count() int {
 
 // line returns line i of the part.
 func (p part) line(i int) string {
+	i += p.off
 	if i < len(p.pre) {
 		return p.pre[i]
 	}
@@ -351,7 +356,7 @@ func reasoningPart(header string, body ...[]string) part {
 	if !strings.HasPrefix(header, "Thought") {
 		h += "…"
 	}
-	return part{pre: []string{thinkingStyle(h)}, segs: body, head: indent, rest: indent, style: thinkingStyle}
+	return part{pre: []string{thinkingStyle(h)}, segs: body, head: indent, rest: indent, style: thinkingStyle, pin: true}
 }
 
 // textPart lays out an answer's rendered lines under a bullet.
