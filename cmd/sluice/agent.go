@@ -42,9 +42,8 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 	af.Register(fs)
 	cf.Register(fs)
 	fs.Usage = func() {
-		usage(stdio.Err)
-		fmt.Fprintln(stdio.Err, "\nFlags of the agent:")
-		fs.PrintDefaults()
+		fmt.Fprintln(stdio.Err, "Usage: sluice [flags] [prompt]   (sluice help: the commands and faces)")
+		cli.AgentFlagsHelp(stdio.Err, fs)
 	}
 	pos, err := cli.ParseInterspersed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
