@@ -757,26 +757,31 @@ func (m *ui) startPrint(out func(string) tea.Cmd, s string) tea.Cmd {
 }
 
 // armTick schedules the next second of a streaming reasoning block's
-// timer: the header shows whole seconds since the block's start, so the
-// tick comes when the next second begins.
+// timer, or of a compaction's: they show whole seconds since their start,
+// so the tick comes when the next second begins.
 func (m *ui) armTick() tea.Cmd {
 	if m.tickArmed || m.expanded != nil {
 		return nil
 	}
 	now := m.clock.Now().UnixMilli()
 	var next int64 = -1
-	m.liveBlocks(func(_ protocol.Message, _ int, b protocol.Block) {
-		if b.Type != protocol.BlockReasoning || b.Stage == protocol.StageEnd || b.StartedAt <= 0 {
-			return
-		}
-		d := 1000 - (now-b.StartedAt)%1000
-		if now < b.StartedAt {
-			d = b.StartedAt - now
+	at := func(startedAt int64) {
+		d := 1000 - (now-startedAt)%1000
+		if now < startedAt {
+			d = startedAt - now
 		}
 		if next < 0 || d < next {
 			next = d
 		}
+	}
+	m.liveBlocks(func(_ protocol.Message, _ int, b protocol.Block) {
+		if b.Type == protocol.BlockReasoning && b.Stage != protocol.StageEnd && b.StartedAt > 0 {
+			at(b.StartedAt)
+		}
 	})
+	if c := m.list.Compaction(); c != nil && c.StartedAt > 0 {
+		at(c.StartedAt) // its elapsed time
+	}
 	if next < 0 {
 		return nil
 	}
@@ -1005,7 +1010,10 @@ func (m *ui) bottom() (mid, box []string, cursor *tea.Cursor, status []string) {
 	if m.notice != "" {
 		mid = append(mid, stNotice.Render(truncate(m.notice, m.width)))
 	}
-	if m.busy() {
+	switch c := m.list.Compaction(); {
+	case c != nil:
+		mid = append(mid, truncate(compactingLine(*c, m.clock.Now()), m.width))
+	case m.busy():
 		mid = append(mid, workingLine)
 	}
 	switch {

@@ -48,17 +48,22 @@ func TestPseudoTerminalLongAnswer(t *testing.T) {
 			for _, w := range thoughts {
 				reasoning = append(reasoning, w+" is one more thought.\n")
 			}
-			reasoned := make(chan struct{})
+			reasoned, summarized := make(chan struct{}), make(chan struct{})
 			gates := [2]chan struct{}{make(chan struct{}), make(chan struct{})}
 			at := [2]int{len(text) / 3, 2 * len(text) / 3}
 			fm := fakemodel.New(func(r fakemodel.Request) fakemodel.Answer {
+				if strings.HasPrefix(r.LastUserText, "Summarize") {
+					// /compact: the summary holds after two chunks.
+					return fakemodel.Answer{Text: []string{"The user asked ", "for a long answer. ", "It was given."},
+						Gates: map[int]<-chan struct{}{2: summarized}}
+				}
 				return fakemodel.Answer{Reasoning: reasoning, ReasoningGate: reasoned, Text: text,
 					Gates: map[int]<-chan struct{}{at[0]: gates[0], at[1]: gates[1]}}
 			})
 			t.Cleanup(fm.Close)
 			// Closing the gates lets a stream still held end with the test.
 			t.Cleanup(func() {
-				for _, c := range append(gates[:], reasoned) {
+				for _, c := range append(gates[:], reasoned, summarized) {
 					select {
 					case <-c:
 					default:
@@ -109,6 +114,17 @@ func TestPseudoTerminalLongAnswer(t *testing.T) {
 			}
 			x.waitText(markers[len(markers)-1])
 			x.waitFor("idle", func(_, s string) bool { return !strings.Contains(s, "Working…") })
+
+			// A compaction says what it is while the summary streams.
+			x.keys("/compact", "Enter")
+			x.waitFor("the compaction's label", func(_, s string) bool {
+				return regexp.MustCompile(`✻ Compacting conversation… \d+s · 34 chars`).MatchString(s)
+			})
+			close(summarized)
+			x.waitText("Conversation compacted")
+			x.waitFor("idle", func(_, s string) bool {
+				return !strings.Contains(s, "Compacting") && !strings.Contains(s, "Working…")
+			})
 
 			hist := x.history()
 			var bad []string

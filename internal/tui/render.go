@@ -342,6 +342,21 @@ func fixed(lines []string) part { return part{pre: lines} }
 // workingLine says that the agent works; rendered once.
 var workingLine = stRunning.Render("✻ ") + stDim.Render("Working… · esc to interrupt")
 
+// compactingLine says that the conversation is being compacted, for how
+// long, and how long the summary is so far (the view state's compaction).
+func compactingLine(c protocol.Compaction, now time.Time) string {
+	s := "Compacting conversation…"
+	if c.StartedAt > 0 {
+		if ms := now.UnixMilli() - c.StartedAt; ms >= 0 {
+			s += fmt.Sprintf(" %ds", ms/1000)
+		}
+	}
+	if c.Chars > 0 {
+		s += fmt.Sprintf(" · %d chars of summary", c.Chars)
+	}
+	return stRunning.Render("✻ ") + stDim.Render(s+" · esc to interrupt")
+}
+
 // faint dims s with a plain escape sequence, for lines rendered at every
 // frame.
 func faint(s string) string { return "\x1b[2m" + s + "\x1b[22m" }

@@ -219,3 +219,39 @@ func TestLongReasoningFolds(t *testing.T) {
 		t.Fatalf("the expanded view lacks the reasoning's text:\n%s", h.current().view)
 	}
 }
+
+// TestCompactionSaysWhatItIs: while the session compacts, the status says
+// so from the view state, with the time since it started and the summary's
+// length as it streams; the usual "Working…" returns when it has ended.
+func TestCompactionSaysWhatItIs(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 80, 24)
+	h.typeText("/compact")
+	h.key("enter")
+	start := h.clock.Now().UnixMilli()
+	h.ev(runState(protocol.RunRunning), protocol.CompactionUpdated{Stage: protocol.StageStart, StartedAt: start})
+	if v := h.current().view; !strings.Contains(v, "✻ Compacting conversation… 0s · esc to interrupt") || strings.Contains(v, "Working…") {
+		t.Fatalf("no compaction label:\n%s", v)
+	}
+	if !h.m.tickArmed {
+		t.Fatal("no tick armed for the compaction's elapsed time")
+	}
+	for i := 1; i <= 3; i++ {
+		h.tick(time.Second)
+		h.ev(protocol.CompactionUpdated{Stage: protocol.StageStreaming, Chars: 40})
+	}
+	if v := h.current().view; !strings.Contains(v, "Compacting conversation… 3s · 120 chars of summary") {
+		t.Fatalf("the label does not follow the compaction:\n%s", v)
+	}
+	h.ev(protocol.CompactBlockAdded{Message: protocol.Message{ID: "c1", Role: protocol.RoleAssistant,
+		Blocks: []protocol.Block{{Type: protocol.BlockCompact, Content: "A summary."}}}},
+		protocol.CompactionUpdated{Stage: protocol.StageEnd})
+	if v := h.current().view; strings.Contains(v, "Compacting") || !strings.Contains(v, "Working…") {
+		t.Fatalf("the label outlived the compaction (the job has not ended: Working…):\n%s", v)
+	}
+	h.ev(runState(protocol.RunIdle))
+	h.finish(jobCompact, nil)
+	if s := h.current().scroll; !strings.Contains(s, "Conversation compacted") {
+		t.Fatalf("no compaction in the scrollback:\n%s", s)
+	}
+}
