@@ -115,7 +115,7 @@ func TestLongAnswerStreamsIntoTheScrollback(t *testing.T) {
 				}
 			})
 			h.ev(runState(protocol.RunRunning), userMsg("u1", "a long answer please"), asstMsg("a1"))
-			cs := chunks(src, 23)
+			cs := chunks(src, 61)
 			for i, c := range cs {
 				h.ev(textDelta("a1", 0, c))
 				streamed += c
@@ -161,7 +161,7 @@ func TestStreamedAnswerThroughTheExpandedView(t *testing.T) {
 	src, markers := longAnswer(1000, 120)
 	h := newHarness(t, 80, 30)
 	h.ev(runState(protocol.RunRunning), userMsg("u1", "go"), asstMsg("a1"))
-	cs := chunks(src, 31)
+	cs := chunks(src, 67)
 	for i, c := range cs {
 		h.ev(textDelta("a1", 0, c))
 		switch i {
