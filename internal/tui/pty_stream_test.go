@@ -48,10 +48,23 @@ func TestPseudoTerminalLongAnswer(t *testing.T) {
 			for _, w := range thoughts {
 				reasoning = append(reasoning, w+" is one more thought.\n")
 			}
-			reasoned, summarized := make(chan struct{}), make(chan struct{})
+			reasoned, summarized, called := make(chan struct{}), make(chan struct{}), make(chan struct{})
+			dir := t.TempDir()
+			notes := filepath.Join(dir, "notes.txt")
+			if err := os.WriteFile(notes, []byte("zqnote\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
 			gates := [2]chan struct{}{make(chan struct{}), make(chan struct{})}
 			at := [2]int{len(text) / 3, 2 * len(text) / 3}
 			fm := fakemodel.New(func(r fakemodel.Request) fakemodel.Answer {
+				switch {
+				case r.ToolResult != "":
+					return fakemodel.Answer{Text: []string{"Read it."}}
+				case r.LastUserText == "read the notes":
+					// The call's parameters hold after their first half.
+					return fakemodel.Answer{Tool: &fakemodel.ToolCall{ID: "toolu_1", Name: "Read",
+						Input: map[string]string{"file_path": notes}}, ToolGate: called}
+				}
 				if strings.HasPrefix(r.LastUserText, "Summarize") {
 					// /compact: the summary holds after two chunks.
 					return fakemodel.Answer{Text: []string{"The user asked ", "for a long answer. ", "It was given."},
@@ -63,7 +76,7 @@ func TestPseudoTerminalLongAnswer(t *testing.T) {
 			t.Cleanup(fm.Close)
 			// Closing the gates lets a stream still held end with the test.
 			t.Cleanup(func() {
-				for _, c := range append(gates[:], reasoned, summarized) {
+				for _, c := range append(gates[:], reasoned, summarized, called) {
 					select {
 					case <-c:
 					default:
@@ -72,7 +85,6 @@ func TestPseudoTerminalLongAnswer(t *testing.T) {
 				}
 			})
 
-			dir := t.TempDir()
 			x := &tmux{t: t, sock: filepath.Join(dir, "tmux.sock")}
 			x.must("new-session", "-d", "-x", fmt.Sprint(tc.w), "-y", fmt.Sprint(tc.h), "-s", "t", "-c", dir,
 				"-e", "SLUICE_HOME="+filepath.Join(dir, "home"),
@@ -113,6 +125,17 @@ func TestPseudoTerminalLongAnswer(t *testing.T) {
 				close(g)
 			}
 			x.waitText(markers[len(markers)-1])
+			x.waitFor("idle", func(_, s string) bool { return !strings.Contains(s, "Working…") })
+
+			// A tool call whose parameters still stream is being prepared:
+			// no piece of its JSON shows.
+			x.keys("read the notes", "Enter")
+			x.waitFor("the call being prepared", func(_, s string) bool { return strings.Contains(s, "● Read preparing…") })
+			if s := x.screen(); strings.Contains(s, `{"`) || strings.Contains(s, "file_path") {
+				t.Fatalf("raw JSON of streaming parameters on screen:\n%s", s)
+			}
+			close(called)
+			x.waitText("Read it.")
 			x.waitFor("idle", func(_, s string) bool { return !strings.Contains(s, "Working…") })
 
 			// A compaction says what it is while the summary streams.

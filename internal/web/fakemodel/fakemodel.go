@@ -38,6 +38,9 @@ type Answer struct {
 	// ReasoningGate, when set, holds the reasoning block open after its
 	// last chunk until it is closed.
 	ReasoningGate <-chan struct{}
+	// ToolGate, when set, holds the tool call after the first half of its
+	// input until it is closed.
+	ToolGate <-chan struct{}
 	// Pace is a delay before each text chunk after the first, as a model
 	// producing tokens at a rate would (0: as fast as possible).
 	Pace time.Duration
@@ -308,7 +311,10 @@ func streamAnswer(ctx context.Context, w http.ResponseWriter, a Answer) {
 		input, _ := json.Marshal(t.Input)
 		emit("content_block_start", obj{"type": "content_block_start", "index": idx, "content_block": obj{"type": "tool_use", "id": t.ID, "name": t.Name, "input": obj{}}})
 		half := len(input) / 2
-		for _, part := range []string{string(input[:half]), string(input[half:])} {
+		for i, part := range []string{string(input[:half]), string(input[half:])} {
+			if i == 1 && a.ToolGate != nil && !wait(ctx, a.ToolGate) {
+				return
+			}
 			emit("content_block_delta", obj{"type": "content_block_delta", "index": idx, "delta": obj{"type": "input_json_delta", "partial_json": part}})
 		}
 		emit("content_block_stop", obj{"type": "content_block_stop", "index": idx})
