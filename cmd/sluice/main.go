@@ -104,7 +104,7 @@ func help(ctx context.Context, args []string, stdio Stdio) int {
 // usage is the short help: what sluice is, its faces and where to read
 // more.
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "sluice: an agent for the terminal, the web page, editors and chat, on Anthropic or OpenAI-compatible models.")
+	fmt.Fprintln(w, "sluice: one agent for the terminal, a web page, editors and chat.")
 	fmt.Fprintln(w, "\nUsage:")
 	fmt.Fprintln(w, "  sluice [flags] [prompt]       the agent in this terminal")
 	fmt.Fprintln(w, "  sluice -p [flags] prompt      print mode: answer and exit (text, json or stream-json)")
@@ -119,7 +119,8 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "    %-8s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nWithout ANTHROPIC_API_KEY or OPENAI_API_KEY, sluice answers with its offline demo model.")
+	fmt.Fprintln(w, "\nWithout a model's API key in the environment (ANTHROPIC_API_KEY, OPENAI_API_KEY, ...),")
+	fmt.Fprintln(w, "sluice answers with its offline demo model.")
 	fmt.Fprintln(w, "\nMore help:")
 	fmt.Fprintln(w, "  sluice -h                   the agent's flags, by group")
 	fmt.Fprintln(w, "  sluice <command> -h         a command's flags")
