@@ -63,6 +63,9 @@ func Interrupted(snap protocol.Snapshot) []protocol.Event {
 	if len(snap.Queued) > 0 {
 		evs = append(evs, protocol.QueueChanged{})
 	}
+	if snap.Compaction != nil {
+		evs = append(evs, protocol.CompactionUpdated{Stage: protocol.StageEnd})
+	}
 	for _, t := range snap.Tasks {
 		evs = append(evs, protocol.TaskUpdated{Task: t, State: protocol.TaskEnded, Status: "interrupted: sluice stopped"})
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/protocol"
@@ -31,12 +32,17 @@ func (s *Session) compact(ctx context.Context) error {
 	if len(msgs) == 0 {
 		return ErrNothingToCompact
 	}
+	// Every face shows the compaction while it runs, from the view state:
+	// since when, and how long the summary has grown.
+	started := s.now()
+	s.publish(protocol.CompactionUpdated{Stage: protocol.StageStart, StartedAt: started})
+	defer s.publish(protocol.CompactionUpdated{Stage: protocol.StageEnd})
 	// A context too long to summarise loses its oldest rounds until the
 	// summary request fits.
 	var text string
 	var err error
 	for from := 0; ; {
-		text, err = s.summarize(ctx, msgs[from:])
+		text, err = s.summarize(ctx, msgs[from:], started)
 		if !errors.Is(err, model.ErrContextOverflow) {
 			break
 		}
@@ -65,8 +71,10 @@ func (s *Session) compact(ctx context.Context) error {
 	return nil
 }
 
-// summarize asks the model for a summary of msgs.
-func (s *Session) summarize(ctx context.Context, msgs []model.Message) (string, error) {
+// summarize asks the model for a summary of msgs, publishing how much of
+// it has streamed (compactionUpdated); started is when the compaction
+// started.
+func (s *Session) summarize(ctx context.Context, msgs []model.Message, started int64) (string, error) {
 	req := s.request()
 	req.Messages = append(append([]model.Message(nil), msgs...), model.Message{Role: model.RoleUser, Content: []model.Content{{Type: model.ContentText, Text: compactPrompt}}})
 	req.ThinkingBudget = 0
@@ -83,10 +91,15 @@ func (s *Session) summarize(ctx context.Context, msgs []model.Message) (string, 
 			acc = model.Accumulator{}
 			s.publish(protocol.StreamNotice{Kind: protocol.NoticeRetrying, Attempt: p.Retry.Attempt,
 				DelayMs: p.Retry.Delay.Milliseconds(), Cause: errText(p.Retry.Err)})
+			// The summary starts again.
+			s.publish(protocol.CompactionUpdated{Stage: protocol.StageStart, StartedAt: started})
 		case model.PartStalled:
 			s.publish(protocol.StreamNotice{Kind: protocol.NoticeStalled, IdleMs: p.Idle.Milliseconds()})
 		default:
 			acc.Add(p)
+			if p.Type == model.PartBlockDelta && p.Delta == model.DeltaText && p.Text != "" {
+				s.publish(protocol.CompactionUpdated{Stage: protocol.StageStreaming, Chars: utf8.RuneCountInString(p.Text)})
+			}
 		}
 	}
 	if c := abortCause(ctx); c != nil {

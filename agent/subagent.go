@@ -376,7 +376,7 @@ func (s *Session) forward(ev protocol.Event) {
 		return
 	}
 	switch ev.(type) {
-	case protocol.RunStateChanged, protocol.QueueChanged:
+	case protocol.RunStateChanged, protocol.QueueChanged, protocol.CompactionUpdated:
 		return // the child's own: its call's stage says whether it runs
 	}
 	h := ev.Head()

@@ -19,6 +19,7 @@ const (
 	MethodPermissionResolved        = "permissionResolved"
 	MethodQueueChanged              = "queueChanged"
 	MethodTaskUpdated               = "taskUpdated"
+	MethodCompactionUpdated         = "compactionUpdated"
 )
 
 // Header is carried by every event.
@@ -330,6 +331,31 @@ type TaskUpdated struct {
 	State  TaskState `json:"state"`
 	Status string    `json:"status,omitempty"`
 }
+
+// CompactionUpdated reports a compaction (the model summarising the
+// conversation) while it runs: stage start with StartedAt (Unix ms; a
+// start again, after a retry, sets the summary's length back to 0),
+// streaming with Chars (how many characters the summary grew by: a delta),
+// and end, whether it succeeded or not (the summary itself arrives as
+// compactBlockAdded).
+type CompactionUpdated struct {
+	Header
+	Stage     Stage `json:"stage"`
+	StartedAt int64 `json:"startedAt,omitempty"`
+	Chars     int   `json:"chars,omitempty"`
+}
+
+// Compaction is a compaction in progress, as the view state holds it.
+type Compaction struct {
+	// StartedAt is when it started, Unix ms.
+	StartedAt int64 `json:"startedAt,omitempty"`
+	// Chars is the summary's length so far, in characters.
+	Chars int `json:"chars"`
+}
+
+func (e CompactionUpdated) Method() string          { return MethodCompactionUpdated }
+func (e CompactionUpdated) Head() Header            { return e.Header }
+func (e CompactionUpdated) withHead(h Header) Event { e.Header = h; return e }
 
 func (e UserMessageAdded) Method() string          { return MethodUserMessageAdded }
 func (e AssistantMessageAdded) Method() string     { return MethodAssistantMessageAdded }

@@ -50,6 +50,8 @@ type List struct {
 	queued []QueuedWork
 	// tasks are the background tasks running, oldest first.
 	tasks []Task
+	// compaction is the compaction in progress, or nil.
+	compaction *Compaction
 	// grew is what the last text or reasoning chunk applied did to its
 	// block (Publish hands it on).
 	grew grown
@@ -86,6 +88,7 @@ func (l *List) Reset(snap Snapshot) {
 	l.perms = slices.Clone(snap.PendingPermissions)
 	l.queued = slices.Clone(snap.Queued)
 	l.tasks = slices.Clone(snap.Tasks)
+	l.compaction = snap.Compaction.clone()
 }
 
 // Seq is the seq of the last event the list reflects.
@@ -128,13 +131,16 @@ func (l *List) Queued() []QueuedWork { return slices.Clone(l.queued) }
 // Tasks returns a copy of the background tasks running, oldest first.
 func (l *List) Tasks() []Task { return slices.Clone(l.tasks) }
 
+// Compaction returns a copy of the compaction in progress, or nil.
+func (l *List) Compaction() *Compaction { return l.compaction.clone() }
+
 // Snapshot returns a deep copy of the list's state and its seq. Its slices
 // are never nil, so that its JSON form always has every member.
 func (l *List) Snapshot() Snapshot {
 	return Snapshot{
 		Seq: l.seq, Messages: l.top.all(),
 		Running: l.running, PendingPermissions: l.PendingPermissions(),
-		Queued: l.Queued(), Tasks: l.Tasks(),
+		Queued: l.Queued(), Tasks: l.Tasks(), Compaction: l.Compaction(),
 	}
 }
 
@@ -214,6 +220,22 @@ func (l *List) apply(ev Event) error {
 	case QueueChanged:
 		if e.ParentToolID == "" {
 			l.queued = slices.Clone(e.Queued)
+		}
+		return nil
+	case CompactionUpdated:
+		if e.ParentToolID != "" {
+			return nil
+		}
+		switch e.Stage {
+		case StageStart:
+			l.compaction = &Compaction{StartedAt: e.StartedAt}
+		case StageEnd:
+			l.compaction = nil
+		default:
+			if l.compaction == nil {
+				l.compaction = &Compaction{}
+			}
+			l.compaction.Chars += e.Chars
 		}
 		return nil
 	case TaskUpdated:

@@ -224,6 +224,8 @@ type Snapshot struct {
 	// Tasks are the background tasks running, oldest first; absent when
 	// none runs.
 	Tasks []Task `json:"tasks,omitempty"`
+	// Compaction is the compaction in progress; absent when none runs.
+	Compaction *Compaction `json:"compaction,omitempty"`
 }
 
 // Clone returns a deep copy of s.
@@ -232,6 +234,7 @@ func (s Snapshot) Clone() Snapshot {
 		Seq: s.Seq, Messages: make([]Message, len(s.Messages)),
 		Running: s.Running, PendingPermissions: append([]PermissionRequest{}, s.PendingPermissions...),
 		Queued: slices.Clone(s.Queued), Tasks: slices.Clone(s.Tasks),
+		Compaction: s.Compaction.clone(),
 	}
 	for i, m := range s.Messages {
 		c.Messages[i] = m.Clone()
@@ -270,4 +273,12 @@ func DigestOf(msgs []Message) Digest {
 		d.LastLine = last[strings.LastIndexByte(last, '\n')+1:]
 	}
 	return d
+}
+
+func (c *Compaction) clone() *Compaction {
+	if c == nil {
+		return nil
+	}
+	d := *c
+	return &d
 }

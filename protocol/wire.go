@@ -84,6 +84,8 @@ func Decode(method string, params json.RawMessage) (Event, error) {
 		ev, err = decodeAs[QueueChanged](params)
 	case MethodTaskUpdated:
 		ev, err = decodeAs[TaskUpdated](params)
+	case MethodCompactionUpdated:
+		ev, err = decodeAs[CompactionUpdated](params)
 	default:
 		return nil, fmt.Errorf("%w: %q", ErrUnknownMethod, method)
 	}

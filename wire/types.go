@@ -42,7 +42,7 @@ var Events = []string{
 	protocol.MethodAssistantMessageDiscarded, protocol.MethodTurnEnded, protocol.MethodMessagesRewound,
 	protocol.MethodMessagesCleared, protocol.MethodRunStateChanged, protocol.MethodStreamNotice,
 	protocol.MethodPermissionRequest, protocol.MethodPermissionResolved,
-	protocol.MethodQueueChanged, protocol.MethodTaskUpdated,
+	protocol.MethodQueueChanged, protocol.MethodTaskUpdated, protocol.MethodCompactionUpdated,
 }
 
 // InitializeParams are initialize's params. Every member is optional.

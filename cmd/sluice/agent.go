@@ -21,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice/internal/gctune"
 	"github.com/sluicehq/sluice/internal/printmode"
 	"github.com/sluicehq/sluice/internal/provider"
+	"github.com/sluicehq/sluice/internal/provider/demo"
 	"github.com/sluicehq/sluice/internal/tools"
 	"github.com/sluicehq/sluice/internal/tui"
 	"github.com/sluicehq/sluice/protocol"
@@ -43,9 +44,8 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 	af.Register(fs)
 	cf.Register(fs)
 	fs.Usage = func() {
-		usage(stdio.Err)
-		fmt.Fprintln(stdio.Err, "\nFlags of the agent:")
-		fs.PrintDefaults()
+		fmt.Fprintln(stdio.Err, "Usage: sluice [flags] [prompt]   (sluice help: the commands and faces)")
+		cli.AgentFlagsHelp(stdio.Err, fs)
 	}
 	pos, err := cli.ParseInterspersed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -171,6 +171,13 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 	if err != nil {
 		fmt.Fprintln(stdio.Err, "sluice:", err)
 		return 2
+	}
+	if setup.Selection.Name == provider.Demo {
+		// The demo model's one tool call is its scripted, harmless loop.
+		// Print mode cannot ask anyone; denying it would tell the user
+		// they refused something they were never asked. (The terminal UI
+		// asks, which shows a permission prompt.)
+		rules.ExactBash = append(rules.ExactBash, demo.BashCommand)
 	}
 	var schema json.RawMessage
 	if cf.JSONSchema != "" {

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"syscall"
 
+	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/sluicehq/sluice/internal/initpages"
 )
 
@@ -51,7 +52,9 @@ func run(args []string, stdio Stdio) int {
 	defer stop()
 	if len(args) > 0 {
 		switch args[0] {
-		case "help", "-h", "--help":
+		case "help":
+			return help(ctx, args[1:], stdio)
+		case "-h", "--help":
 			if c, ok := commands[""]; ok {
 				// The agent's own usage: the commands, then its flags.
 				c.run(ctx, []string{"-h"}, Stdio{In: stdio.In, Out: stdio.Out, Err: stdio.Out})
@@ -73,10 +76,39 @@ func run(args []string, stdio Stdio) int {
 	return c.run(ctx, args, stdio)
 }
 
+// help is `sluice help [topic]`: the commands and faces, a command's
+// flags, or the Claude Code flags that are accepted and ignored.
+func help(ctx context.Context, args []string, stdio Stdio) int {
+	if len(args) == 0 {
+		usage(stdio.Out)
+		return 0
+	}
+	switch topic := args[0]; {
+	case topic == "claude-flags":
+		cli.ClaudeFlagsHelp(stdio.Out)
+		return 0
+	case topic == "agent" || topic == "flags":
+		topic = ""
+		fallthrough
+	default:
+		if c, ok := commands[topic]; ok {
+			c.run(ctx, []string{"-h"}, Stdio{In: stdio.In, Out: stdio.Out, Err: stdio.Out})
+			return 0
+		}
+		fmt.Fprintf(stdio.Err, "sluice help: no help topic %q\n", topic)
+		usage(stdio.Err)
+		return 2
+	}
+}
+
+// usage is the short help: what sluice is, its faces and where to read
+// more.
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "Usage: sluice [flags] [prompt]      interactive agent (-p for print mode)")
-	fmt.Fprintln(w, "       sluice <command> [flags]")
-	fmt.Fprintln(w, "\nCommands:")
+	fmt.Fprintln(w, "sluice: one agent for the terminal, a web page, editors and chat.")
+	fmt.Fprintln(w, "\nUsage:")
+	fmt.Fprintln(w, "  sluice [flags] [prompt]       the agent in this terminal")
+	fmt.Fprintln(w, "  sluice -p [flags] prompt      print mode: answer and exit (text, json or stream-json)")
+	fmt.Fprintln(w, "  sluice <command> [flags]      another face of the same agent:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		if n != "" {
@@ -85,7 +117,12 @@ func usage(w io.Writer) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+		fmt.Fprintf(w, "    %-8s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun 'sluice <command> -h' for a command's flags.")
+	fmt.Fprintln(w, "\nWithout a model's API key in the environment (ANTHROPIC_API_KEY, OPENAI_API_KEY, ...),")
+	fmt.Fprintln(w, "sluice answers with its offline demo model.")
+	fmt.Fprintln(w, "\nMore help:")
+	fmt.Fprintln(w, "  sluice -h                   the agent's flags, by group")
+	fmt.Fprintln(w, "  sluice <command> -h         a command's flags")
+	fmt.Fprintln(w, "  sluice help claude-flags    Claude Code flags accepted and ignored")
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/sluicehq/sluice/agent"
@@ -55,6 +56,10 @@ type Rules struct {
 	// ReadOnlyBash allows Bash commands that only read (ls, cat, git
 	// status, ...) without asking, as Claude Code does in every mode.
 	ReadOnlyBash bool
+	// ExactBash are Bash commands allowed without asking when the call's
+	// command is exactly one of them (deny rules still win): the demo
+	// model's scripted command in print mode, where nobody could be asked.
+	ExactBash []string
 }
 
 // ParseRules parses --allowedTools and --disallowedTools values.
@@ -98,6 +103,9 @@ func (r *Rules) Decide(call agent.ToolCall) agent.Verdict {
 		if r.matches(rule, call, true) {
 			return agent.Verdict{Decision: protocol.DecisionAllow}
 		}
+	}
+	if call.Name == "Bash" && slices.Contains(r.ExactBash, strings.TrimSpace(bashCommand(call.Input))) {
+		return agent.Verdict{Decision: protocol.DecisionAllow}
 	}
 	if call.Name == "Bash" {
 		parts, ok := commandParts(bashCommand(call.Input))

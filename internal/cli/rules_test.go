@@ -57,6 +57,38 @@ func TestRules(t *testing.T) {
 	}
 }
 
+// TestExactBash: a command allowed exactly as written runs without asking,
+// and nothing else does: not the command with more appended, and not when
+// a deny rule covers it.
+func TestExactBash(t *testing.T) {
+	t.Parallel()
+	const loop = `for i in 1 2; do echo "step $i"; sleep 0.4; done`
+	bash := func(cmd string) agent.ToolCall {
+		b, _ := json.Marshal(map[string]string{"command": cmd})
+		return agent.ToolCall{Name: "Bash", Input: b}
+	}
+	for _, tc := range []struct {
+		deny []string
+		cmd  string
+		want protocol.Decision
+	}{
+		{nil, loop, protocol.DecisionAllow},
+		{nil, " " + loop + "\n", protocol.DecisionAllow},
+		{nil, loop + "; rm -rf x", ""},
+		{nil, "sleep 1", ""},
+		{[]string{"Bash(sleep:*)"}, loop, protocol.DecisionDeny},
+	} {
+		r, err := ParseRules(nil, tc.deny, "/w")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.ExactBash = []string{loop}
+		if got := r.Decide(bash(tc.cmd)).Decision; got != tc.want {
+			t.Errorf("deny %q, %q: %q, want %q", tc.deny, tc.cmd, got, tc.want)
+		}
+	}
+}
+
 func FuzzParseRule(f *testing.F) {
 	for _, s := range []string{"Bash(git log:*)", "Read(./src/**)", "mcp__a__b", "Edit(", "(x)"} {
 		f.Add(s, "git log -1")

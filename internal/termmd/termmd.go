@@ -1,6 +1,6 @@
 // Package termmd renders markdown for a terminal: styled, word-wrapped
 // lines with highlighted code, in the look of Glamour's dark and light
-// styles.
+// styles, but for headings, which show without the source's "##".
 //
 // It exists so that the binary does not link Glamour: Glamour imports
 // chroma's lexer and style registries and bluemonday, whose package
@@ -108,7 +108,9 @@ func (d *doc) block(n ast.Node, width int) []string {
 		case 6:
 			st = style{fg: th.h6}
 		}
-		in.add(strings.Repeat("#", n.Level)+" ", st.sgr(), "", true)
+		// Glamour writes the "##" of the source before the heading; an
+		// answer reads as rendered without it: the colour and weight mark
+		// the heading.
 		d.inlines(n, st, "", &in)
 		return in.wrap(width)
 	case *ast.ThematicBreak:

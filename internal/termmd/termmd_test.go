@@ -30,7 +30,7 @@ func TestRender(t *testing.T) {
 			[]string{"the quick brown", "fox jumps over", "the lazy dog"}},
 		{"long word cut", "abcdefghijklmnop qr", 6, []string{"abcdef", "ghijkl", "mnop", "qr"}},
 		{"hard break", "a  \nb", 40, []string{"a", "b"}},
-		{"headings", "# Title\n\n## Sub\n\n###### Six", 40, []string{" Title", "", "## Sub", "", "###### Six"}},
+		{"headings", "# Title\n\n## Sub\n\n###### Six", 40, []string{" Title", "", "Sub", "", "Six"}},
 		{"emphasis and code", "**b** *i* ~~s~~ `c d`", 40, []string{"b i s \u00a0c d\u00a0"}},
 		{"escapes and entities", `\*not\* &amp; &#65;`, 40, []string{"*not* & A"}},
 		{"link", "see [docs](https://x.io/d) now", 40, []string{"see docs https://x.io/d now"}},
@@ -79,8 +79,8 @@ func TestCodeKeepsGlamourColours(t *testing.T) {
 	for _, tc := range []struct{ style, src, want string }{
 		{"dark", "a **b** `c`", "\x1b[38;5;252ma \x1b[m\x1b[38;5;252;1mb\x1b[m\x1b[38;5;252m \x1b[m\x1b[38;5;203;48;5;236m\u00a0c\u00a0\x1b[m"},
 		{"light", "a **b** `c`", "\x1b[38;5;234ma \x1b[m\x1b[38;5;234;1mb\x1b[m\x1b[38;5;234m \x1b[m\x1b[38;5;203;48;5;254m\u00a0c\u00a0\x1b[m"},
-		{"dark", "## h", "\x1b[38;5;39;1m## h\x1b[m"},
-		{"light", "## h", "\x1b[38;5;27;1m## h\x1b[m"},
+		{"dark", "## h", "\x1b[38;5;39;1mh\x1b[m"},
+		{"light", "## h", "\x1b[38;5;27;1mh\x1b[m"},
 	} {
 		if got := New(tc.style, 40).Render(tc.src); len(got) != 1 || got[0] != tc.want {
 			t.Errorf("%s %q: got %q, want %q", tc.style, tc.src, got, tc.want)

@@ -69,9 +69,9 @@ func (m *ui) apply(ev protocol.Event) {
 			m.notice = ""
 		}
 	case protocol.AssistantMessageDiscarded:
-		// A discarded message was never printed (it was not final), so
-		// only the live area changes.
-		m.removed(removedAt, "")
+		// What of the attempt was printed while it streamed stays; the
+		// retry starts again below it.
+		m.removed(removedAt, discardedDivider(e.Reason))
 	}
 	m.advance()
 }
@@ -83,8 +83,9 @@ func (m *ui) removed(i int, divider string) {
 	if i < 0 {
 		return
 	}
-	if i < m.pm || (i == m.pm && m.pb > 0) {
-		m.pm, m.pb = i, 0
+	if i < m.pm || (i == m.pm && (m.pb > 0 || m.pl > 0)) {
+		m.pm, m.pb, m.pl = i, 0, 0
+		m.closeStreamed()
 		if divider != "" {
 			m.emit([]string{stDim.Render("── " + divider + " ──")})
 		}
@@ -115,20 +116,21 @@ func (m *ui) resync() {
 	if i := m.list.Index(cur); cur != "" && i >= 0 {
 		m.pm = i
 	} else {
-		m.pm, m.pb = min(m.pm, m.list.Len()), 0
+		m.pm, m.pb, m.pl = min(m.pm, m.list.Len()), 0, 0
+		m.closeStreamed()
 	}
 	m.forgetAnswered()
 }
 
 // advance prints everything that became final, in order.
 //
-// A message is printed block by block, and only once nothing can take it
-// back: a failed attempt's message is discarded before its retry, so an
-// assistant message prints only when it is settled — its turn ended, it
-// holds an error, a later message exists or the session is idle. Within a
-// settled message a block prints when it has ended; the blocks before it
-// must have printed first. A message is left (the cursor moves past it)
-// when it is closed: a later message exists or the session is idle.
+// A message is printed block by block, in order: a block prints when it
+// has ended, and an answer's text as it streams, line by line as its lines
+// become final (emitStable), so that a long answer can be read from its
+// start while it streams. A message is left (the cursor moves past it) when
+// it is closed: a later message exists or the session is idle. A failed
+// attempt's message is discarded before its retry: what of it was printed
+// stays in the scrollback, under a divider (removed).
 func (m *ui) advance() {
 	if !m.ready {
 		return
@@ -136,35 +138,20 @@ func (m *ui) advance() {
 	for m.pm < m.list.Len() {
 		msg := m.list.At(m.pm)
 		closed := m.pm < m.list.Len()-1 || !m.list.Running()
-		if !closed && !settled(msg) {
-			return
-		}
 		for m.pb < len(msg.Blocks) {
 			if !closed && !blockFinal(msg.Blocks[m.pb]) {
+				m.emitStable(msg, m.pb)
 				return
 			}
 			m.emitBlock(msg, m.pb)
 			delete(m.caches, blockKey{msg.ID, m.pb})
-			m.pb++
+			m.pb, m.pl = m.pb+1, 0
 		}
 		if !closed {
 			return
 		}
-		m.pm, m.pb = m.pm+1, 0
+		m.pm, m.pb, m.pl = m.pm+1, 0, 0
 	}
-}
-
-// settled reports whether a message can no longer be discarded.
-func settled(m protocol.Message) bool {
-	if m.Role != protocol.RoleAssistant || m.StopReason != "" {
-		return true
-	}
-	for _, b := range m.Blocks {
-		if b.Type == protocol.BlockError || b.Type == protocol.BlockCompact {
-			return true
-		}
-	}
-	return false
 }
 
 // blockFinal reports whether a block will not change any more.
@@ -174,6 +161,15 @@ func blockFinal(b protocol.Block) bool {
 		return b.Stage == "" || b.Stage == protocol.StageEnd
 	}
 	return true
+}
+
+// discardedDivider is the divider under what was printed of an attempt
+// that is discarded before its retry.
+func discardedDivider(reason string) string {
+	if reason = firstLine(reason); reason != "" {
+		return "the answer above was cut off (" + reason + "); it starts again below"
+	}
+	return "the answer above was cut off; it starts again below"
 }
 
 func noticeText(e protocol.StreamNotice) string {

@@ -31,7 +31,8 @@ func TestTypewriterAnswerThenScrollback(t *testing.T) {
 		shown += c
 		f := h.current()
 		// Every complete word streamed so far is on screen, in the live
-		// area, and nothing of this answer is printed yet.
+		// area, and nothing of this answer is printed yet: its one
+		// paragraph can still change.
 		for _, w := range tokenRE.FindAllString(shown, -1) {
 			if !strings.Contains(f.view, w) {
 				t.Fatalf("frame %d: %q streamed but not shown:\n%s", f.n, w, f.view)
@@ -41,10 +42,9 @@ func TestTypewriterAnswerThenScrollback(t *testing.T) {
 			t.Fatalf("frame %d: a streaming answer was printed: %v", f.n, n)
 		}
 	}
+	// An ended block is printed at once.
 	h.ev(textEnd("a1", 0))
-	if n := countIn(h.current().scroll, ws); len(n) > 0 {
-		t.Fatalf("an ended block of an unsettled message was printed: %v", n)
-	}
+	h.requireOnceInScrollback(ws)
 	h.ev(turnEnd("a1", "end_turn", 100, 20))
 	h.requireOnceInScrollback(ws)
 	h.ev(runState(protocol.RunIdle))
@@ -57,7 +57,7 @@ func TestTypewriterAnswerThenScrollback(t *testing.T) {
 // TestInterleavedBlocks covers T→R→T and R→T→R runs in one message with a
 // tool's output arriving between them: each run is its own block, and no
 // frame shows anything twice; at the end everything is printed once, in
-// order.
+// order, but reasoning, which is printed folded to its header.
 func TestInterleavedBlocks(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -73,7 +73,7 @@ func TestInterleavedBlocks(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, 80, 60)
 			h.ev(runState(protocol.RunRunning), userMsg("u1", "go"), asstMsg("a1"))
-			var all []string
+			var all, reasoning []string
 			start := h.clock.Now().UnixMilli()
 			for bi, k := range tc.kinds {
 				ws := words(100*bi, 12)
@@ -85,6 +85,8 @@ func TestInterleavedBlocks(t *testing.T) {
 					}
 					h.ev(textEnd("a1", bi))
 				case 'r':
+					all = all[:len(all)-len(ws)]
+					reasoning = append(reasoning, ws...)
 					for i, c := range chunks(strings.Join(ws, " ")+" ", 9) {
 						st := int64(0)
 						if i == 0 {
@@ -110,6 +112,12 @@ func TestInterleavedBlocks(t *testing.T) {
 			}
 			h.ev(turnEnd("a1", "end_turn", 10, 10), runState(protocol.RunIdle))
 			h.requireOnceInScrollback(all)
+			if n := countIn(h.current().screen, reasoning); len(n) > 0 {
+				t.Fatalf("folded reasoning shown: %v\n%s", n, h.current().screen)
+			}
+			if n := strings.Count(h.current().scroll, "∴ Thought for 3s"); n != strings.Count(tc.kinds, "r") {
+				t.Fatalf("%d folded reasoning headers:\n%s", n, h.current().scroll)
+			}
 			// The blocks are printed in order.
 			scroll := h.current().scroll
 			last := -1
@@ -132,37 +140,46 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// TestDiscardedAttemptIsNeverPrinted: a failed attempt streams, even ends
-// a text block and starts a tool, then is discarded and retried with the
-// same words. The discarded message never reaches the scrollback and no
-// frame shows a word twice.
-func TestDiscardedAttemptIsNeverPrinted(t *testing.T) {
+// TestDiscardedAttempt: a failed attempt streams a paragraph (printed as
+// it completes), part of another and starts a tool, then is discarded and
+// retried. What was printed stays under a divider, the rest leaves the
+// screen, and the retry prints below; no frame shows a word twice.
+func TestDiscardedAttempt(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, 80, 40)
-	ws := words(0, 20)
-	text := strings.Join(ws, " ")
+	printed, tail, retry := words(0, 10), words(10, 10), words(20, 20)
 	h.ev(runState(protocol.RunRunning), userMsg("u1", "go"), asstMsg("a1"))
-	for _, c := range chunks(text[:len(text)/2], 5) {
+	for _, c := range chunks(strings.Join(printed, " ")+"\n\n"+strings.Join(tail, " "), 5) {
 		h.ev(textDelta("a1", 0, c))
 	}
-	h.ev(textEnd("a1", 0), toolStart("a1", 1, "t1", "Read"), toolParams("a1", 1, "t1", "Read", `{"file_path":`))
+	h.ev(toolStart("a1", 1, "t1", "Read"), toolParams("a1", 1, "t1", "Read", `{"file_path":`))
 	h.ev(protocol.StreamNotice{Kind: protocol.NoticeRetrying, Attempt: 1, DelayMs: 500, Cause: "overloaded_error"})
 	if v := h.current().view; !strings.Contains(v, "Retrying (attempt 1") {
 		t.Fatalf("no retry notice:\n%s", v)
 	}
 	h.ev(protocol.AssistantMessageDiscarded{MessageID: "a1", Reason: "overloaded"})
-	if n := countIn(h.current().screen, ws); len(n) > 0 {
-		t.Fatalf("the discarded attempt is still on screen: %v\n%s", n, h.current().screen)
+	// The first paragraph was printed as it completed: it stays, under a
+	// divider. What was not printed is gone.
+	f := h.current()
+	if n := countIn(f.screen, tail); len(n) > 0 || strings.Contains(f.screen, "Read") {
+		t.Fatalf("the discarded attempt's live part is still on screen: %v\n%s", n, f.screen)
+	}
+	if !strings.Contains(f.scroll, "── the answer above was cut off (overloaded); it starts again below ──") {
+		t.Fatalf("no divider under the discarded attempt:\n%s", f.scroll)
 	}
 	h.ev(asstMsg("a2"))
 	if v := h.current().view; strings.Contains(v, "Retrying") {
 		t.Fatalf("the retry notice outlived the new attempt:\n%s", v)
 	}
-	for _, c := range chunks(text, 6) {
+	for _, c := range chunks(strings.Join(retry, " "), 6) {
 		h.ev(textDelta("a2", 0, c))
 	}
 	h.ev(textEnd("a2", 0), turnEnd("a2", "end_turn", 1, 1), runState(protocol.RunIdle))
-	h.requireOnceInScrollback(ws)
+	h.requireOnceInScrollback(append(printed, retry...))
+	s := h.current().scroll
+	if strings.Index(s, printed[0]) > strings.Index(s, "cut off") || strings.Index(s, "cut off") > strings.Index(s, retry[0]) {
+		t.Fatalf("the scrollback is out of order:\n%s", s)
+	}
 }
 
 // TestRefreshMidStream: a snapshot refresh (/clear, /rewind, compaction,
@@ -280,24 +297,21 @@ func TestToolBlocks(t *testing.T) {
 	h := newHarness(t, 100, 40)
 	h.ev(runState(protocol.RunRunning), userMsg("u1", "go"), asstMsg("a1"),
 		toolStart("a1", 0, "t1", "Write"), toolStart("a1", 1, "t2", "Bash"))
+	// While the parameters stream, no piece of their JSON shows: the call
+	// is being prepared.
 	p1 := "{\"file_path\":\"/tmp/a.txt\",\n\"content\":\"line one\nline two\"}"
-	acc := ""
 	for _, c := range chunks(p1, 4) {
-		acc += c
 		h.ev(toolParams("a1", 0, "t1", "Write", c))
-		want := strings.ReplaceAll(acc, "\n", `\n`)
-		if r := []rune(want); len(r) > 30 {
-			want = "…" + string(r[len(r)-30:])
-		}
-		if v := h.current().view; !strings.Contains(v, "Write("+want+")") {
-			t.Fatalf("want Write(%s) in:\n%s", want, v)
+		v := h.current().view
+		if !strings.Contains(v, "● Write preparing…") || strings.ContainsAny(v, `{"`) {
+			t.Fatalf("want Write preparing… and no JSON in:\n%s", v)
 		}
 	}
 	// The second tool moves while the first waits: each shows its own.
 	h.ev(toolParams("a1", 1, "t2", "Bash", `{"command":"make"}`),
 		toolRunning("a1", 1, "t2", "Bash", `{"command":"make"}`, "make", "", ""))
 	v := h.current().view
-	if !strings.Contains(v, "Bash(make)") || !strings.Contains(v, "Running…") || !strings.Contains(v, `Write(…`) {
+	if !strings.Contains(v, "Bash(make)") || !strings.Contains(v, "Running…") || !strings.Contains(v, "Write preparing…") {
 		t.Fatalf("two tools not shown independently:\n%s", v)
 	}
 	out := ""
@@ -359,12 +373,12 @@ func TestThinkingTimer(t *testing.T) {
 		t.Fatalf("want Thinking 9s:\n%s", h.current().view)
 	}
 	h.ev(thinkEnd("a1", 0, start+15_000))
-	if !strings.Contains(h.current().view, "Thought for 15s") {
-		t.Fatalf("want the frozen duration:\n%s", h.current().view)
+	if !strings.Contains(h.current().screen, "Thought for 15s") {
+		t.Fatalf("want the frozen duration:\n%s", h.current().screen)
 	}
 	h.tick(5 * time.Second)
-	if !strings.Contains(h.current().view, "Thought for 15s") {
-		t.Fatalf("the frozen duration moved:\n%s", h.current().view)
+	if !strings.Contains(h.current().screen, "Thought for 15s") {
+		t.Fatalf("the frozen duration moved:\n%s", h.current().screen)
 	}
 	h.ev(textDelta("a1", 1, "answer"), textEnd("a1", 1), turnEnd("a1", "end_turn", 1, 1), runState(protocol.RunIdle))
 	if !strings.Contains(h.current().scroll, "Thought for 15s") {

@@ -117,8 +117,31 @@ func (s *streamMD) view(md *markdown, src string) [][]string {
 
 var blankLine = []string{""}
 
-// stableBoundary returns the end of the last blank line after from that is
-// outside a code fence, and the fence state there; (from, f) when there is
+// stable returns the block's lines that no later source can change: the
+// rendered segments of the source up to the last stable boundary (as of
+// the last view). They belong to the cache: callers must not modify them.
+func (s *streamMD) stableLines() []string { return s.lines[:len(s.lines):len(s.lines)] }
+
+// final returns the lines of the finished block src as the stream
+// rendered it: the stable segments, then the rest rendered as the last
+// one. Lines of a block printed while it streamed (the stable ones) then
+// stay what they were, and the rest follows them.
+func (s *streamMD) final(md *markdown, src string) []string {
+	s.view(md, src)
+	out := s.stableLines()
+	if rest := md.render(src[s.stable:]); len(rest) > 0 {
+		if len(out) > 0 {
+			out = append(out, "")
+		}
+		out = append(out, rest...)
+	}
+	return out
+}
+
+// stableBoundary returns the end of the last line after from that ends a
+// markdown block for good, outside a code fence — a blank line, or an ATX
+// heading at the line's start (a heading is one line; what follows it
+// starts a new block) — and the fence state there; (from, f) when there is
 // none. from is at a line start and f is the state at from.
 func stableBoundary(src string, from int, f fence) (int, fence) {
 	best, bestF := from, f
@@ -131,11 +154,21 @@ func stableBoundary(src string, from int, f fence) (int, fence) {
 		l := src[i : i+j]
 		cur.line(l)
 		i += j + 1
-		if cur.char == 0 && strings.TrimSpace(l) == "" {
+		if cur.char == 0 && (strings.TrimSpace(l) == "" || atxHeading(l)) {
 			best, bestF = i, cur
 		}
 	}
 	return best, bestF
+}
+
+// atxHeading reports whether l is an ATX heading starting at the line's
+// start ("## Title"). An indented one may belong to a list item.
+func atxHeading(l string) bool {
+	n := 0
+	for n < len(l) && l[n] == '#' {
+		n++
+	}
+	return n >= 1 && n <= 6 && (n == len(l) || l[n] == ' ' || l[n] == '\t')
 }
 
 // tailSource is how the still-growing tail of an answer is shown: fence

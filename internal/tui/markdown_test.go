@@ -197,3 +197,37 @@ func TestWrapLineIsPrefixStable(t *testing.T) {
 		prev = rows
 	}
 }
+
+// FuzzStreamMDStable streams a source in pieces: the stable lines (what
+// the UI prints while the block streams) only ever grow, each time keeping
+// the lines before, and the finished block's lines start with them — so
+// nothing printed early is changed, repeated or lost at the end.
+func FuzzStreamMDStable(f *testing.F) {
+	f.Add(sampleAnswer, uint8(7))
+	f.Add("## a\nb\n\n| x | y |\n|---|---|\n| 1 | 2 |\n\n- i\n\n  more\n", uint8(3))
+	f.Add("```\n\n# not a heading\n```\n# h\ntext", uint8(2))
+	f.Fuzz(func(t *testing.T, src string, step uint8) {
+		if len(src) > 2000 {
+			return
+		}
+		n := int(step%32) + 1
+		md := newMarkdown("dark", 30)
+		var s streamMD
+		var prev []string
+		for end := n; ; end += n {
+			end = min(end, len(src))
+			s.view(md, src[:end])
+			got := s.stableLines()
+			if len(got) < len(prev) || !slices.Equal(got[:len(prev)], prev) {
+				t.Fatalf("at %d bytes the stable lines changed:\n%q\n--- were:\n%q", end, got, prev)
+			}
+			prev = slices.Clone(got)
+			if end == len(src) {
+				break
+			}
+		}
+		if fin := s.final(md, src); len(fin) < len(prev) || !slices.Equal(fin[:len(prev)], prev) {
+			t.Fatalf("the finished block does not start with the stable lines:\n%q\n--- stable:\n%q", fin, prev)
+		}
+	})
+}

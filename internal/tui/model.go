@@ -122,8 +122,10 @@ type ui struct {
 	// list is the UI's copy of the session, kept by the one reducer.
 	list protocol.List
 	// Scrollback: messages before pm are printed and closed; of message pm
-	// the first pb blocks are printed. What follows is the live area.
-	pm, pb int
+	// the first pb blocks are printed, and of block pb the first pl lines:
+	// an answer's lines go to the scrollback as they become final, while
+	// the block streams (emitStable). What follows is the live area.
+	pm, pb, pl int
 	// sent is the work this UI sent that has not ended, oldest first.
 	sent   []sent
 	caches map[blockKey]*blockCache
@@ -349,7 +351,8 @@ func (m *ui) attach(b backend, banner string) {
 	clear(m.caches)
 	m.sent = nil
 	m.answered, m.permSel, m.notice = map[string]bool{}, 0, ""
-	m.pm, m.pb = 0, 0
+	m.pm, m.pb, m.pl = 0, 0, 0
+	m.closeStreamed()
 	if banner != "" {
 		m.emit([]string{stAccent.Render(banner)})
 	}
@@ -517,6 +520,7 @@ func (m *ui) resize(w, h int) {
 		m.reprint = true
 	}
 	m.width, m.height = w, h
+	m.restream()
 	m.input.SetWidth(max(w-2, 10))
 	if m.expanded != nil {
 		m.expanded.layout(m)
@@ -536,6 +540,10 @@ func (m *ui) busy() bool { return m.list.Running() || len(m.sent) > 0 }
 type printedEntry struct {
 	lines []string
 	block *blockKey
+	// open: the block still streams and lines are what of it is printed
+	// so far (the first pl lines of its rendering), with no blank line
+	// after them yet.
+	open bool
 }
 
 // emit queues lines to print above the UI, followed by a blank line.
@@ -543,9 +551,86 @@ func (m *ui) emit(lines []string) {
 	m.emitEntry(printedEntry{lines: lines})
 }
 
-// emitBlock queues block bi of msg, laid out for the scrollback.
+// emitBlock queues block bi of msg, laid out for the scrollback. When its
+// first lines were printed while it streamed (it is block pb of message pm
+// and pl > 0), the rest of the stream's rendering follows them.
 func (m *ui) emitBlock(msg protocol.Message, bi int) {
-	m.emitEntry(printedEntry{lines: m.renderBlock(msg, bi, true).all(), block: &blockKey{msg.ID, bi}})
+	if m.pl == 0 {
+		m.emitEntry(printedEntry{lines: m.renderBlock(msg, bi, true).all(), block: &blockKey{msg.ID, bi}})
+		return
+	}
+	all := textPart(m.cache(msg.ID, bi).md.final(m.md, msg.Blocks[bi].Content)).all()
+	m.outbox = append(m.outbox, all[min(m.pl, len(all)):]...)
+	m.outbox = append(m.outbox, "")
+	if e := m.streamedEntry(); e != nil {
+		e.lines, e.open = all, false
+	}
+}
+
+// emitStable queues the lines of streaming block bi of msg (block pb of
+// message pm) that no later chunk can change and are not printed yet: an
+// answer's text up to its last paragraph or heading outside a code fence
+// (streamMD). Other blocks print whole at their end; a reasoning block
+// folds to its header then.
+func (m *ui) emitStable(msg protocol.Message, bi int) {
+	b := msg.Blocks[bi]
+	if b.Type != protocol.BlockText || msg.Role != protocol.RoleAssistant {
+		return
+	}
+	c := m.cache(msg.ID, bi)
+	c.md.view(m.md, b.Content)
+	p := textPart(c.md.stableLines())
+	n := p.count()
+	if n <= m.pl {
+		return
+	}
+	lines := make([]string, 0, n-m.pl)
+	for k := m.pl; k < n; k++ {
+		lines = append(lines, p.line(k))
+	}
+	m.pl = n
+	m.outbox = append(m.outbox, lines...)
+	if e := m.streamedEntry(); e != nil {
+		e.lines = append(e.lines, lines...)
+		return
+	}
+	m.printed = append(m.printed, printedEntry{lines: slices.Clone(lines), block: &blockKey{msg.ID, bi}, open: true})
+}
+
+// streamedEntry is the printed entry of the block printed while it
+// streams, if any.
+func (m *ui) streamedEntry() *printedEntry {
+	for i := len(m.printed) - 1; i >= 0; i-- {
+		if m.printed[i].open {
+			return &m.printed[i]
+		}
+	}
+	return nil
+}
+
+// closeStreamed leaves the block printed while it streamed as printed so
+// far: it left the list, or the print cursor left it.
+func (m *ui) closeStreamed() {
+	if e := m.streamedEntry(); e != nil {
+		e.open = false
+		m.outbox = append(m.outbox, "") // the blank line after each entry
+	}
+}
+
+// restream lays out the block printed while it streams again for the
+// current width: the stable part of its source is the same, its lines are
+// not. The terminal is reprinted at the new width (reprinted), with these
+// lines for the block; the live area shows what follows them.
+func (m *ui) restream() {
+	e := m.streamedEntry()
+	if e == nil || m.pl == 0 || m.pm >= m.list.Len() || m.pb >= len(m.list.At(m.pm).Blocks) {
+		return
+	}
+	msg := m.list.At(m.pm)
+	c := m.cache(msg.ID, m.pb)
+	c.md.view(m.md, msg.Blocks[m.pb].Content)
+	e.lines = textPart(c.md.stableLines()).all()
+	m.pl = len(e.lines)
 }
 
 func (m *ui) emitEntry(e printedEntry) {
@@ -575,10 +660,11 @@ func wrapRows(lines []string, width int) []string {
 // reprinted returns the whole scrollback laid out for the current width:
 // blocks still in the list rendered again, other lines wrapped to it.
 func (m *ui) reprinted() []string {
+	m.restream()
 	var out []string
 	for i, e := range m.printed {
 		lines := e.lines
-		if e.block != nil {
+		if e.block != nil && !e.open {
 			if mi := m.list.Index(e.block.msg); mi >= 0 && e.block.idx < len(m.list.At(mi).Blocks) {
 				lines = m.renderBlock(m.list.At(mi), e.block.idx, true).all()
 				m.printed[i].lines = lines
@@ -591,7 +677,9 @@ func (m *ui) reprinted() []string {
 				out = append(out, l)
 			}
 		}
-		out = append(out, "")
+		if !e.open {
+			out = append(out, "")
+		}
 	}
 	return out
 }
@@ -669,26 +757,31 @@ func (m *ui) startPrint(out func(string) tea.Cmd, s string) tea.Cmd {
 }
 
 // armTick schedules the next second of a streaming reasoning block's
-// timer: the header shows whole seconds since the block's start, so the
-// tick comes when the next second begins.
+// timer, or of a compaction's: they show whole seconds since their start,
+// so the tick comes when the next second begins.
 func (m *ui) armTick() tea.Cmd {
 	if m.tickArmed || m.expanded != nil {
 		return nil
 	}
 	now := m.clock.Now().UnixMilli()
 	var next int64 = -1
-	m.liveBlocks(func(_ protocol.Message, _ int, b protocol.Block) {
-		if b.Type != protocol.BlockReasoning || b.Stage == protocol.StageEnd || b.StartedAt <= 0 {
-			return
-		}
-		d := 1000 - (now-b.StartedAt)%1000
-		if now < b.StartedAt {
-			d = b.StartedAt - now
+	at := func(startedAt int64) {
+		d := 1000 - (now-startedAt)%1000
+		if now < startedAt {
+			d = startedAt - now
 		}
 		if next < 0 || d < next {
 			next = d
 		}
+	}
+	m.liveBlocks(func(_ protocol.Message, _ int, b protocol.Block) {
+		if b.Type == protocol.BlockReasoning && b.Stage != protocol.StageEnd && b.StartedAt > 0 {
+			at(b.StartedAt)
+		}
 	})
+	if c := m.list.Compaction(); c != nil && c.StartedAt > 0 {
+		at(c.StartedAt) // its elapsed time
+	}
 	if next < 0 {
 		return nil
 	}
@@ -746,6 +839,9 @@ func (m *ui) View() tea.View {
 	}
 	m.liveBlocks(func(msg protocol.Message, bi int, _ protocol.Block) {
 		p := m.renderBlock(msg, bi, false)
+		if bi == m.pb && msg.ID == m.list.At(m.pm).ID {
+			p.off = min(m.pl, p.count()) // printed while it streams
+		}
 		if n := p.count(); n > 0 {
 			if len(parts) > 0 {
 				total++ // the blank line between blocks
@@ -762,7 +858,14 @@ func (m *ui) View() tea.View {
 	var lines []string
 	if total > avail {
 		skip = total - avail + 1
-		lines = append(lines, faint(fmt.Sprintf("… %d lines above · ctrl+o shows all", skip)))
+		// A streaming reasoning block cut at the top keeps its header,
+		// with its timer, in view.
+		if p, start := partAt(parts, skip); p.pin && skip > start {
+			skip++
+			lines = append(lines, p.line(0), faint(fmt.Sprintf("%s… %d lines above · ctrl+o shows all", indent, skip-1)))
+		} else {
+			lines = append(lines, faint(fmt.Sprintf("… %d lines above · ctrl+o shows all", skip)))
+		}
 	}
 	i := 0
 	for pi, p := range parts {
@@ -806,6 +909,23 @@ func (m *ui) View() tea.View {
 	return v
 }
 
+// partAt returns the part that holds line i of the live area (parts one
+// after the other, a blank line between two) and the index of its first
+// line.
+func partAt(parts []part, i int) (part, int) {
+	at := 0
+	for pi, p := range parts {
+		if pi > 0 {
+			at++
+		}
+		if i < at+p.count() {
+			return p, at
+		}
+		at += p.count()
+	}
+	return part{}, at
+}
+
 // renderBlock lays out block bi of msg. A final rendering is for the
 // scrollback; otherwise the block is live and its rendering is cached, so
 // that a delta costs what is new, not the whole block.
@@ -833,8 +953,10 @@ func (m *ui) renderBlock(msg protocol.Message, bi int, final bool) part {
 		return textPart(c.md.view(m.md, b.Content)...)
 	case protocol.BlockReasoning:
 		header := thinkingHeader(b, m.clock.Now())
-		if final {
-			return reasoningPart(header, wrapPlain(strings.TrimRight(b.Content, "\n"), w-2))
+		if final || b.Stage == protocol.StageEnd {
+			// Finished reasoning folds to its header; its text is in the
+			// expanded view.
+			return reasoningPart(header)
 		}
 		done, rest := m.cache(msg.ID, bi).plain.parts(b.Content, w-2)
 		return reasoningPart(header, done, rest)
@@ -888,7 +1010,10 @@ func (m *ui) bottom() (mid, box []string, cursor *tea.Cursor, status []string) {
 	if m.notice != "" {
 		mid = append(mid, stNotice.Render(truncate(m.notice, m.width)))
 	}
-	if m.busy() {
+	switch c := m.list.Compaction(); {
+	case c != nil:
+		mid = append(mid, truncate(compactingLine(*c, m.clock.Now()), m.width))
+	case m.busy():
 		mid = append(mid, workingLine)
 	}
 	switch {

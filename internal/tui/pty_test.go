@@ -138,7 +138,7 @@ func TestPseudoTerminal(t *testing.T) {
 		{`(?m)^● Let me show you how a tool call streams`, 1},
 		{`(?m)^● Bash\(`, 2}, // the loop, and the shell command
 		{`(?m)^     step 5$`, 1},
-		{`(?m)^  ## What ran$`, 1},
+		{`(?m)^  What ran$`, 1},
 		{`多语言也没问题`, 1},
 		{`to talk to a real model\.`, 1},
 		{`(?m)^! echo bang-output$`, 1},
@@ -270,9 +270,9 @@ func TestPseudoTerminalShrinkMidStream(t *testing.T) {
 	}{
 		{`(?m)^> show me a tool$`, 1},
 		{`The command finished`, 1},
-		{`(?m)^  ## What ran$`, 1},
-		{`(?m)^  ## What sluice did$`, 1},
-		{`(?m)^  ## Things to try next$`, 1},
+		{`(?m)^  What ran$`, 1},
+		{`(?m)^  What sluice did$`, 1},
+		{`(?m)^  Things to try next$`, 1},
 		{`多语言也没问题`, 1},
 		{last.String(), 1},
 		{`Working…`, 0},

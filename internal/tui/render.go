@@ -32,9 +32,6 @@ const (
 	indent       = "  "
 	resultFirst  = "  ⎿  "
 	resultIndent = "     "
-	// paramsTail is how much of a tool's streaming parameters shows
-	// while it has no compact form yet.
-	paramsTail = 30
 )
 
 // styleLines applies st to each line.
@@ -91,26 +88,15 @@ func thinkingHeader(b protocol.Block, now time.Time) string {
 	return fmt.Sprintf("Thinking %ds", ms/1000)
 }
 
-// toolDetail is what follows a tool's name: its compact parameters, or,
-// while they are not known yet, the end of the parameters streamed so far
-// with newlines shown as \n.
-func toolDetail(b protocol.Block) string {
+// toolDetail is what follows a tool's name: its compact parameters once
+// they are known. While the parameters still stream, they are a JSON
+// document cut anywhere, which reads as noise: the header then says only
+// that the call is being prepared (preparing is true).
+func toolDetail(b protocol.Block) (detail string, preparing bool) {
 	if b.CompactParams != "" {
-		return b.CompactParams
+		return b.CompactParams, false
 	}
-	if b.Parameters == "" {
-		return ""
-	}
-	p := strings.ReplaceAll(b.Parameters, "\r", `\r`)
-	p = strings.ReplaceAll(p, "\n", `\n`)
-	if b.Stage == protocol.StageStart || b.Stage == protocol.StageStreaming {
-		r := []rune(p)
-		if len(r) > paramsTail {
-			return "…" + string(r[len(r)-paramsTail:])
-		}
-		return p
-	}
-	return ansi.Truncate(p, 60, "…")
+	return "", b.Stage == protocol.StageStart || b.Stage == protocol.StageStreaming
 }
 
 func toolGlyph(b protocol.Block) string {
@@ -130,8 +116,11 @@ func toolHeader(b protocol.Block, width int) string {
 		name = "tool"
 	}
 	head := stBold.Render(sanitize(name))
-	if d := sanitize(toolDetail(b)); d != "" {
-		head += "(" + d + ")"
+	switch d, preparing := toolDetail(b); {
+	case d != "":
+		head += "(" + sanitize(d) + ")"
+	case preparing:
+		head += " " + stDim.Render("preparing…")
 	}
 	return toolGlyph(b) + " " + ansi.Truncate(head, max(width-2, 10), "…")
 }
@@ -296,11 +285,15 @@ type part struct {
 	segs       [][]string
 	head, rest string
 	style      func(string) string
+	// off is how many of the first lines are left out (printed already).
+	off int
+	// pin: the first line is a header to keep in view (reasoningPart).
+	pin bool
 }
 
 // count is the number of lines of the part.
 func (p part) count() int {
-	n := len(p.pre)
+	n := len(p.pre) - p.off
 	for _, s := range p.segs {
 		n += len(s)
 	}
@@ -309,6 +302,7 @@ func (p part) count() int {
 
 // line returns line i of the part.
 func (p part) line(i int) string {
+	i += p.off
 	if i < len(p.pre) {
 		return p.pre[i]
 	}
@@ -348,6 +342,21 @@ func fixed(lines []string) part { return part{pre: lines} }
 // workingLine says that the agent works; rendered once.
 var workingLine = stRunning.Render("✻ ") + stDim.Render("Working… · esc to interrupt")
 
+// compactingLine says that the conversation is being compacted, for how
+// long, and how long the summary is so far (the view state's compaction).
+func compactingLine(c protocol.Compaction, now time.Time) string {
+	s := "Compacting conversation…"
+	if c.StartedAt > 0 {
+		if ms := now.UnixMilli() - c.StartedAt; ms >= 0 {
+			s += fmt.Sprintf(" %ds", ms/1000)
+		}
+	}
+	if c.Chars > 0 {
+		s += fmt.Sprintf(" · %d chars of summary", c.Chars)
+	}
+	return stRunning.Render("✻ ") + stDim.Render(s+" · esc to interrupt")
+}
+
 // faint dims s with a plain escape sequence, for lines rendered at every
 // frame.
 func faint(s string) string { return "\x1b[2m" + s + "\x1b[22m" }
@@ -362,7 +371,7 @@ func reasoningPart(header string, body ...[]string) part {
 	if !strings.HasPrefix(header, "Thought") {
 		h += "…"
 	}
-	return part{pre: []string{thinkingStyle(h)}, segs: body, head: indent, rest: indent, style: thinkingStyle}
+	return part{pre: []string{thinkingStyle(h)}, segs: body, head: indent, rest: indent, style: thinkingStyle, pin: true}
 }
 
 // textPart lays out an answer's rendered lines under a bullet.

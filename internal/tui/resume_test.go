@@ -66,7 +66,7 @@ func TestResume(t *testing.T) {
 		m.Update(printedMsg{})
 	}
 	out := strings.Join(printed, "\n")
-	for _, want := range []string{"resumed session", "> the stored question", "∴ Thought for", "## What ran"} {
+	for _, want := range []string{"resumed session", "> the stored question", "∴ Thought for", "What ran"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the resumed session's print lacks %q:\n%s", want, out)
 		}

@@ -121,7 +121,7 @@ func TestRunWithAgent(t *testing.T) {
 	prog.press([]byte("1"))
 	prog.wait("to talk to a real model.")
 	s := prog.quit()
-	for _, want := range []string{"show me a tool", "Thought for", "Bash(" + demo.BashCommand, "step 5", "## What ran"} {
+	for _, want := range []string{"show me a tool", "Thought for", "Bash(" + demo.BashCommand, "step 5", "What ran"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q", want)
 		}

@@ -32,6 +32,15 @@ type Answer struct {
 	// the server waits until Release is closed (or the request ends).
 	HoldAfter int
 	Release   <-chan struct{}
+	// Gates pause the stream at several points: before text chunk i the
+	// server waits until Gates[i] is closed (or the request ends).
+	Gates map[int]<-chan struct{}
+	// ReasoningGate, when set, holds the reasoning block open after its
+	// last chunk until it is closed.
+	ReasoningGate <-chan struct{}
+	// ToolGate, when set, holds the tool call after the first half of its
+	// input until it is closed.
+	ToolGate <-chan struct{}
 	// Pace is a delay before each text chunk after the first, as a model
 	// producing tokens at a rate would (0: as fast as possible).
 	Pace time.Duration
@@ -263,6 +272,9 @@ func streamAnswer(ctx context.Context, w http.ResponseWriter, a Answer) {
 				return
 			}
 		}
+		if a.ReasoningGate != nil && !wait(ctx, a.ReasoningGate) {
+			return
+		}
 		emit("content_block_delta", obj{"type": "content_block_delta", "index": idx, "delta": obj{"type": "signature_delta", "signature": "fake-signature"}})
 		emit("content_block_stop", obj{"type": "content_block_stop", "index": idx})
 		idx++
@@ -270,12 +282,11 @@ func streamAnswer(ctx context.Context, w http.ResponseWriter, a Answer) {
 	if len(a.Text) > 0 {
 		emit("content_block_start", obj{"type": "content_block_start", "index": idx, "content_block": obj{"type": "text", "text": ""}})
 		for i, c := range a.Text {
-			if a.Release != nil && i == a.HoldAfter {
-				select {
-				case <-a.Release:
-				case <-ctx.Done():
-					return
-				}
+			if a.Release != nil && i == a.HoldAfter && !wait(ctx, a.Release) {
+				return
+			}
+			if g := a.Gates[i]; g != nil && !wait(ctx, g) {
+				return
 			}
 			if a.Pace > 0 && i > 0 {
 				t := time.NewTimer(jittered(a.Pace, a.Jitter))
@@ -300,7 +311,10 @@ func streamAnswer(ctx context.Context, w http.ResponseWriter, a Answer) {
 		input, _ := json.Marshal(t.Input)
 		emit("content_block_start", obj{"type": "content_block_start", "index": idx, "content_block": obj{"type": "tool_use", "id": t.ID, "name": t.Name, "input": obj{}}})
 		half := len(input) / 2
-		for _, part := range []string{string(input[:half]), string(input[half:])} {
+		for i, part := range []string{string(input[:half]), string(input[half:])} {
+			if i == 1 && a.ToolGate != nil && !wait(ctx, a.ToolGate) {
+				return
+			}
 			emit("content_block_delta", obj{"type": "content_block_delta", "index": idx, "delta": obj{"type": "input_json_delta", "partial_json": part}})
 		}
 		emit("content_block_stop", obj{"type": "content_block_stop", "index": idx})
@@ -308,6 +322,16 @@ func streamAnswer(ctx context.Context, w http.ResponseWriter, a Answer) {
 	emit("message_delta", obj{"type": "message_delta", "delta": obj{"stop_reason": stopReason(a), "stop_sequence": nil},
 		"usage": obj{"output_tokens": outputTokens(a)}})
 	emit("message_stop", obj{"type": "message_stop"})
+}
+
+// wait waits until gate is closed; false when the request ended first.
+func wait(ctx context.Context, gate <-chan struct{}) bool {
+	select {
+	case <-gate:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // writeJSON answers a non-streaming request (the fallback after repeated

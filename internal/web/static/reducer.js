@@ -15,6 +15,7 @@ export const EVENT_METHODS = new Set([
   'compactBlockAdded', 'assistantMessageDiscarded', 'turnEnded',
   'messagesRewound', 'messagesCleared', 'runStateChanged', 'streamNotice',
   'permissionRequest', 'permissionResolved', 'queueChanged', 'taskUpdated',
+  'compactionUpdated',
 ]);
 
 // ResyncError means the list cannot take an event: events were lost
@@ -102,6 +103,14 @@ export function normPermission(p) {
   return out;
 }
 
+// normCompaction copies a compaction in progress in protocol.Compaction's
+// JSON shape.
+function normCompaction(c) {
+  const out = { chars: int(c.chars) };
+  if (int(c.startedAt)) out.startedAt = c.startedAt;
+  return out;
+}
+
 // normQueued copies a piece of queued work in protocol.QueuedWork's JSON
 // shape.
 function normQueued(q) {
@@ -146,6 +155,7 @@ export class List {
     this.pendingPermissions = [];
     this.queued = [];
     this.tasks = [];
+    this.compaction = null;
     if (snap) this.reset(snap);
   }
 
@@ -159,6 +169,7 @@ export class List {
     this.pendingPermissions = Array.isArray(snap.pendingPermissions) ? snap.pendingPermissions.map(normPermission) : [];
     this.queued = list(snap.queued, normQueued);
     this.tasks = list(snap.tasks, normTask);
+    this.compaction = snap.compaction ? normCompaction(snap.compaction) : null;
   }
 
   // snapshot returns a deep copy of the view state and its seq; queued and
@@ -172,6 +183,7 @@ export class List {
     };
     if (this.queued.length) out.queued = this.queued.map(normQueued);
     if (this.tasks.length) out.tasks = this.tasks.map(normTask);
+    if (this.compaction) out.compaction = normCompaction(this.compaction);
     return out;
   }
 
@@ -187,6 +199,7 @@ export class List {
   //   {kind: 'permissions'}                pendingPermissions changed
   //   {kind: 'queue'}                      queued changed
   //   {kind: 'tasks'}                      tasks changed
+  //   {kind: 'compaction'}                 the compaction in progress changed
   //   {kind: 'append', index}              messages from index on are new
   //   {kind: 'message', index}             message index changed (not its block count)
   //   {kind: 'block', index, block}        block of message index changed or was added
@@ -244,6 +257,19 @@ export class List {
         else if (i >= 0) this.tasks.splice(i, 1);
         else return { kind: 'none' };
         return { kind: 'tasks' };
+      }
+      case 'compactionUpdated': {
+        // A start (again, after a retry) sets the length back to 0;
+        // streaming chunks add to it; the end clears it.
+        if (str(p.parentToolId)) return { kind: 'none' };
+        const stage = str(p.stage);
+        if (stage === 'start') this.compaction = { startedAt: int(p.startedAt), chars: 0 };
+        else if (stage === 'end') this.compaction = null;
+        else {
+          this.compaction = this.compaction || { startedAt: 0, chars: 0 };
+          this.compaction.chars += int(p.chars);
+        }
+        return { kind: 'compaction' };
       }
       case 'streamNotice':
         return { kind: 'none' };
