@@ -11,8 +11,6 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
-
-	"github.com/sluicehq/sluice/internal/initpages"
 )
 
 // command is one subcommand. It returns the process exit code.
@@ -38,9 +36,6 @@ func register(name, summary string, run func(ctx context.Context, args []string,
 }
 
 func main() {
-	// Package initialisation is done: give back the binary's pages it
-	// touched (most of the peak RSS of a short run otherwise).
-	initpages.Release()
 	os.Exit(run(os.Args[1:], Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
 }
 
