@@ -13,7 +13,6 @@ import (
 	"syscall"
 
 	"github.com/sluicehq/sluice/internal/cli"
-	"github.com/sluicehq/sluice/internal/initpages"
 )
 
 // command is one subcommand. It returns the process exit code.
@@ -39,9 +38,6 @@ func register(name, summary string, run func(ctx context.Context, args []string,
 }
 
 func main() {
-	// Package initialisation is done: give back the binary's pages it
-	// touched (most of the peak RSS of a short run otherwise).
-	initpages.Release()
 	os.Exit(run(os.Args[1:], Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
 }
 

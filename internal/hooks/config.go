@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -67,10 +68,12 @@ type Matcher struct {
 
 // simpleMatcher is what Claude Code compares as names rather than a
 // regular expression: letters, digits, _ and | only.
-var simpleMatcher = regexp.MustCompile(`^[A-Za-z0-9_|]+$`)
+//
+// Compiled on first use: every command of the binary would pay it at init.
+var simpleMatcher = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_|]+$`) })
 
 func (m *Matcher) compile() error {
-	if m.Matcher == "" || m.Matcher == "*" || simpleMatcher.MatchString(m.Matcher) {
+	if m.Matcher == "" || m.Matcher == "*" || simpleMatcher().MatchString(m.Matcher) {
 		return nil
 	}
 	re, err := regexp.Compile(m.Matcher)

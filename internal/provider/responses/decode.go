@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/provider/httpapi"
@@ -911,7 +912,11 @@ func codeString(v []byte) (string, error) {
 
 // tryAgain finds the wait a rate limit message asks for ("Please try again
 // in 1.898s", "in 20ms").
-var tryAgain = regexp.MustCompile(`(?i)try again in (\d+(?:\.\d+)?)\s*(ms|s|seconds?)\b`)
+//
+// Compiled on first use: every command of the binary would pay it at init.
+var tryAgain = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)try again in (\d+(?:\.\d+)?)\s*(ms|s|seconds?)\b`)
+})
 
 // apiError sets whether e may be retried, from its code, and wraps it.
 // Failures of the request itself (invalid, over quota, too long) fail the
@@ -926,7 +931,7 @@ func (d *decoder) apiError(e *model.APIError) error {
 		no := false
 		e.ShouldRetry = &no
 	case code == "rate_limit_exceeded":
-		if m := tryAgain.FindStringSubmatch(e.Message); m != nil {
+		if m := tryAgain().FindStringSubmatch(e.Message); m != nil {
 			n, _ := strconv.ParseFloat(m[1], 64)
 			unit := time.Second
 			if strings.EqualFold(m[2], "ms") {

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/printmode/printmodetest"
+	"github.com/sluicehq/sluice/internal/testbin"
+)
+
+// BenchmarkVsCodex puts sluice's CPU time and peak RSS beside Codex CLI's
+// (the native binary, not the npm package's node wrapper) for three
+// commands: --version, a one-prompt headless run, and a headless run
+// streaming a 100 KB answer, each against a local fake model server
+// (printmodetest: Anthropic's Messages stream for sluice, OpenAI's
+// Responses API for Codex). Each iteration runs every command once with
+// each program, one after the other (paired runs, so a change of load
+// meets both); at the end it prints the medians and ranges and the ratios
+// of the medians. It runs only with CODEX_BIN set:
+//
+//	CODEX_BIN=.../vendor/x86_64-unknown-linux-musl/bin/codex \
+//	  go test -run '^$' -bench VsCodex -benchtime 7x ./cmd/sluice
+//
+// Issue 21's goal: --version and the one-prompt run at most 1.0× Codex's
+// CPU and peak RSS, the 100 KB answer at most 0.2× its CPU and 0.25× its
+// peak RSS.
+func BenchmarkVsCodex(b *testing.B) {
+	codex := os.Getenv("CODEX_BIN")
+	if codex == "" {
+		b.Skip("CODEX_BIN names no Codex CLI binary")
+	}
+	if _, err := os.Stat(gnuTime); err != nil {
+		b.Skipf("measuring peak RSS needs GNU time (apt-get install time): %v", err)
+	}
+	bin := testbin.Sluice(b)
+	large := largeAnswer()
+	cases := []struct {
+		name   string
+		answer string // "" for no model request
+		sluice []string
+		codex  []string
+	}{
+		{"--version", "", []string{bin, "--version"}, []string{codex, "--version"}},
+		{"one prompt", "Hello!", []string{bin, "-p", "hi", "--output-format", "json"},
+			[]string{codex, "exec", "--skip-git-repo-check", "hi"}},
+		{"100 KB answer", large, []string{bin, "-p", "Write the long answer.", "--output-format", "json"},
+			[]string{codex, "exec", "--skip-git-repo-check", "Write the long answer."}},
+	}
+	type sample struct{ cpu, rss []float64 }
+	samples := make([][2]sample, len(cases))
+	for b.Loop() {
+		for i, c := range cases {
+			for j, argv := range [][]string{c.sluice, c.codex} {
+				cpu, rss := benchRun(b, j == 1, c.answer, argv)
+				samples[i][j].cpu = append(samples[i][j].cpu, cpu)
+				samples[i][j].rss = append(samples[i][j].rss, rss)
+			}
+		}
+	}
+	var out strings.Builder
+	fmt.Fprintf(&out, "medians of %d paired runs [min–max]; CPU is user+system\n", b.N)
+	fmt.Fprintf(&out, "%-14s %-22s %-22s %-22s %-22s %-6s %-6s\n", "command", "sluice CPU ms", "codex CPU ms", "sluice RSS MB", "codex RSS MB", "CPU×", "RSS×")
+	for i, c := range cases {
+		s, x := samples[i][0], samples[i][1]
+		fmt.Fprintf(&out, "%-14s %-22s %-22s %-22s %-22s %-6.2f %-6.2f\n", c.name,
+			spread(s.cpu, 1), spread(x.cpu, 1), spread(s.rss, 1024), spread(x.rss, 1024),
+			median(s.cpu)/median(x.cpu), median(s.rss)/median(x.rss))
+		b.ReportMetric(median(s.cpu)/median(x.cpu), "cpu-ratio-"+strings.ReplaceAll(strings.Trim(c.name, "-"), " ", "-"))
+		b.ReportMetric(median(s.rss)/median(x.rss), "rss-ratio-"+strings.ReplaceAll(strings.Trim(c.name, "-"), " ", "-"))
+	}
+	fmt.Print(out.String())
+}
+
+// benchRun runs argv under GNU time, with a fresh home and, when answer
+// is set, a fresh fake model server whose first answer it is, and returns
+// the CPU milliseconds and peak RSS in kB.
+func benchRun(b *testing.B, codex bool, answer string, argv []string) (cpuMS, rssKB float64) {
+	b.Helper()
+	home := b.TempDir()
+	env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}
+	if answer != "" {
+		format := printmodetest.Anthropic
+		if codex {
+			format = printmodetest.OpenAIResponses
+		}
+		// Spare answers: a client may make requests of its own.
+		answers, err := printmodetest.ParseAnswers([]string{"say:" + answer, "say:ok", "say:ok", "say:ok"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		srv, err := printmodetest.NewServer(format, answers)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer srv.Close()
+		if codex {
+			env = append(env, "FAKE_MODEL_KEY=x")
+			writeCodexConfig(b, home, srv.URL)
+		} else {
+			env = append(env, "ANTHROPIC_BASE_URL="+srv.URL, "ANTHROPIC_API_KEY=x")
+		}
+	}
+	if codex {
+		env = append(env, "CODEX_HOME="+filepath.Join(home, ".codex"))
+	}
+	rssFile := filepath.Join(home, "peak-rss")
+	cmd := exec.Command(gnuTime, append([]string{"--format=%M", "--output=" + rssFile}, argv...)...)
+	cmd.Dir, cmd.Env = home, env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("%s: %v\n%.2000s\n%.2000s", strings.Join(argv, " "), err, stdout.String(), stderr.String())
+	}
+	if answer != "" && !strings.Contains(stdout.String(), strings.TrimSpace(answer[:min(len(answer), 40)])) {
+		b.Fatalf("%s did not write the answer:\n%.2000s\n%.2000s", strings.Join(argv, " "), stdout.String(), stderr.String())
+	}
+	// GNU time's own rusage includes the command it waited for, exactly
+	// (its printed CPU figures are in 10 ms).
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	peak, err := os.ReadFile(rssFile)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rss, err := strconv.ParseFloat(strings.TrimSpace(string(peak)), 64)
+	if err != nil {
+		b.Fatalf("GNU time's peak RSS %q: %v", peak, err)
+	}
+	return float64(cpu.Microseconds()) / 1000, rss
+}
+
+// writeCodexConfig points Codex at the fake Responses server on loopback
+// and turns off what would reach elsewhere: the update check, analytics,
+// feedback, plugins.
+func writeCodexConfig(b *testing.B, home, url string) {
+	b.Helper()
+	dir := filepath.Join(home, ".codex")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	config := `model = "gpt-5"
+model_provider = "fake"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+
+[features]
+plugins = false
+
+[model_providers.fake]
+name = "fake"
+base_url = "` + url + `"
+wire_api = "responses"
+env_key = "FAKE_MODEL_KEY"
+`
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(config), 0o600); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func median(v []float64) float64 {
+	s := slices.Sorted(slices.Values(v))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// spread formats the median and range of v, divided by unit.
+func spread(v []float64, unit float64) string {
+	return fmt.Sprintf("%.1f [%.1f–%.1f]", median(v)/unit, slices.Min(v)/unit, slices.Max(v)/unit)
+}

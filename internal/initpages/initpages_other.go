@@ -1,6 +1,0 @@
-//go:build !linux
-
-package initpages
-
-// Release does nothing outside Linux.
-func Release() {}
