@@ -3,8 +3,10 @@ package responses
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/sluicehq/sluice/internal/printmode/printmodetest"
@@ -97,3 +99,58 @@ assistant: reasoning "Let me answer." encrypted_content="gAAAAABcut-reasoning=="
 assistant: output_text "The notes say"
 user: input_text "Your response was cut off because it exceeded the output token limit. Continue exactly where you left off, without repeating anything."
 `
+
+// The built binary compacts a gpt-5 conversation (the provider's default
+// model) at 85 % of gpt-5's 400K window, not of the 200K default: after a
+// Bash call whose request took 300K tokens the result goes back as it is;
+// after one of 345K sluice first asks for a summary.
+func TestBinaryAutoCompactAtGPT5Window(t *testing.T) {
+	t.Parallel()
+	bin := testbin.Sluice(t)
+	for _, tt := range []struct {
+		input   int
+		compact bool
+	}{
+		{300_000, false},
+		{345_000, true},
+	} {
+		t.Run(fmt.Sprint(tt.input), func(t *testing.T) {
+			t.Parallel()
+			call := stream(fmt.Sprintf(`{"type":"response.completed","response":{"id":"resp_1","status":"completed","model":"gpt-5","usage":{"input_tokens":%d,"output_tokens":20}}}`, tt.input),
+				`{"type":"response.output_item.added","output_index":0,"item":{"id":"fc_1","type":"function_call","status":"in_progress","arguments":"","call_id":"call_1","name":"Bash"}}`,
+				`{"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":0,"delta":"{\"command\":\"echo hi\"}"}`,
+				`{"type":"response.output_item.done","output_index":0,"item":{"id":"fc_1","type":"function_call","status":"completed","arguments":"{\"command\":\"echo hi\"}","call_id":"call_1","name":"Bash"}}`)
+			specs := []string{"say:It printed hi."}
+			if tt.compact {
+				specs = []string{"say:The user had the shell say hi.", "say:It printed hi."}
+			}
+			rest, err := printmodetest.ParseAnswers(specs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv, err := printmodetest.NewServer(printmodetest.OpenAIResponses, append([]printmodetest.Answer{{Raw: []byte(call)}}, rest...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			cmd := exec.Command(bin, "-p", "Say hi with the shell", "--provider", "openai-responses", "--permission-mode", "bypassPermissions", "--output-format", "json")
+			cmd.Dir = t.TempDir()
+			cmd.Env = append(os.Environ(), "SLUICE_HOME="+t.TempDir(), "HOME="+t.TempDir(), "OPENAI_API_KEY=sk-test-key", "OPENAI_BASE_URL="+srv.URL,
+				"ANTHROPIC_API_KEY=", "GEMINI_API_KEY=", "GOOGLE_API_KEY=", "OPENAI_WIRE_API=", "SLUICE_PROVIDER=", "SLUICE_MODEL=")
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("sluice: %v\n%s\n%s", err, stderr.String(), stdout.String())
+			}
+			if !strings.Contains(stdout.String(), `"result":"It printed hi."`) {
+				t.Fatalf("result %s\n%s", stdout.String(), stderr.String())
+			}
+			reqs := srv.Requests()
+			summarised := len(reqs) == 3 && strings.Contains(string(reqs[1].Body), "Summarize this conversation")
+			if len(reqs) != len(specs)+1 || summarised != tt.compact {
+				got, _ := printmodetest.Summary(printmodetest.OpenAIResponses, reqs)
+				t.Fatalf("%d input tokens: compacted %v, want %v; requests:\n%s", tt.input, summarised, tt.compact, got)
+			}
+		})
+	}
+}
