@@ -59,8 +59,10 @@ var contextWindows = []struct {
 	tokens int
 }{
 	{"gemini-", 1_048_576},
+	{"gpt-5-chat", 128_000}, // before gpt-5: the chat model's window is smaller
 	{"gpt-5", 400_000},
 	{"gpt-4.1", 1_047_576},
+	{"gpt-4o", 128_000},
 }
 
 // ContextWindow is model's context window in tokens, for faces that

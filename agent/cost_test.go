@@ -29,6 +29,9 @@ func TestCostAndContextWindow(t *testing.T) {
 		{"o3-mini", 1.1 + 4.4 + 0.11, 200_000},
 		{"o4-mini", 1.1 + 4.4 + 0.11, 200_000},
 		{"gpt-4.1-mini", 0.4 + 1.6 + 0.04, 1_047_576},
+		{"gpt-5-chat-latest", 1.25 + 10 + 0.125, 128_000},
+		{"gpt-4o", 2.5 + 10 + 0.25, 128_000},
+		{"gpt-4o-mini", 0.15 + 0.6 + 0.015, 128_000},
 		{"unknown-model", 0, 200_000},
 	} {
 		if got := CostUSD(tt.model, u); math.Abs(got-tt.usd) > 1e-9 {
