@@ -31,6 +31,17 @@ export SLUICE_BIN="$bin/sluice"
 targets=$(grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' . | sed 's/:func / /' | sort -u)
 [ -n "$targets" ] || { echo "no fuzz targets found" >&2; exit 1; }
 
+# The real clients' npm packages, pinned by their lock files, install
+# while the race tests run: the installs mostly wait on the registry (the
+# AI SDK suite's alone took minutes). The clients' optional native Claude
+# Code binaries are not needed (sluice stands in for them) and are left out.
+declare -A npmjob
+for suite in sdktest acpadaptertest aisdktest; do
+  npm ci --prefix "internal/printmode/$suite" --omit=optional --no-audit --no-fund --loglevel=error >"$bin/npm-$suite.out" 2>&1 &
+  npmjob[$suite]=$!
+done
+npmdone() { wait "${npmjob[$1]}" || { cat "$bin/npm-$1.out" >&2; echo "npm ci of $1 failed" >&2; exit 1; }; }
+
 # While the race tests run they leave a core idle for long stretches
 # (waiting on terminals, servers and child processes). At the lowest
 # priority, two later steps use it: the darwin type-check, and the fuzz
@@ -71,20 +82,13 @@ phase "node --test (the page's JavaScript reducer against the protocol vectors)"
 node --test internal/web/jstest/
 
 phase "the official Claude Agent SDK driving sluice (internal/printmode/sdktest)"
-# Pinned by the lock file; the SDK's optional native Claude Code binaries
-# are not needed (sluice stands in for them) and are left out.
-# The AI SDK suite's install (mostly waiting on the registry) goes on
-# meanwhile.
-npm ci --prefix internal/printmode/aisdktest --omit=optional --no-audit --no-fund --loglevel=error >"$bin/aisdk-npm.out" 2>&1 &
-aisdknpm=$!
-npm ci --prefix internal/printmode/sdktest --omit=optional --no-audit --no-fund --loglevel=error
+npmdone sdktest
 node --test internal/printmode/sdktest/
-# Zed's ACP adapter over sluice, the ACP TypeScript SDK as its editor.
-npm ci --prefix internal/printmode/acpadaptertest --omit=optional --no-audit --no-fund --loglevel=error
+phase "Zed's ACP adapter over sluice, the ACP TypeScript SDK as its editor (internal/printmode/acpadaptertest)"
+npmdone acpadaptertest
 node --test internal/printmode/acpadaptertest/
-
 phase "the AI SDK's Claude Code provider driving sluice (internal/printmode/aisdktest)"
-wait "$aisdknpm" || { cat "$bin/aisdk-npm.out"; exit 1; }
+npmdone aisdktest
 node --test internal/printmode/aisdktest/
 
 phase "load check: sessions streaming over WebSocket through a real sluice serve"
