@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/childenv"
 )
 
 // Config is the settings file, $SLUICE_CONFIG or
@@ -36,10 +38,12 @@ type Config struct {
 	// ProjectMemory false stops AGENTS.md and CLAUDE.md files from joining
 	// the system prompt (they do by default).
 	ProjectMemory *bool `json:"projectMemory,omitempty"`
-	// AllowEnv names environment variables that child processes (Bash
-	// commands, MCP stdio servers) get although their names look secret:
-	// by default every *TOKEN, *KEY, *SECRET*, *PASSWORD* ... variable is
-	// removed from their environment (package childenv).
+	// ChildEnv is the policy for child processes' environments (Bash
+	// commands, hooks, MCP stdio servers; package childenv).
+	ChildEnv *childenv.Policy `json:"childEnv,omitempty"`
+	// AllowEnv names environment variables that child processes get
+	// although the policy excludes them: ChildEnv's "include", kept for
+	// the settings files that have it.
 	AllowEnv []string `json:"allowEnv,omitempty"`
 
 	// Cluster mode of serve and relay (see ClusterFlags).
