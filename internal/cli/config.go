@@ -47,10 +47,12 @@ type Config struct {
 	AllowEnv []string `json:"allowEnv,omitempty"`
 
 	// Cluster mode of serve and relay (see ClusterFlags).
-	NATS     string   `json:"nats,omitempty"`
-	Postgres string   `json:"postgres,omitempty"`
-	NodeID   string   `json:"nodeId,omitempty"`
-	LeaseTTL Duration `json:"leaseTTL,omitempty"`
+	NATS         string   `json:"nats,omitempty"`
+	NATSCreds    string   `json:"natsCreds,omitempty"`
+	Postgres     string   `json:"postgres,omitempty"`
+	PostgresFile string   `json:"postgresFile,omitempty"`
+	NodeID       string   `json:"nodeId,omitempty"`
+	LeaseTTL     Duration `json:"leaseTTL,omitempty"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("90s").

@@ -269,7 +269,12 @@ func run(ctx context.Context, name string, f runFlags, clustered bool, pacing de
 			st, err = store.Open(ctx, filepath.Join(f.stateDir, name+".db"))
 			return err
 		}
-		if nc, err = nats.Connect(f.cluster.NATS, nats.Name("sluice relay "+f.cluster.NodeID), nats.MaxReconnects(-1)); err != nil {
+		f.cluster.WarnCommandLine(log)
+		natsOpts, err := f.cluster.NATSOptions(os.Getenv, log)
+		if err != nil {
+			return fmt.Errorf("cluster: NATS: %w", err)
+		}
+		if nc, err = nats.Connect(f.cluster.NATS, append(natsOpts, nats.Name("sluice relay "+f.cluster.NodeID), nats.MaxReconnects(-1))...); err != nil {
 			return fmt.Errorf("cluster: NATS: %w", err)
 		}
 		if pg, err = pgstore.Open(ctx, f.cluster.Postgres); err != nil {
