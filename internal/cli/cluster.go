@@ -121,7 +121,7 @@ func (f *ClusterFlags) WarnCommandLine(log *slog.Logger) {
 	if f.fs != nil {
 		set = setFlags(f.fs)
 	}
-	if set["nats"] && urlPassword(f.NATS) {
+	if set["nats"] && Redact(f.NATS) != f.NATS {
 		log.Warn("the --nats URL holds a password, which ps shows to every user of this machine: give it in NATS_PASSWORD, NATS_TOKEN or a .creds file (--nats-creds)", "nats", Redact(f.NATS))
 	}
 	if set["postgres"] && (urlPassword(f.Postgres) || keywordPassword.MatchString(f.Postgres)) {
@@ -175,17 +175,22 @@ func urlPassword(s string) bool {
 
 // Redact is a NATS URL (or a list of them) or a PostgreSQL connection
 // string (URL or key=value) with any password replaced by "xxxxx", for
-// logs and messages.
+// logs and messages. A NATS URL's user without a password is a token
+// (nats://TOKEN@host): it is replaced too.
 func Redact(s string) string {
 	if strings.Contains(s, "://") {
 		parts := strings.Split(s, ",")
 		for i, p := range parts {
-			if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
-				if _, ok := u.User.Password(); ok {
-					parts[i] = u.Redacted()
-				}
-			} else if err != nil {
+			u, err := url.Parse(strings.TrimSpace(p))
+			switch {
+			case err != nil:
 				parts[i] = "(unparsable URL)"
+			case u.User == nil:
+			case urlPassword(p):
+				parts[i] = u.Redacted()
+			case !strings.HasPrefix(u.Scheme, "postgres"):
+				u.User = url.User("xxxxx")
+				parts[i] = u.String()
 			}
 		}
 		return strings.Join(parts, ",")

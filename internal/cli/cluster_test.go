@@ -16,7 +16,8 @@ func TestRedact(t *testing.T) {
 		{"nats://nats:4222", "nats://nats:4222"},
 		{"nats://u:pw@nats:4222", "nats://u:xxxxx@nats:4222"},
 		{"nats://a:1@n1:4222,nats://b:2@n2:4222", "nats://a:xxxxx@n1:4222,nats://b:xxxxx@n2:4222"},
-		{"nats://tok@nats:4222", "nats://tok@nats:4222"}, // a token is the user part: see WarnCommandLine
+		{"nats://tok@nats:4222", "nats://xxxxx@nats:4222"}, // a token
+		{"postgres://sluice@db/x", "postgres://sluice@db/x"},
 		{"postgres://sluice:pw@db/sluice?sslmode=disable", "postgres://sluice:xxxxx@db/sluice?sslmode=disable"},
 		{"host=db user=sluice password=pw dbname=x", "host=db user=sluice password=xxxxx dbname=x"},
 		{"host=db password='p w' dbname=x", "host=db password=xxxxx dbname=x"},
@@ -94,6 +95,7 @@ func TestWarnCommandLine(t *testing.T) {
 	}{
 		{[]string{"--nats", "nats://n", "--postgres", "postgres://u@db/x"}, false},
 		{[]string{"--nats", "nats://u:secret1@n", "--postgres", "postgres://u@db/x"}, true},
+		{[]string{"--nats", "nats://secret1@n", "--postgres", "postgres://u@db/x"}, true},
 		{[]string{"--nats", "nats://n", "--postgres", "postgres://u:secret1@db/x"}, true},
 		{[]string{"--nats", "nats://n", "--postgres", "host=db password=secret1"}, true},
 	} {
