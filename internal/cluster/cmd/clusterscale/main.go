@@ -31,6 +31,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -171,6 +172,10 @@ func run(ctx context.Context, cfg config) error {
 	for i := range cfg.nodes {
 		id := fmt.Sprintf("n%d", i)
 		dir := filepath.Join(profRoot, fmt.Sprintf("%dnodes-%s", cfg.nodes, id))
+		// An earlier run's memstats.json would read as this one's.
+		if err := os.RemoveAll(dir); err != nil {
+			return err
+		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
@@ -243,10 +248,18 @@ func run(ctx context.Context, cfg config) error {
 				return err
 			}
 		}
+		// A run that does not end within four times its pace (and two
+		// minutes) is hung, not slow.
+		stepCtx, cancel := context.WithTimeout(ctx, 4*time.Duration(float64(cfg.chunks)*float64(cfg.pace)*(1+cfg.jitter))+2*time.Minute)
+		hung := 0
 		for i, c := range batch {
-			if err := c.WaitIdle(ctx, before[i]); err != nil {
-				return fmt.Errorf("session %s: %w", c.Session, err)
+			if err := c.WaitIdle(stepCtx, before[i]); err != nil {
+				hung++
 			}
+		}
+		cancel()
+		if hung > 0 {
+			return fmt.Errorf("%d of %d sessions streaming at %d open did not end; the nodes' warnings:\n%s", hung, len(batch), size, warnings(nodes))
 		}
 		cpu := nodesCPU(nodes) - cpu0
 		for _, c := range batch {
@@ -264,6 +277,9 @@ func run(ctx context.Context, cfg config) error {
 		}
 		streamed = max(streamed, size)
 		rows = append(rows, r)
+		if w := warnings(nodes); w != "" {
+			fmt.Printf("  the nodes' warnings so far:\n%s", w)
+		}
 		fmt.Printf("  %7d %9d %9.1f KB %9.1f KB %11.2f %11.1f µs %9.1f µs %10v %10v %9d %5d\n",
 			r.open, r.streamed, r.rssPerSession/1e3, r.heapPerSession/1e3, r.goroutinesPerSession,
 			float64(r.idleCPUPerSession.Nanoseconds())/1e3, float64(r.cpuPerDelta.Nanoseconds())/1e3,
@@ -299,6 +315,35 @@ func run(ctx context.Context, cfg config) error {
 		return fmt.Errorf("%d sessions lost or garbled something", lost)
 	}
 	return nil
+}
+
+// warnings counts the nodes' warning and error lines by message.
+func warnings(nodes []*node) string {
+	count := map[string]int{}
+	for _, n := range nodes {
+		for _, line := range strings.Split(n.Stderr(), "\n") {
+			if !strings.Contains(line, "level=WARN") && !strings.Contains(line, "level=ERROR") {
+				continue
+			}
+			msg := line
+			if _, after, ok := strings.Cut(line, "msg="); ok {
+				msg = after
+				if strings.HasPrefix(msg, `"`) {
+					if q, err := strconv.QuotedPrefix(msg); err == nil {
+						msg = q
+					}
+				} else {
+					msg, _, _ = strings.Cut(msg, " ")
+				}
+			}
+			count[n.ID+": "+msg]++
+		}
+	}
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(count)) {
+		fmt.Fprintf(&b, "  %6d × %s\n", count[k], k)
+	}
+	return b.String()
 }
 
 // open attaches count new sessions, the i-th owned by node (first+i) mod
