@@ -80,17 +80,56 @@ func (p Policy) Check() error {
 	return nil
 }
 
-// matches reports whether name matches one of the patterns. A malformed
-// pattern (Check reports it) matches nothing.
-func matches(patterns []string, name string) bool {
-	n := strings.ToUpper(name)
-	for _, pat := range patterns {
-		if ok, _ := path.Match(strings.ToUpper(pat), n); ok {
-			return true
+// globs are patterns made ready to match upper-cased names: every
+// session computes its environment, so the common shapes — a name, and
+// *WORD* — are compared as strings rather than run through path.Match.
+type globs []glob
+
+type glob struct {
+	pat      string // upper-cased
+	contains bool   // pat is *WORD*: contains WORD (held in pat)
+	literal  bool   // no metacharacters: equal
+}
+
+func compile(patterns []string) globs {
+	g := make(globs, 0, len(patterns))
+	for _, p := range patterns {
+		p = strings.ToUpper(p)
+		switch inner := strings.TrimSuffix(strings.TrimPrefix(p, "*"), "*"); {
+		case !strings.ContainsAny(p, `*?[\`):
+			g = append(g, glob{pat: p, literal: true})
+		case len(p) >= 2 && len(inner) == len(p)-2 && !strings.ContainsAny(inner, `*?[\`):
+			g = append(g, glob{pat: inner, contains: true})
+		default:
+			g = append(g, glob{pat: p})
+		}
+	}
+	return g
+}
+
+// match reports whether the upper-cased name matches one of the
+// patterns. A malformed pattern (Check reports it) matches nothing.
+func (g globs) match(upper string) bool {
+	for _, p := range g {
+		switch {
+		case p.literal:
+			if upper == p.pat {
+				return true
+			}
+		case p.contains:
+			if strings.Contains(upper, p.pat) {
+				return true
+			}
+		default:
+			if ok, _ := path.Match(p.pat, upper); ok {
+				return true
+			}
 		}
 	}
 	return false
 }
+
+var defaultExclude = compile(DefaultExclude)
 
 // passwordURL finds a URL with a password in its user information
 // (scheme://user:password@host), anywhere in a value.
@@ -104,13 +143,27 @@ var passwordKeyword = regexp.MustCompile(`(?i)(^|[\s;])password\s*=\s*[^\s;]`)
 // whatever its name: a URL with a password, or a connection string's
 // password=.
 func SecretValue(v string) bool {
-	return passwordURL.MatchString(v) || passwordKeyword.MatchString(v)
+	// The expressions only where they can match: most values hold
+	// neither "://" nor "password".
+	return (strings.Contains(v, "://") && passwordURL.MatchString(v)) ||
+		(containsFold(v, "password") && passwordKeyword.MatchString(v))
+}
+
+// containsFold reports whether s contains the lower-case ASCII word,
+// in any case.
+func containsFold(s, word string) bool {
+	for i := 0; i+len(word) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(word)], word) {
+			return true
+		}
+	}
+	return false
 }
 
 // Secret reports whether a variable, by its name or its value, is one the
 // default excludes remove.
 func Secret(name, value string) bool {
-	return matches(DefaultExclude, name) || SecretValue(value)
+	return defaultExclude.match(strings.ToUpper(name)) || SecretValue(value)
 }
 
 // Environ is the environment of a child: base ("NAME=value" entries, the
@@ -125,13 +178,14 @@ func (p Policy) Environ(base []string, explicit map[string]string) []string {
 	for k, v := range explicit {
 		set[k] = v
 	}
+	c := compiled{p: p, include: compile(p.Include), exclude: compile(p.Exclude), includeOnly: compile(p.IncludeOnly)}
 	out := make([]string, 0, len(base)+len(set))
 	for _, kv := range base {
 		name, value, _ := strings.Cut(kv, "=")
 		if _, ok := set[name]; ok {
 			continue
 		}
-		if p.keep(name, value) {
+		if c.keep(name, value) {
 			out = append(out, kv)
 		}
 	}
@@ -146,12 +200,19 @@ func (p Policy) Environ(base []string, explicit map[string]string) []string {
 	return out
 }
 
+// compiled is a policy with its patterns compiled, for one Environ.
+type compiled struct {
+	p                             Policy
+	include, exclude, includeOnly globs
+}
+
 // keep applies steps 1–5 to one variable of sluice's environment.
-func (p Policy) keep(name, value string) bool {
-	if matches(p.Include, name) {
+func (c compiled) keep(name, value string) bool {
+	upper := strings.ToUpper(name)
+	if c.include.match(upper) {
 		return true
 	}
-	switch p.Inherit {
+	switch c.p.Inherit {
 	case InheritNone:
 		return false
 	case InheritCore:
@@ -159,11 +220,11 @@ func (p Policy) keep(name, value string) bool {
 			return false
 		}
 	}
-	if !p.IgnoreDefaultExcludes && Secret(name, value) {
+	if !c.p.IgnoreDefaultExcludes && (defaultExclude.match(upper) || SecretValue(value)) {
 		return false
 	}
-	if matches(p.Exclude, name) {
+	if c.exclude.match(upper) {
 		return false
 	}
-	return len(p.IncludeOnly) == 0 || matches(p.IncludeOnly, name)
+	return len(c.includeOnly) == 0 || c.includeOnly.match(upper)
 }

@@ -1,6 +1,7 @@
 package childenv
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -114,4 +115,18 @@ func FuzzEnviron(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkEnviron is the cost each new session pays for its tools'
+// environment, with an environment of 60 variables.
+func BenchmarkEnviron(b *testing.B) {
+	var base []string
+	for i := range 60 {
+		base = append(base, fmt.Sprintf("SOME_VARIABLE_%d=/usr/local/lib/value/%d", i, i))
+	}
+	base = append(base, "DATABASE_URL=postgres://u:pw@db/x", "GITHUB_TOKEN=x")
+	p := Policy{Include: []string{"GOPATH"}, Exclude: []string{"AWS_*"}}
+	for b.Loop() {
+		p.Environ(base, nil)
+	}
 }
