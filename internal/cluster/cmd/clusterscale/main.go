@@ -125,9 +125,12 @@ type row struct {
 	goroutinesPerSession          float64
 	idleCPUPerSession             time.Duration // per second
 	cpuPerDelta                   time.Duration
-	p50, p99                      time.Duration
-	deltas                        int64
-	lost                          int
+	// marginalCPUPerDelta leaves out what the idle sessions cost while
+	// the others streamed (the idle rate × the streaming time).
+	marginalCPUPerDelta time.Duration
+	p50, p99            time.Duration
+	deltas              int64
+	lost                int
 }
 
 // node is a started node and where it writes its profiles.
@@ -194,8 +197,8 @@ func run(ctx context.Context, cfg config) error {
 	}
 	fmt.Printf("%d node(s): before any session RSS %.1f MB, live heap %.1f MB, %d goroutines (all nodes)\n",
 		cfg.nodes, float64(baseRSS)/1e6, float64(baseHeap)/1e6, baseG)
-	fmt.Printf("  %7s %9s %12s %12s %11s %14s %12s %10s %10s %9s %5s\n",
-		"open", "streaming", "RSS/session", "heap/sess.", "gorout./s.", "idle CPU/s.·s", "CPU/delta", "p50", "p99", "deltas", "lost")
+	fmt.Printf("  %7s %9s %12s %12s %11s %14s %12s %12s %10s %10s %9s %5s\n",
+		"open", "streaming", "RSS/session", "heap/sess.", "gorout./s.", "idle CPU/s.·s", "CPU/delta", "w/o idle", "p50", "p99", "deltas", "lost")
 
 	var clients []*clustertest.Client
 	defer func() {
@@ -215,7 +218,8 @@ func run(ctx context.Context, cfg config) error {
 		// Idle: let what opening started settle, then measure.
 		cpu0 := nodesCPU(nodes)
 		time.Sleep(cfg.idle)
-		r.idleCPUPerSession = (nodesCPU(nodes) - cpu0) / time.Duration(size) * time.Second / cfg.idle
+		idleCPU := nodesCPU(nodes) - cpu0
+		r.idleCPUPerSession = idleCPU / time.Duration(size) * time.Second / cfg.idle
 		rss, heap, g, err := memory(ctx, nodes)
 		if err != nil {
 			return err
@@ -243,6 +247,7 @@ func run(ctx context.Context, cfg config) error {
 			before[i] = st.Seq
 		}
 		cpu0 = nodesCPU(nodes)
+		began := time.Now()
 		for _, c := range batch {
 			if err := c.Call(ctx, "sendMessage", map[string]any{"sessionId": c.Session, "text": "go"}, nil); err != nil {
 				return err
@@ -262,12 +267,14 @@ func run(ctx context.Context, cfg config) error {
 			return fmt.Errorf("%d of %d sessions streaming at %d open did not end; the nodes' warnings:\n%s", hung, len(batch), size, warnings(nodes))
 		}
 		cpu := nodesCPU(nodes) - cpu0
+		idleShare := time.Duration(float64(idleCPU) * float64(time.Since(began)) / float64(cfg.idle))
 		for _, c := range batch {
 			c.OnEvent(nil)
 		}
 		r.deltas = lat.count()
 		if r.deltas > 0 {
 			r.cpuPerDelta = cpu / time.Duration(r.deltas)
+			r.marginalCPUPerDelta = max(0, cpu-idleShare) / time.Duration(r.deltas)
 		}
 		r.p50, r.p99 = lat.pct(0.5), lat.pct(0.99)
 		r.lost = check(ctx, nodes, batch, cfg.chunks)
@@ -280,9 +287,9 @@ func run(ctx context.Context, cfg config) error {
 		if w := warnings(nodes); w != "" {
 			fmt.Printf("  the nodes' warnings so far:\n%s", w)
 		}
-		fmt.Printf("  %7d %9d %9.1f KB %9.1f KB %11.2f %11.1f µs %9.1f µs %10v %10v %9d %5d\n",
+		fmt.Printf("  %7d %9d %9.1f KB %9.1f KB %11.2f %11.1f µs %9.1f µs %9.1f µs %10v %10v %9d %5d\n",
 			r.open, r.streamed, r.rssPerSession/1e3, r.heapPerSession/1e3, r.goroutinesPerSession,
-			float64(r.idleCPUPerSession.Nanoseconds())/1e3, float64(r.cpuPerDelta.Nanoseconds())/1e3,
+			float64(r.idleCPUPerSession.Nanoseconds())/1e3, float64(r.cpuPerDelta.Nanoseconds())/1e3, float64(r.marginalCPUPerDelta.Nanoseconds())/1e3,
 			r.p50.Round(100*time.Microsecond), r.p99.Round(100*time.Microsecond), r.deltas, r.lost)
 	}
 	first, last := rows[0], rows[len(rows)-1]
@@ -292,15 +299,16 @@ func run(ctx context.Context, cfg config) error {
 		}
 		return fmt.Sprintf("%.2f×", b/a)
 	}
-	fmt.Printf("  growth %d → %d sessions: RSS/session %s, heap/session %s, CPU/delta %s, p50 %s, p99 %s\n",
-		first.open, last.open, ratio(first.rssPerSession, last.rssPerSession), ratio(first.heapPerSession, last.heapPerSession),
-		ratio(float64(first.cpuPerDelta), float64(last.cpuPerDelta)), ratio(float64(first.p50), float64(last.p50)), ratio(float64(first.p99), float64(last.p99)))
-	if len(rows) > 2 {
-		mid := rows[len(rows)-2]
-		fmt.Printf("  growth %d → %d sessions: RSS/session %s, heap/session %s, CPU/delta %s\n",
-			mid.open, last.open, ratio(mid.rssPerSession, last.rssPerSession), ratio(mid.heapPerSession, last.heapPerSession),
-			ratio(float64(mid.cpuPerDelta), float64(last.cpuPerDelta)))
+	for i := 1; i < len(rows); i++ {
+		a, b := rows[i-1], rows[i]
+		fmt.Printf("  growth %d → %d sessions: RSS/session %s, heap/session %s, CPU/delta %s (w/o idle %s), p50 %s, p99 %s\n",
+			a.open, b.open, ratio(a.rssPerSession, b.rssPerSession), ratio(a.heapPerSession, b.heapPerSession),
+			ratio(float64(a.cpuPerDelta), float64(b.cpuPerDelta)), ratio(float64(a.marginalCPUPerDelta), float64(b.marginalCPUPerDelta)),
+			ratio(float64(a.p50), float64(b.p50)), ratio(float64(a.p99), float64(b.p99)))
 	}
+	fmt.Printf("  growth %d → %d sessions: RSS/session %s, heap/session %s, CPU/delta %s (w/o idle %s)\n",
+		first.open, last.open, ratio(first.rssPerSession, last.rssPerSession), ratio(first.heapPerSession, last.heapPerSession),
+		ratio(float64(first.cpuPerDelta), float64(last.cpuPerDelta)), ratio(float64(first.marginalCPUPerDelta), float64(last.marginalCPUPerDelta)))
 	lost := 0
 	for _, r := range rows {
 		lost += r.lost
@@ -320,6 +328,7 @@ func run(ctx context.Context, cfg config) error {
 // warnings counts the nodes' warning and error lines by message.
 func warnings(nodes []*node) string {
 	count := map[string]int{}
+	sample := map[string]string{}
 	for _, n := range nodes {
 		for _, line := range strings.Split(n.Stderr(), "\n") {
 			if !strings.Contains(line, "level=WARN") && !strings.Contains(line, "level=ERROR") {
@@ -337,11 +346,14 @@ func warnings(nodes []*node) string {
 				}
 			}
 			count[n.ID+": "+msg]++
+			if _, ok := sample[n.ID+": "+msg]; !ok {
+				sample[n.ID+": "+msg] = line[:min(len(line), 400)]
+			}
 		}
 	}
 	var b strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(count)) {
-		fmt.Fprintf(&b, "  %6d × %s\n", count[k], k)
+		fmt.Fprintf(&b, "  %6d × %s\n         e.g. %s\n", count[k], k, sample[k])
 	}
 	return b.String()
 }
