@@ -62,11 +62,8 @@ func (l *serverLog) Fatalf(format string, v ...any) { l.add(format, v...) }
 // node given a password in its --nats URL is warned, and its log shows
 // the URL redacted.
 func TestSecretsKept(t *testing.T) {
-	// Not parallel: the NATS configuration takes its passwords from the
-	// server's environment, which is this process's.
+	t.Parallel()
 	natsPassword, appPassword := "nats-pw-4b1d7e", "app-pw-93c2aa"
-	t.Setenv("SLUICE_NATS_PASSWORD", natsPassword)
-	t.Setenv("APP_NATS_PASSWORD", appPassword)
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -82,8 +79,16 @@ func TestSecretsKept(t *testing.T) {
 	bin := testbin.Sluice(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
+	// The configuration's passwords come from the server's environment;
+	// here from variables defined before it, as a file may define them
+	// (the environment is this test process's, shared).
+	confFile := filepath.Join(t.TempDir(), "nats.conf")
+	vars := fmt.Sprintf("SLUICE_NATS_PASSWORD: %q\nAPP_NATS_PASSWORD: %q\n", natsPassword, appPassword)
+	if err := os.WriteFile(confFile, append([]byte(vars), conf...), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	var nlog serverLog
-	ns, err := natstest.StartConfig(natsConf, t.TempDir(), &nlog)
+	ns, err := natstest.StartConfig(confFile, t.TempDir(), &nlog)
 	if err != nil {
 		t.Fatal(err)
 	}
