@@ -708,7 +708,7 @@ func TestToolsDoNotSeeKeys(t *testing.T) {
 		modeltest.Response(modeltest.Start("m2"), modeltest.Text(0, "ok"), modeltest.Stop("end_turn")),
 	}}
 	s := newSession(t, p, func(o *agent.Options) {
-		o.PermissionMode, o.AllowEnv = protocol.ModeBypassPermissions, []string{"NPM_TOKEN"}
+		o.PermissionMode, o.ChildEnv = protocol.ModeBypassPermissions, agent.EnvPolicy{Include: []string{"NPM_TOKEN"}}
 	})
 	if _, err := s.Run(bg(t), "show env"); err != nil {
 		t.Fatal(err)

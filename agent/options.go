@@ -52,11 +52,11 @@ type Options struct {
 	Hooks Hooks
 	// Tools replaces the built-in tools when non-nil.
 	Tools []tool.Tool
-	// AllowEnv names environment variables that tools' commands get even
-	// though their names look secret (see the policy in the README:
-	// variables such as GITHUB_TOKEN or ANTHROPIC_API_KEY are otherwise
-	// removed from every child process's environment).
-	AllowEnv []string
+	// ChildEnv is how tools' commands (Bash, !commands, and the same in
+	// subagents) get their environment from this process's (see the
+	// policy in the README: by default variables such as GITHUB_TOKEN,
+	// ANTHROPIC_API_KEY or a DATABASE_URL with a password are removed).
+	ChildEnv EnvPolicy
 	// ExtraTools are added to the tools (MCP servers' tools, your own).
 	ExtraTools []tool.Tool
 	// Subagents, when non-nil, give the session the Agent tool (which the

@@ -267,7 +267,7 @@ func newSession(opts Options, id string) (*Session, error) {
 		opts:    opts,
 		bus:     newBus(id, protocol.Snapshot{Messages: []protocol.Message{}}),
 		tools:   ts,
-		toolEnv: tool.Env{WorkDir: wd, AllowedDirs: opts.AllowedDirs, Environ: toolEnviron(opts.AllowEnv)},
+		toolEnv: tool.Env{WorkDir: wd, AllowedDirs: opts.AllowedDirs, Environ: toolEnviron(opts.ChildEnv)},
 		wake:    make(chan struct{}, 1),
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),

@@ -54,7 +54,7 @@ func acpMain(ctx context.Context, args []string, stdio Stdio) int {
 		Logger:       log,
 		// The hooks of the project each session opens in.
 		Hooks: func(cwd string) (agent.Hooks, error) {
-			return hooks.ForProject(os.Getenv("HOME"), cwd, setup.Options.AllowEnv, log)
+			return hooks.ForProject(os.Getenv("HOME"), cwd, setup.Options.ChildEnv, log)
 		},
 	}, stdio.In, stdio.Out)
 	if err != nil && !errors.Is(err, context.Canceled) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 
 	"github.com/nats-io/nats.go"
 
@@ -25,12 +26,17 @@ type clusterNode struct {
 // sessions are stored in PostgreSQL from then on (setup's store is
 // replaced), their events in JetStream.
 func joinCluster(ctx context.Context, cf *cli.ClusterFlags, setup *cli.Setup, log *slog.Logger) (*clusterNode, error) {
+	cf.WarnCommandLine(log)
+	natsOpts, err := cf.NATSOptions(os.Getenv, log)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: NATS: %w", err)
+	}
 	pg, err := pgstore.Open(ctx, cf.Postgres)
 	if err != nil {
 		// The DSN may hold a password: it is not repeated here.
 		return nil, fmt.Errorf("cluster: PostgreSQL: %w", err)
 	}
-	nc, err := nats.Connect(cf.NATS, nats.Name("sluice "+cf.NodeID), nats.MaxReconnects(-1))
+	nc, err := nats.Connect(cf.NATS, append(natsOpts, nats.Name("sluice "+cf.NodeID), nats.MaxReconnects(-1))...)
 	if err != nil {
 		pg.Close()
 		return nil, fmt.Errorf("cluster: NATS: %w", err)

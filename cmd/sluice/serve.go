@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/sluicehq/sluice/internal/gctune"
+	"github.com/sluicehq/sluice/internal/profdump"
 	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/internal/web"
 )
@@ -53,6 +54,11 @@ func serveMain(ctx context.Context, args []string, stdio Stdio) int {
 	}
 	log := newLogger(stdio.Err, *verbose)
 	defer gctune.Floor(os.Getenv, serveHeapFloor)()
+	stopProfile, err := profdump.Start(os.Getenv)
+	if err != nil {
+		log.Warn("profiling", "err", err)
+	}
+	defer stopProfile()
 	clustered, err := cf.Resolve(os.Getenv)
 	if err != nil {
 		return fail(err)

@@ -9,6 +9,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/childenv"
 	"github.com/sluicehq/sluice/internal/hooks"
 	"github.com/sluicehq/sluice/model/modeltest"
 )
@@ -22,7 +23,7 @@ func TestHooksOfTheSessionsProject(t *testing.T) {
 	var asked []string
 	h := newHarness(t, p, harnessOpts{hooks: func(cwd string) (agent.Hooks, error) {
 		asked = append(asked, cwd)
-		return hooks.ForProject("", cwd, nil, nil)
+		return hooks.ForProject("", cwd, childenv.Policy{}, nil)
 	}})
 	settings := `{"hooks":{"UserPromptSubmit":[{"hooks":[{"type":"command","command":"cat > heard.json; echo from-the-hook"}]}]}}`
 	if err := os.MkdirAll(filepath.Join(h.work(), ".claude"), 0o755); err != nil {

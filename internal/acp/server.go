@@ -233,7 +233,7 @@ func (s *Server) sessionOptions(ctx context.Context, cwd string, dirs []string, 
 	}
 	var ms *mcp.Servers
 	if cfg != nil {
-		ms, err = mcp.Connect(ctx, cfg, &mcp.Options{Dir: cwd, Version: s.opts.Version})
+		ms, err = mcp.Connect(ctx, cfg, &mcp.Options{Dir: cwd, Version: s.opts.Version, ChildEnv: opts.ChildEnv})
 		if err != nil {
 			// The servers that started still serve; the others are the
 			// client's to fix, and the session goes on without them.

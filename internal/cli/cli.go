@@ -52,6 +52,7 @@ type AgentFlags struct {
 	ContextWindow  int
 	AutoCompact    float64
 	MCPConfigs     stringList
+	ChildEnv       ChildEnvFlags
 
 	// Set from Claude Code's flags (ClaudeFlags.ApplyTo), not flags of
 	// their own.
@@ -99,6 +100,7 @@ func (f *AgentFlags) Register(fs *flag.FlagSet) {
 	fs.IntVar(&f.ContextWindow, "context-window", 0, "the model's context window in tokens (default 200000)")
 	fs.Float64Var(&f.AutoCompact, "auto-compact", 0, "compact the session when the context passes this share of the window (default 0.85; negative: never)")
 	fs.Var(&f.MCPConfigs, "mcp-config", "MCP servers from a JSON file or string in Claude Code's format (repeatable)")
+	f.ChildEnv.Register(fs)
 }
 
 // Setup is a configured agent: its options, the provider chosen and the
@@ -129,6 +131,10 @@ func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Se
 		return nil, err
 	}
 	f.applyConfig(conf, setFlags(f.fs))
+	childEnv, err := f.ChildEnv.Policy(conf)
+	if err != nil {
+		return nil, err
+	}
 	mode := f.PermissionMode
 	if f.SkipPermissions {
 		if mode != "" && mode != string(protocol.ModeBypassPermissions) {
@@ -201,7 +207,7 @@ func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Se
 	if f.NoSettingsFiles {
 		hookSources = nil
 	}
-	hookRunner, err := hooks.NewRunner(getenv("HOME"), wd, hookSources, f.MoreHooks, conf.AllowEnv, logger)
+	hookRunner, err := hooks.NewRunner(getenv("HOME"), wd, hookSources, f.MoreHooks, childEnv, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +251,7 @@ func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Se
 			AutoCompact:      f.AutoCompact,
 			Stream:           so,
 			Store:            st,
-			AllowEnv:         conf.AllowEnv,
+			ChildEnv:         childEnv,
 			Hooks:            hookRunner.Agent(),
 			Subagents:        subagents,
 			Logger:           logger,
@@ -262,7 +268,7 @@ func (s *Setup) StartMCP(ctx context.Context) error {
 	if s.mcpConfig == nil || s.MCP != nil {
 		return nil
 	}
-	servers, err := mcp.Connect(ctx, s.mcpConfig, &mcp.Options{Dir: s.Options.WorkDir, Version: Version, AllowEnv: s.Options.AllowEnv})
+	servers, err := mcp.Connect(ctx, s.mcpConfig, &mcp.Options{Dir: s.Options.WorkDir, Version: Version, ChildEnv: s.Options.ChildEnv})
 	s.MCP = servers
 	s.Options.ExtraTools = append(s.Options.ExtraTools, servers.Tools()...)
 	return err

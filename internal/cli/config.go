@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/childenv"
 )
 
 // Config is the settings file, $SLUICE_CONFIG or
@@ -36,17 +38,21 @@ type Config struct {
 	// ProjectMemory false stops AGENTS.md and CLAUDE.md files from joining
 	// the system prompt (they do by default).
 	ProjectMemory *bool `json:"projectMemory,omitempty"`
-	// AllowEnv names environment variables that child processes (Bash
-	// commands, MCP stdio servers) get although their names look secret:
-	// by default every *TOKEN, *KEY, *SECRET*, *PASSWORD* ... variable is
-	// removed from their environment (package childenv).
+	// ChildEnv is the policy for child processes' environments (Bash
+	// commands, hooks, MCP stdio servers; package childenv).
+	ChildEnv *childenv.Policy `json:"childEnv,omitempty"`
+	// AllowEnv names environment variables that child processes get
+	// although the policy excludes them: ChildEnv's "include", kept for
+	// the settings files that have it.
 	AllowEnv []string `json:"allowEnv,omitempty"`
 
 	// Cluster mode of serve and relay (see ClusterFlags).
-	NATS     string   `json:"nats,omitempty"`
-	Postgres string   `json:"postgres,omitempty"`
-	NodeID   string   `json:"nodeId,omitempty"`
-	LeaseTTL Duration `json:"leaseTTL,omitempty"`
+	NATS         string   `json:"nats,omitempty"`
+	NATSCreds    string   `json:"natsCreds,omitempty"`
+	Postgres     string   `json:"postgres,omitempty"`
+	PostgresFile string   `json:"postgresFile,omitempty"`
+	NodeID       string   `json:"nodeId,omitempty"`
+	LeaseTTL     Duration `json:"leaseTTL,omitempty"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("90s").

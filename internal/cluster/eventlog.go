@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -72,6 +73,12 @@ func OpenLog(ctx context.Context, js jetstream.JetStream) (*Log, error) {
 		Retention: jetstream.LimitsPolicy,
 		// Long enough for a publisher's retry after a lost ack.
 		Duplicates: 2 * time.Minute,
+		// Every session a node follows (a client attached to a node that
+		// does not own it, a getMessages there) is an ordered consumer of
+		// this one stream. Unless the stream names a limit, nats-server
+		// applies its default of 1,000 consumers per stream, and the
+		// 1,001st follower failed ("maximum consumers limit reached").
+		MaxConsumers: math.MaxInt32,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: create the %s stream: %w", StreamName, err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -381,6 +383,48 @@ func TestSessionIDsMustBeSubjectTokens(t *testing.T) {
 	for _, id := range []string{"", "a.b", "a*", "a>", "a b"} {
 		if _, err := l.Writer(t.Context(), id); !errors.Is(err, ErrBadSessionID) {
 			t.Errorf("Writer(%q): %v, want ErrBadSessionID", id, err)
+		}
+	}
+}
+
+// TestFollowsPastTheServersDefaultConsumerLimit: nats-server allows 1,000
+// consumers per stream unless the stream names its own limit, and a
+// cluster follows more sessions than that at once, each with a consumer
+// of its session's subject. The server here has a default of 5, for a
+// quick test of the same rule.
+func TestFollowsPastTheServersDefaultConsumerLimit(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "nats.conf")
+	if err := os.WriteFile(conf, []byte("jetstream { limits { default_max_consumers: 5 } }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := natstest.StartConfig(conf, filepath.Join(dir, "js"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	}()
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := OpenLog(t.Context(), js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		if _, err := l.stream.CreateConsumer(t.Context(), jetstream.ConsumerConfig{
+			FilterSubject: Subject(fmt.Sprintf("s%d", i)), AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: time.Minute,
+		}); err != nil {
+			t.Fatalf("consumer %d: %v", i+1, err)
 		}
 	}
 }

@@ -86,15 +86,15 @@ func (o *Outcome) AddJSON(ev Event, doc []byte) { o.add(ev, result{stdout: doc})
 
 // ForProject is a session's hooks for a project directory: those of the
 // user's and the project's settings files (Files), run in that directory
-// with the scrubbed child environment (package childenv, allowEnv
-// passed) plus CLAUDE_PROJECT_DIR.
-func ForProject(home, projectDir string, allowEnv []string, logger *slog.Logger) (agent.Hooks, error) {
-	return ForSources(home, projectDir, AllSources, allowEnv, logger)
+// with the child environment of the policy env (package childenv) plus
+// CLAUDE_PROJECT_DIR.
+func ForProject(home, projectDir string, env childenv.Policy, logger *slog.Logger) (agent.Hooks, error) {
+	return ForSources(home, projectDir, AllSources, env, logger)
 }
 
 // ForSources is ForProject reading only the given settings sources.
-func ForSources(home, projectDir string, sources []Source, allowEnv []string, logger *slog.Logger) (agent.Hooks, error) {
-	r, err := NewRunner(home, projectDir, sources, nil, allowEnv, logger)
+func ForSources(home, projectDir string, sources []Source, env childenv.Policy, logger *slog.Logger) (agent.Hooks, error) {
+	r, err := NewRunner(home, projectDir, sources, nil, env, logger)
 	if err != nil {
 		return agent.Hooks{}, err
 	}
@@ -103,7 +103,7 @@ func ForSources(home, projectDir string, sources []Source, allowEnv []string, lo
 
 // NewRunner is the Runner of ForSources, with the hooks of more (Claude
 // Code's --settings) after those of the files.
-func NewRunner(home, projectDir string, sources []Source, more Config, allowEnv []string, logger *slog.Logger) (*Runner, error) {
+func NewRunner(home, projectDir string, sources []Source, more Config, env childenv.Policy, logger *slog.Logger) (*Runner, error) {
 	conf, err := Load(SourceFiles(home, projectDir, sources)...)
 	if err != nil {
 		return nil, fmt.Errorf("hooks: %w", err)
@@ -113,6 +113,6 @@ func NewRunner(home, projectDir string, sources []Source, more Config, allowEnv 
 	}
 	return &Runner{
 		Config: conf, Dir: projectDir, Logger: logger,
-		Environ: childenv.Environ(os.Environ(), allowEnv, map[string]string{"CLAUDE_PROJECT_DIR": projectDir}),
+		Environ: env.Environ(os.Environ(), map[string]string{"CLAUDE_PROJECT_DIR": projectDir}),
 	}, nil
 }

@@ -45,7 +45,7 @@ type process struct {
 // secret-looking variables passed anyway) plus sc.Env, passed as written.
 // waitDelay bounds how long Wait keeps reading stderr after the guard has
 // exited, for descendants that left the group holding it.
-func startProcess(sc ServerConfig, dir string, allow []string, waitDelay time.Duration) (*process, error) {
+func startProcess(sc ServerConfig, dir string, env childenv.Policy, waitDelay time.Duration) (*process, error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -58,7 +58,7 @@ func startProcess(sc ServerConfig, dir string, allow []string, waitDelay time.Du
 		inW.Close()
 		return nil, err
 	}
-	cmd.Env = childenv.Environ(os.Environ(), allow, sc.Env)
+	cmd.Env = env.Environ(os.Environ(), sc.Env)
 	p := &process{cmd: cmd, stderr: &tail{max: stderrKeep}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	cmd.WaitDelay = waitDelay

@@ -14,6 +14,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sluicehq/sluice/internal/childenv"
 	"github.com/sluicehq/sluice/tool"
 )
 
@@ -49,10 +50,9 @@ type Options struct {
 	// MaxOutput bounds each call's result in bytes; 0 means
 	// DefaultMaxOutput. Progress messages stream regardless.
 	MaxOutput int
-	// AllowEnv names the secret-looking environment variables stdio
-	// servers get anyway (package childenv); a server's own Env is always
-	// passed.
-	AllowEnv []string
+	// ChildEnv is the policy for stdio servers' environments (package
+	// childenv); a server's own Env is always passed.
+	ChildEnv childenv.Policy
 }
 
 // ServerError reports a server that could not be started or used. Its
@@ -238,7 +238,7 @@ func connectServer(ctx context.Context, name string, sc ServerConfig, o *Options
 	var transport sdk.Transport
 	switch sc.Type {
 	case TypeStdio:
-		p, err := startProcess(sc, o.Dir, o.AllowEnv, o.StopGrace)
+		p, err := startProcess(sc, o.Dir, o.ChildEnv, o.StopGrace)
 		if err != nil {
 			cancel()
 			return nil, nil, []error{s.describe(err)}

@@ -19,6 +19,7 @@ import (
 	"github.com/coder/websocket"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sluicehq/sluice/internal/childenv"
 	"github.com/sluicehq/sluice/tool"
 )
 
@@ -445,7 +446,7 @@ func TestServerEnvironment(t *testing.T) {
 	t.Setenv("SLUICE_PLAIN", "plain")
 	s, err := connect(t, map[string]ServerConfig{
 		"test": testServer(t, modeTools, map[string]string{"SERVER_API_KEY": "given"}),
-	}, &Options{AllowEnv: []string{"NPM_TOKEN"}})
+	}, &Options{ChildEnv: childenv.Policy{Include: []string{"NPM_TOKEN"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

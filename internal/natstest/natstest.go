@@ -14,13 +14,31 @@ import (
 // Start starts a server storing its streams under dir and returns it once
 // it accepts connections. Shutdown stops it.
 func Start(dir string) (*server.Server, error) {
-	s, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: server.RANDOM_PORT,
-		JetStream: true, StoreDir: dir,
-		NoLog: true, NoSigs: true,
-	})
+	return start(&server.Options{}, dir, nil)
+}
+
+// StartConfig is Start with the configuration file conf (accounts, users,
+// permissions: what a deployment's server reads), its listen address and
+// store replaced by a free loopback port and dir. The server logs to log,
+// when given (its errors include every permissions violation).
+func StartConfig(conf, dir string, log server.Logger) (*server.Server, error) {
+	opts, err := server.ProcessConfigFile(conf)
 	if err != nil {
 		return nil, err
+	}
+	return start(opts, dir, log)
+}
+
+func start(opts *server.Options, dir string, log server.Logger) (*server.Server, error) {
+	opts.Host, opts.Port = "127.0.0.1", server.RANDOM_PORT
+	opts.JetStream, opts.StoreDir = true, dir
+	opts.NoLog, opts.NoSigs = log == nil, true
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return nil, err
+	}
+	if log != nil {
+		s.SetLogger(log, false, false)
 	}
 	go s.Start()
 	// Generous: a loaded CI machine may take seconds to start JetStream.

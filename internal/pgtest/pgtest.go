@@ -14,6 +14,8 @@ package pgtest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -200,6 +202,9 @@ func start() (*server, error) {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return fail("initdb", fmt.Errorf("%v\n%s", err, out))
 	}
+	if err := requirePasswords(filepath.Join(data, "pg_hba.conf")); err != nil {
+		return fail("pg_hba.conf", err)
+	}
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return fail("log", err)
@@ -265,6 +270,69 @@ func postgresUser() (*syscall.Credential, error) {
 		return nil, fmt.Errorf("pgtest: postgres user: %w", err)
 	}
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// passwordRole is the group whose members must give their password
+// (PasswordDSN); every other role is trusted.
+const passwordRole = "password_users"
+
+// requirePasswords puts a line before initdb's "trust" ones: the members
+// of passwordRole log in with a SCRAM password.
+func requirePasswords(hba string) error {
+	conf, err := os.ReadFile(hba)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(hba, append([]byte("local all +"+passwordRole+" scram-sha-256\n"), conf...), 0o600)
+}
+
+// PasswordDSN is DSN for a role that must log in with a password: it
+// returns the connection string of a new, empty database without the
+// password (dsn), and the password, which the client must give some
+// other way (PGPASSWORD, a passfile).
+func PasswordDSN(t testing.TB) (dsn, password string) {
+	t.Helper()
+	s, err := get()
+	if err != nil {
+		if skip(err, os.Getenv(RequireEnv) == "1") {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	dsn, password, err = s.passwordDatabase()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dsn, password
+}
+
+func (s *server) passwordDatabase() (string, string, error) {
+	n := dbs.Add(1)
+	db, role := fmt.Sprintf("t%d", n), fmt.Sprintf("u%d", n)
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", "", err
+	}
+	password := "pw-" + hex.EncodeToString(b[:])
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, s.dsn("postgres"))
+	if err != nil {
+		return "", "", err
+	}
+	defer conn.Close(ctx)
+	for _, sql := range []string{
+		// Tests run in parallel: the group is made once, by whichever
+		// comes first.
+		`DO $$ BEGIN CREATE ROLE ` + passwordRole + `; EXCEPTION WHEN duplicate_object THEN NULL; END $$`,
+		fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s' IN ROLE %s", role, password, passwordRole),
+		fmt.Sprintf("CREATE DATABASE %s OWNER %s", db, role),
+	} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			return "", "", err
+		}
+	}
+	return fmt.Sprintf("host=%s port=5432 user=%s dbname=%s sslmode=disable", s.dir, role, db), password, nil
 }
 
 func (s *server) dsn(db string) string {

@@ -61,3 +61,27 @@ func TestStartStop(t *testing.T) {
 		t.Error("connected after Stop")
 	}
 }
+
+// TestPasswordDSN: the role of PasswordDSN is refused without its password
+// and let in with it.
+func TestPasswordDSN(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn, password := PasswordDSN(t)
+	if conn, err := pgx.Connect(ctx, dsn); err == nil {
+		conn.Close(ctx)
+		t.Fatal("connected without the password")
+	}
+	if conn, err := pgx.Connect(ctx, dsn+" password=wrong"); err == nil {
+		conn.Close(ctx)
+		t.Fatal("connected with a wrong password")
+	}
+	conn, err := pgx.Connect(ctx, dsn+" password="+password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE TABLE t (x int)"); err != nil {
+		t.Fatalf("the role cannot use its database: %v", err)
+	}
+}

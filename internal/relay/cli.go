@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/childenv"
 	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/sluicehq/sluice/internal/cluster"
 	"github.com/sluicehq/sluice/internal/hooks"
@@ -167,6 +168,9 @@ type runFlags struct {
 	breakerFailures, dailyBudget                                                    int
 	webhookURL, webhookListen                                                       string
 	cluster                                                                         cli.ClusterFlags
+	childEnv                                                                        cli.ChildEnvFlags
+	// env is the child-environment policy: settings with childEnv's flags.
+	env childenv.Policy
 }
 
 func runMain(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
@@ -205,6 +209,7 @@ func runMain(ctx context.Context, name string, args []string, stdout, stderr io.
 		fs.StringVar(&f.webhookListen, "webhook-listen", "127.0.0.1:8443", "address the webhook server listens on")
 	}
 	f.cluster.Register(fs)
+	f.childEnv.Register(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -213,6 +218,12 @@ func runMain(ctx context.Context, name string, args []string, stdout, stderr io.
 		return 2
 	}
 	clustered, err := f.cluster.Resolve(os.Getenv)
+	if err == nil {
+		var conf cli.Config
+		if conf, err = cli.LoadConfig(cli.ConfigPath(os.Getenv)); err == nil {
+			f.env, err = f.childEnv.Policy(conf)
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice relay %s: %v\n", name, err)
 		return 2
@@ -258,7 +269,12 @@ func run(ctx context.Context, name string, f runFlags, clustered bool, pacing de
 			st, err = store.Open(ctx, filepath.Join(f.stateDir, name+".db"))
 			return err
 		}
-		if nc, err = nats.Connect(f.cluster.NATS, nats.Name("sluice relay "+f.cluster.NodeID), nats.MaxReconnects(-1)); err != nil {
+		f.cluster.WarnCommandLine(log)
+		natsOpts, err := f.cluster.NATSOptions(os.Getenv, log)
+		if err != nil {
+			return fmt.Errorf("cluster: NATS: %w", err)
+		}
+		if nc, err = nats.Connect(f.cluster.NATS, append(natsOpts, nats.Name("sluice relay "+f.cluster.NodeID), nats.MaxReconnects(-1))...); err != nil {
 			return fmt.Errorf("cluster: NATS: %w", err)
 		}
 		if pg, err = pgstore.Open(ctx, f.cluster.Postgres); err != nil {
@@ -466,14 +482,14 @@ func setUpAgent(f runFlags, pg *pgstore.Store, log *slog.Logger) (agentSetup, er
 		sessions = sessionstore.NewJSONL(root)
 	}
 	// The user's command hooks, as every face of sluice runs them.
-	hks, err := hooks.ForProject(os.Getenv("HOME"), a.workDir, nil, log)
+	hks, err := hooks.ForProject(os.Getenv("HOME"), a.workDir, f.env, log)
 	if err != nil {
 		return a, err
 	}
 	a.options = func(dir string) agent.Options {
 		return agent.Options{
 			Provider: sel.Provider, Model: sel.Model, WorkDir: dir, PermissionMode: mode,
-			Stream: sel.StreamOptions, Store: sessions, Logger: log, Hooks: hks,
+			Stream: sel.StreamOptions, Store: sessions, Logger: log, Hooks: hks, ChildEnv: f.env,
 		}
 	}
 	return a, nil

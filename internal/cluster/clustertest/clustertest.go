@@ -34,6 +34,11 @@ type NodeConfig struct {
 	LeaseTTL time.Duration
 	// Verbose makes the nodes log at debug level.
 	Verbose bool
+	// Env is added to the nodes' environment (credentials: NATS_USER,
+	// PGPASSWORD, ...) and Args to their command line (--postgres-file).
+	// Without Postgres, a node with NATS is given no --postgres.
+	Env  []string
+	Args []string
 }
 
 // Node is one `sluice serve` process.
@@ -55,14 +60,19 @@ func Start(ctx context.Context, cfg NodeConfig, id string) (*Node, error) {
 		args = append(args, "--verbose")
 	}
 	if cfg.NATS != "" { // else a single process with its sessions in files
-		args = append(args, "--nats", cfg.NATS, "--postgres", cfg.Postgres, "--node-id", id)
+		args = append(args, "--nats", cfg.NATS, "--node-id", id)
+		if cfg.Postgres != "" {
+			args = append(args, "--postgres", cfg.Postgres)
+		}
 	}
+	args = append(args, cfg.Args...)
 	if cfg.LeaseTTL > 0 && cfg.NATS != "" {
 		args = append(args, "--lease-ttl", cfg.LeaseTTL.String())
 	}
 	cmd := exec.Command(cfg.Bin, args...)
 	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=clustertest", "ANTHROPIC_AUTH_TOKEN=",
 		"ANTHROPIC_BASE_URL="+cfg.ModelURL, "SLUICE_HOME="+cfg.Home, "SLUICE_CONFIG=/nonexistent")
+	cmd.Env = append(cmd.Env, cfg.Env...)
 	cmd.Dir = cfg.Home
 	n := &Node{ID: id, cmd: cmd, done: make(chan struct{})}
 	cmd.Stderr = lockedWriter{n}
@@ -105,6 +115,9 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	defer w.n.mu.Unlock()
 	return w.n.stderr.Write(p)
 }
+
+// PID is the node's process id.
+func (n *Node) PID() int { return n.cmd.Process.Pid }
 
 // Stderr is what the node logged.
 func (n *Node) Stderr() string {

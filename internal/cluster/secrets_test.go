@@ -1,0 +1,249 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/sluicehq/sluice/internal/cluster/clustertest"
+	"github.com/sluicehq/sluice/internal/natstest"
+	"github.com/sluicehq/sluice/internal/pgtest"
+	"github.com/sluicehq/sluice/internal/testbin"
+	"github.com/sluicehq/sluice/internal/web/fakemodel"
+)
+
+// natsConf is the NATS configuration the README shows for a cluster: the
+// nodes' user in an account of its own, allowed the cluster's subjects
+// only.
+const natsConf = "testdata/nats-accounts.conf"
+
+// serverLog keeps what a NATS server logs at warning level and above:
+// a permissions violation is an error of the server's.
+type serverLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *serverLog) add(format string, v ...any) {
+	l.mu.Lock()
+	l.lines = append(l.lines, fmt.Sprintf(format, v...))
+	l.mu.Unlock()
+}
+
+func (l *serverLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+func (l *serverLog) Noticef(string, ...any)         {}
+func (l *serverLog) Debugf(string, ...any)          {}
+func (l *serverLog) Tracef(string, ...any)          {}
+func (l *serverLog) Warnf(format string, v ...any)  { l.add(format, v...) }
+func (l *serverLog) Errorf(format string, v ...any) { l.add(format, v...) }
+func (l *serverLog) Fatalf(format string, v ...any) { l.add(format, v...) }
+
+// TestSecretsKept runs two `sluice serve` nodes against a PostgreSQL role
+// that needs a password and a NATS server with the README's accounts and
+// permissions, the credentials given as the engines' own tools take them:
+// node a reads its connection string from --postgres-file, node b has
+// only the PG* variables; both log in to NATS with NATS_USER and
+// NATS_PASSWORD. A session streams through them, restricted as they are.
+// No password is in either node's /proc/PID/cmdline or log; a user of
+// another account receives nothing of the cluster's subjects nor reaches
+// its stream, and the nodes' user cannot subscribe outside them. A third
+// node given a password in its --nats URL is warned, and its log shows
+// the URL redacted.
+func TestSecretsKept(t *testing.T) {
+	t.Parallel()
+	natsPassword, appPassword := "nats-pw-4b1d7e", "app-pw-93c2aa"
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, err := os.ReadFile(natsConf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), string(conf)) {
+		t.Fatalf("the README does not show %s as it is", natsConf)
+	}
+
+	bin := testbin.Sluice(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	// The configuration's passwords come from the server's environment;
+	// here from variables defined before it, as a file may define them
+	// (the environment is this test process's, shared).
+	confFile := filepath.Join(t.TempDir(), "nats.conf")
+	vars := fmt.Sprintf("SLUICE_NATS_PASSWORD: %q\nAPP_NATS_PASSWORD: %q\n", natsPassword, appPassword)
+	if err := os.WriteFile(confFile, append([]byte(vars), conf...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var nlog serverLog
+	ns, err := natstest.StartConfig(confFile, t.TempDir(), &nlog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+	}()
+	dsn, pgPassword := pgtest.PasswordDSN(t)
+
+	// Another account's user listens to everything it can.
+	app, err := nats.Connect(ns.ClientURL(), nats.UserInfo("app", appPassword))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	var seen sync.Mutex
+	var leaked []string
+	for _, subj := range []string{"sluice.>", ">"} {
+		if _, err := app.Subscribe(subj, func(m *nats.Msg) {
+			seen.Lock()
+			leaked = append(leaked, m.Subject)
+			seen.Unlock()
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := app.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	answer := fakemodel.NumberedAnswer(40)
+	fm := fakemodel.New(func(fakemodel.Request) fakemodel.Answer { return fakemodel.Answer{Text: answer} })
+	defer fm.Close()
+	home := t.TempDir()
+	dsnFile := filepath.Join(t.TempDir(), "postgres")
+	if err := os.WriteFile(dsnFile, []byte(dsn+" password="+pgPassword+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	natsEnv := []string{"NATS_USER=sluice", "NATS_PASSWORD=" + natsPassword}
+	pgEnv := []string{"PGPASSWORD=" + pgPassword}
+	for _, kv := range strings.Fields(dsn) {
+		k, v, _ := strings.Cut(kv, "=")
+		name := map[string]string{"host": "PGHOST", "port": "PGPORT", "user": "PGUSER", "dbname": "PGDATABASE", "sslmode": "PGSSLMODE"}[k]
+		if name == "" {
+			t.Fatalf("unexpected %q in the DSN", kv)
+		}
+		pgEnv = append(pgEnv, name+"="+v)
+	}
+	base := clustertest.NodeConfig{Bin: bin, NATS: ns.ClientURL(), ModelURL: fm.URL(), Home: home, LeaseTTL: 2 * time.Second, Verbose: true}
+	cfgA, cfgB := base, base
+	cfgA.Args, cfgA.Env = []string{"--postgres-file", dsnFile}, natsEnv
+	cfgB.Env = append(append([]string{}, natsEnv...), pgEnv...)
+	var nodes []*clustertest.Node
+	defer func() {
+		for _, n := range nodes {
+			if _, err := n.Stop(); err != nil {
+				t.Errorf("node %s: %v\n%s", n.ID, err, n.Stderr())
+			}
+			if t.Failed() {
+				t.Logf("node %s log:\n%s", n.ID, n.Stderr())
+			}
+		}
+	}()
+	for i, cfg := range []clustertest.NodeConfig{cfgA, cfgB} {
+		n, err := clustertest.Start(ctx, cfg, fmt.Sprintf("%c", 'a'+i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+
+	own, err := clustertest.Attach(ctx, nodes[0].WS, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	other, err := clustertest.Attach(ctx, nodes[1].WS, own.Session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := other.Call(ctx, "sendMessage", map[string]any{"sessionId": other.Session, "text": "go"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Join(answer, "")
+	for _, c := range []*clustertest.Client{own, other} {
+		if err := c.WaitIdle(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+		st, err := c.State()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.Messages[len(st.Messages)-1].Text(); got != want {
+			t.Fatalf("the answer through the restricted cluster is %q, want %q", got, want)
+		}
+	}
+	if l := nlog.String(); strings.Contains(strings.ToLower(l), "violation") {
+		t.Errorf("the nodes' user was refused something it needs:\n%s", l)
+	}
+
+	// The other account saw nothing and cannot reach the stream.
+	if err := app.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	seen.Lock()
+	if len(leaked) > 0 {
+		t.Errorf("a user of another account received %d messages of the cluster: %q", len(leaked), leaked[:min(len(leaked), 5)])
+	}
+	seen.Unlock()
+	if m, err := app.Request("$JS.API.STREAM.INFO.SLUICE_SESSIONS", nil, 5*time.Second); err == nil && !strings.Contains(string(m.Data), `"error"`) {
+		t.Errorf("a user of another account reads the cluster's stream: %s", m.Data)
+	}
+
+	// The nodes' user is kept to the cluster's subjects.
+	node, err := nats.Connect(ns.ClientURL(), nats.UserInfo("sluice", natsPassword), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	if _, err := node.SubscribeSync("other.>"); err != nil {
+		t.Fatal(err)
+	}
+	if err := node.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := node.LastError(); err == nil || !strings.Contains(strings.ToLower(err.Error()), "permissions violation") {
+		t.Errorf("the nodes' user subscribed outside the cluster's subjects (last error %v)", err)
+	}
+
+	// A password on the command line is warned of and redacted in the log.
+	cfgC := base
+	cfgC.NATS = strings.Replace(ns.ClientURL(), "nats://", "nats://sluice:"+natsPassword+"@", 1)
+	cfgC.Args = []string{"--postgres-file", dsnFile}
+	c, err := clustertest.Start(ctx, cfgC, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes = append(nodes, c)
+	if !strings.Contains(c.Stderr(), "holds a password") {
+		t.Errorf("node c was not warned of the password in --nats:\n%s", c.Stderr())
+	}
+
+	for _, n := range nodes {
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", n.PID()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pw := range []string{pgPassword, natsPassword} {
+			if n != c && strings.Contains(string(cmdline), pw) {
+				t.Errorf("node %s: a password is in /proc/PID/cmdline: %q", n.ID, cmdline)
+			}
+			if strings.Contains(n.Stderr(), pw) {
+				t.Errorf("node %s logged a password", n.ID)
+			}
+		}
+	}
+}
