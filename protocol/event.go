@@ -168,12 +168,14 @@ type ToolFile struct {
 	// Text, for a read, is the text of the lines read as the model saw
 	// them, each followed by a newline where the file has one; StartLine is the first one's number (1-based), Lines how many
 	// were read and TotalLines how many the file has. FinalNewline says
-	// that the file's last line ends with a newline.
+	// that the file's last line ends with a newline; Limited that the
+	// read stopped at its limit of lines or of output.
 	Text         string `json:"text,omitempty"`
 	StartLine    int    `json:"startLine,omitempty"`
 	Lines        int    `json:"lines,omitempty"`
 	TotalLines   int    `json:"totalLines,omitempty"`
 	FinalNewline bool   `json:"finalNewline,omitempty"`
+	Limited      bool   `json:"limited,omitempty"`
 	// Original, for a change, is the file's text before the call; Created
 	// says that there was no file.
 	Original string `json:"original,omitempty"`

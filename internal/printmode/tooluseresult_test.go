@@ -65,60 +65,85 @@ func TestBashToolUseResultAsClaudeCode(t *testing.T) {
 }
 
 // Read, Write and Edit calls' tool_use_result objects are Claude Code's
-// (testdata/claude-code/tool_use_results.json), made from what the tools
-// read and changed: the same keys and values, the paths aside. Write over
-// a file, which the recording lacks, gives its update object.
+// (testdata/claude-code/tool_use_results*.json), made from what the tools
+// read and changed: the same keys and values, the paths aside.
 func TestFileToolUseResultsAsClaudeCode(t *testing.T) {
 	t.Parallel()
-	var cc struct {
-		StreamJSON ccLines `json:"stream_json"`
+	for _, c := range []struct {
+		name, recording string
+		calls           []string
+		// compare maps a call's index to its result's in the recording.
+		compare map[int]int
+	}{
+		{
+			name: "read, create, edit", recording: "tool_use_results.json",
+			calls: []string{
+				`tool:Read:{"file_path":"hello.txt"}`,
+				`tool:Write:{"file_path":"new.txt","content":"one\ntwo\n"}`,
+				`tool:Edit:{"file_path":"hello.txt","old_string":"world","new_string":"there"}`,
+			},
+			compare: map[int]int{0: 1, 1: 2, 2: 3}, // the recording's first call is Bash's
+		},
+		{
+			name: "part of a file, update", recording: "tool_use_results_update.json",
+			calls: []string{
+				`tool:Read:{"file_path":"hello.txt","offset":2,"limit":1}`,
+				`tool:Edit:{"file_path":"hello.txt","old_string":"world","new_string":"there"}`,
+				`tool:Write:{"file_path":"hello.txt","content":"hello\nthere\nagain\n"}`,
+			},
+			// The Edit's result there adds contentNotInModelContext: the
+			// model had read part of the file only.
+			compare: map[int]int{0: 0, 2: 2},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			want := recordedToolUseResults(t, c.recording, dir)
+			got := fileToolUseResults(t, dir, c.calls)
+			for i, j := range c.compare {
+				if !reflect.DeepEqual(got[i], want[j]) {
+					g, _ := json.Marshal(got[i])
+					w, _ := json.Marshal(want[j])
+					t.Errorf("call %d (%s): tool_use_result\n%s\nClaude Code's\n%s", i+1, c.calls[i], g, w)
+				}
+			}
+		})
 	}
-	data, err := os.ReadFile(filepath.Join("testdata", "claude-code", "tool_use_results.json"))
+}
+
+// recordedToolUseResults is the tool_use_result of each user line of a
+// recording, its working directory replaced by dir.
+func recordedToolUseResults(t *testing.T, name, dir string) []any {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "claude-code", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	// The recording ran in /home/user/work; here the files are in dir.
 	data = bytes.ReplaceAll(data, []byte("/home/user/work"), []byte(filepath.ToSlash(dir)))
+	var cc struct {
+		StreamJSON ccLines `json:"stream_json"`
+	}
 	if err := json.Unmarshal(data, &cc); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]any{}
+	var rs []any
 	for _, l := range cc.StreamJSON.Lines {
-		if l["type"] != "assistant" {
-			continue
-		}
-		for _, b := range l["message"].(map[string]any)["content"].([]any) {
-			if b := b.(map[string]any); b["type"] == "tool_use" {
-				want[b["id"].(string)] = b["name"]
-			}
+		if l["type"] == "user" {
+			rs = append(rs, l["tool_use_result"])
 		}
 	}
-	byTool := map[string]any{}
-	for _, l := range cc.StreamJSON.Lines {
-		if l["type"] != "user" {
-			continue
-		}
-		id := l["message"].(map[string]any)["content"].([]any)[0].(map[string]any)["tool_use_id"].(string)
-		byTool[want[id].(string)] = l["tool_use_result"]
-	}
-	update := map[string]any{
-		"type": "update", "filePath": filepath.Join(dir, "hello.txt"), "content": "hello\nthere\nagain\n",
-		"structuredPatch": []any{map[string]any{
-			"oldStart": 1.0, "oldLines": 2.0, "newStart": 1.0, "newLines": 3.0,
-			"lines": []any{" hello", " there", "+again"},
-		}},
-		"originalFile": "hello\nthere\n", "userModified": false,
-	}
+	return rs
+}
+
+// fileToolUseResults runs the calls in dir, which holds hello.txt as in
+// the recordings, and returns each one's tool_use_result.
+func fileToolUseResults(t *testing.T, dir string, calls []string) []any {
+	t.Helper()
 	if err := os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hello\nworld\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := printmodetest.NewServer(printmodetest.Anthropic, answers(t,
-		`tool:Read:{"file_path":"hello.txt"}`,
-		`tool:Write:{"file_path":"new.txt","content":"one\ntwo\n"}`,
-		`tool:Edit:{"file_path":"hello.txt","old_string":"world","new_string":"there"}`,
-		`tool:Write:{"file_path":"hello.txt","content":"hello\nthere\nagain\n"}`,
-		"say:done"))
+	srv, err := printmodetest.NewServer(printmodetest.Anthropic, answers(t, append(calls, "say:done")...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,24 +161,14 @@ func TestFileToolUseResultsAsClaudeCode(t *testing.T) {
 	if code := Run(t.Context(), sess, "run them", Config{OutputFormat: FormatStreamJSON, Stdout: &stdout, Stderr: &stderr}); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	expect := []struct {
-		tool string
-		want any
-	}{{"Read", byTool["Read"]}, {"Write", byTool["Write"]}, {"Edit", byTool["Edit"]}, {"Write", update}}
 	var got []any
 	for _, l := range lines(t, stdout.String()) {
 		if l["type"] == "user" {
 			got = append(got, l["tool_use_result"])
 		}
 	}
-	if len(got) != len(expect) {
-		t.Fatalf("%d tool results, want %d:\n%s", len(got), len(expect), stdout.String())
+	if len(got) != len(calls) {
+		t.Fatalf("%d tool results, want %d:\n%s", len(got), len(calls), stdout.String())
 	}
-	for i, e := range expect {
-		if !reflect.DeepEqual(got[i], e.want) {
-			g, _ := json.Marshal(got[i])
-			w, _ := json.Marshal(e.want)
-			t.Errorf("%s call %d: tool_use_result\n%s\nClaude Code's\n%s", e.tool, i+1, g, w)
-		}
-	}
+	return got
 }

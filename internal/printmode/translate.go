@@ -566,16 +566,16 @@ func fileResult(name, params string, f *protocol.ToolFile) any {
 	switch name {
 	case "Read":
 		// Claude Code splits the text at newlines: a file that ends with
-		// one has an empty last line, and the lines read are joined
-		// with newlines, so that an end within the file has none.
+		// one has an empty last line, which a read to the end includes,
+		// and the lines read are joined with newlines.
 		r := readFile{FilePath: f.Path, Content: f.Text, NumLines: f.Lines, StartLine: f.StartLine, TotalLines: f.TotalLines}
 		if f.FinalNewline {
 			r.TotalLines++
 		}
-		if f.StartLine+f.Lines-1 < f.TotalLines {
-			r.Content = strings.TrimSuffix(r.Content, "\n")
-		} else if f.FinalNewline {
+		if f.FinalNewline && !f.Limited {
 			r.NumLines++
+		} else {
+			r.Content = strings.TrimSuffix(r.Content, "\n")
 		}
 		return readResult{Type: "text", File: r}
 	case "Write":

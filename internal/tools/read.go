@@ -160,7 +160,8 @@ func (r *Read) Run(ctx context.Context, env *tool.Env, params json.RawMessage, _
 	return tool.Result{
 		Content: content, Summary: "Read " + plural(shown, "line"),
 		File: &protocol.ToolFile{
-			Path: path, Text: text.String(), StartLine: start, Lines: shown, TotalLines: total, FinalNewline: ended,
+			Path: path, Text: text.String(), StartLine: start, Lines: shown, TotalLines: total,
+			FinalNewline: ended, Limited: shown == limit || capped,
 		},
 	}, nil
 }
