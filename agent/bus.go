@@ -294,6 +294,14 @@ func eventSize(ev protocol.Event) int {
 		if e.Result != nil {
 			n += len(*e.Result)
 		}
+		if f := e.File; f != nil {
+			n += len(f.Text) + len(f.Original)
+			for _, h := range f.Patch {
+				for _, l := range h.Lines {
+					n += len(l)
+				}
+			}
+		}
 		return n
 	case protocol.UserMessageAdded:
 		return overhead + messageSize(e.Message)

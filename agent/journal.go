@@ -144,6 +144,12 @@ func (j *journal) addEvent(ev protocol.Event) {
 		}
 		return
 	}
+	if e, ok := ev.(protocol.ToolBlockUpdated); ok && e.File != nil {
+		// The file data is for the live faces, not the block: it is not
+		// kept.
+		e.File = nil
+		ev = e
+	}
 	ev = protocol.Plain(ev)
 	if n > 0 && j.pending[n-1].ev != nil && eventSize(j.pending[n-1].ev) < journalMergeMax {
 		if m, ok := j.merger.Merge(j.pending[n-1].ev, ev); ok {

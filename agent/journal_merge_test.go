@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -178,5 +179,30 @@ func TestJournalKeepsRunsApart(t *testing.T) {
 				t.Errorf("the journal's events reduce to\n%+v\nthe published ones to\n%+v", got, want)
 			}
 		})
+	}
+}
+
+// A file tool's end event keeps its file data off the journal: it is for
+// the live faces, not part of the block, and would make the session file
+// hold every file read or changed.
+func TestJournalLeavesOutToolFile(t *testing.T) {
+	t.Parallel()
+	const original = "the file's whole text\n"
+	log := &memLog{}
+	j := newJournal(log)
+	ok, result := true, "done"
+	j.addEvent(protocol.ToolBlockUpdated{
+		Header: protocol.Header{SessionID: "s", Seq: 1}, MessageID: "m", ToolID: "t1", Name: "Edit",
+		Stage: protocol.StageEnd, Result: &result, Success: &ok,
+		File: &protocol.ToolFile{Path: "/w/a.txt", Original: original, Patch: []protocol.Hunk{{OldStart: 1, OldLines: 1, NewStart: 1, NewLines: 1, Lines: []string{"-a", "+b"}}}},
+	})
+	if err := j.close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(log.lines) != 1 {
+		t.Fatalf("%d records, want 1", len(log.lines))
+	}
+	if line := string(log.lines[0]); strings.Contains(line, original) || strings.Contains(line, `"file"`) || !strings.Contains(line, `"result":"done"`) {
+		t.Errorf("journal record %s: want the end event without its file data", line)
 	}
 }

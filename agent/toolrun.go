@@ -161,6 +161,9 @@ func (s *Session) execTool(ctx context.Context, msgID string, c toolCall) (model
 	}
 	end.Result = &content
 	end.Success = &success
+	if success {
+		end.File = r.File
+	}
 	end.ShortResult = r.Summary
 	if end.ShortResult == "" {
 		end.ShortResult = tools.ShortResult(content, shortResultLines, shortResultBytes)

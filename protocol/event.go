@@ -155,6 +155,46 @@ type ToolBlockUpdated struct {
 	// for a new file, a file that is not text or one over the agent's
 	// bound (then a face knows only the new content).
 	OldText string `json:"oldText,omitempty"`
+	// File, on end only, is what a file tool read or changed, as data for
+	// a face that shows it so (print mode's tool_use_result). It is not
+	// part of the block: a snapshot or a replayed session does not have it.
+	File *ToolFile `json:"file,omitempty"`
+}
+
+// ToolFile is what a call of a file tool (Read, Write, Edit) read or
+// changed.
+type ToolFile struct {
+	// Path is the file's absolute path.
+	Path string `json:"path"`
+	// Text, for a read, is the text of the lines read as the model saw
+	// them, each followed by a newline where the file has one; StartLine is the first one's number (1-based), Lines how many
+	// were read and TotalLines how many the file has. FinalNewline says
+	// that the file's last line ends with a newline; Limited that the
+	// read stopped at its limit of lines or of output.
+	Text         string `json:"text,omitempty"`
+	StartLine    int    `json:"startLine,omitempty"`
+	Lines        int    `json:"lines,omitempty"`
+	TotalLines   int    `json:"totalLines,omitempty"`
+	FinalNewline bool   `json:"finalNewline,omitempty"`
+	Limited      bool   `json:"limited,omitempty"`
+	// Original, for a change, is the file's text before the call; Created
+	// says that there was no file.
+	Original string `json:"original,omitempty"`
+	Created  bool   `json:"created,omitempty"`
+	// Patch is the change as the hunks of a unified diff of the file's
+	// lines with three lines of context.
+	Patch []Hunk `json:"patch,omitempty"`
+}
+
+// Hunk is one hunk of a unified diff. Each of Lines is one line of the
+// file without its line end, after " " (context), "-" (removed) or "+"
+// (added); "\\ No newline at end of file" follows a last line that has none.
+type Hunk struct {
+	OldStart int      `json:"oldStart"`
+	OldLines int      `json:"oldLines"`
+	NewStart int      `json:"newStart"`
+	NewLines int      `json:"newLines"`
+	Lines    []string `json:"lines"`
 }
 
 // ErrorBlockAdded appends an error block at BlockIndex.

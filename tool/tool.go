@@ -9,6 +9,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+
+	"github.com/sluicehq/sluice/protocol"
 )
 
 // Tool is one tool the model may call.
@@ -84,6 +86,10 @@ type Result struct {
 	// (a final answer given through a tool, as print mode's
 	// StructuredOutput).
 	EndsRun bool
+	// File, from a file tool, is what the call read or changed, as data
+	// for the faces (the tool block's end event); the model sees Content
+	// only.
+	File *protocol.ToolFile
 }
 
 // ErrOutsideWorkDir is returned for a path outside the working directory

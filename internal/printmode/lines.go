@@ -165,6 +165,42 @@ type bashResult struct {
 	NoOutputExpected bool   `json:"noOutputExpected"`
 }
 
+// readResult is a Read call's tool_use_result, in Claude Code's shape
+// (testdata/claude-code/tool_use_results.json).
+type readResult struct {
+	Type string   `json:"type"` // "text"
+	File readFile `json:"file"`
+}
+
+type readFile struct {
+	FilePath   string `json:"filePath"`
+	Content    string `json:"content"`
+	NumLines   int    `json:"numLines"`
+	StartLine  int    `json:"startLine"`
+	TotalLines int    `json:"totalLines"`
+}
+
+// writeResult is a Write call's tool_use_result, in Claude Code's shape.
+type writeResult struct {
+	Type            string          `json:"type"` // "create" or "update"
+	FilePath        string          `json:"filePath"`
+	Content         string          `json:"content"`
+	StructuredPatch []protocol.Hunk `json:"structuredPatch"`
+	OriginalFile    *string         `json:"originalFile"` // null for a new file
+	UserModified    bool            `json:"userModified"`
+}
+
+// editResult is an Edit call's tool_use_result, in Claude Code's shape.
+type editResult struct {
+	FilePath        string          `json:"filePath"`
+	OldString       string          `json:"oldString"`
+	NewString       string          `json:"newString"`
+	OriginalFile    string          `json:"originalFile"`
+	StructuredPatch []protocol.Hunk `json:"structuredPatch"`
+	UserModified    bool            `json:"userModified"`
+	ReplaceAll      bool            `json:"replaceAll"`
+}
+
 // subagentResult is an Agent call's tool_use_result, in Claude Code's
 // shape: what the subagent answered and used.
 type subagentResult struct {

@@ -203,6 +203,10 @@ func (t *translator) item(it agent.Item) {
 			// Claude Code's Bash result object; its stdout holds the
 			// command's output, stderr merged in, as sluice's does.
 			shown = bashResult{Stdout: content}
+		case e.File != nil:
+			if r := fileResult(e.Name, e.Parameters, e.File); r != nil {
+				shown = r
+			}
 		}
 		if d.stopped {
 			meta.NonExecutionKind, meta.PermissionDecision, shown = "user-rejected", nil, "User rejected tool use"
@@ -546,4 +550,48 @@ func errText(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// fileResult is the tool_use_result of a file tool's call that read or
+// changed f, in Claude Code's shape (nil for another tool).
+func fileResult(name, params string, f *protocol.ToolFile) any {
+	var in struct {
+		Content    string `json:"content"`
+		OldString  string `json:"old_string"`
+		NewString  string `json:"new_string"`
+		ReplaceAll bool   `json:"replace_all"`
+	}
+	_ = json.Unmarshal([]byte(params), &in) // the tool ran: they are valid
+	patch := f.Patch
+	if patch == nil {
+		patch = []protocol.Hunk{}
+	}
+	switch name {
+	case "Read":
+		// Claude Code splits the text at newlines: a file that ends with
+		// one has an empty last line, which a read to the end includes,
+		// and the lines read are joined with newlines.
+		r := readFile{FilePath: f.Path, Content: f.Text, NumLines: f.Lines, StartLine: f.StartLine, TotalLines: f.TotalLines}
+		if f.FinalNewline {
+			r.TotalLines++
+		}
+		if f.FinalNewline && !f.Limited {
+			r.NumLines++
+		} else {
+			r.Content = strings.TrimSuffix(r.Content, "\n")
+		}
+		return readResult{Type: "text", File: r}
+	case "Write":
+		w := writeResult{Type: "create", FilePath: f.Path, Content: in.Content, StructuredPatch: patch}
+		if !f.Created {
+			w.Type, w.OriginalFile = "update", &f.Original
+		}
+		return w
+	case "Edit":
+		return editResult{
+			FilePath: f.Path, OldString: in.OldString, NewString: in.NewString, OriginalFile: f.Original,
+			StructuredPatch: patch, ReplaceAll: in.ReplaceAll,
+		}
+	}
+	return nil
 }

@@ -118,6 +118,7 @@ func (e *Edit) Run(ctx context.Context, env *tool.Env, params json.RawMessage, _
 		return tool.Result{
 			Content: fmt.Sprintf("Created %s (%s).", path, n),
 			Summary: fmt.Sprintf("Wrote %s to %s", n, rel),
+			File:    changed(path, "", in.NewString, !existed),
 		}, nil
 	}
 	if !existed {
@@ -157,6 +158,7 @@ func (e *Edit) Run(ctx context.Context, env *tool.Env, params json.RawMessage, _
 		Content: fmt.Sprintf("Edited %s: replaced %s. The first change and the lines around it:\n%s",
 			path, n, numberedLines(updated, first-snippetContext, last+snippetContext)),
 		Summary: fmt.Sprintf("Replaced %s in %s", n, rel),
+		File:    changed(path, content, updated, false),
 	}, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/sluicehq/sluice/protocol"
 	"github.com/sluicehq/sluice/tool"
 )
 
@@ -114,17 +115,17 @@ func (r *Read) Run(ctx context.Context, env *tool.Env, params json.RawMessage, _
 		return tool.Result{Content: "The file exists but is empty.", Summary: "Read 0 lines"}, nil
 	}
 
-	var sb strings.Builder
-	total, shown, capped := 0, 0, false
+	var sb, text strings.Builder
+	total, shown, capped, ended := 0, 0, false, false
 	for {
-		line, more, err := readLine(br)
+		line, more, nl, err := readLine(br)
 		if err != nil {
 			return tool.Result{}, fmt.Errorf("read: %w", err)
 		}
 		if !more {
 			break
 		}
-		total++
+		total, ended = total+1, nl
 		if total%4096 == 0 && ctx.Err() != nil {
 			return tool.Result{}, fmt.Errorf("read: %w", ctx.Err())
 		}
@@ -136,6 +137,10 @@ func (r *Read) Run(ctx context.Context, env *tool.Env, params json.RawMessage, _
 			continue
 		}
 		fmt.Fprintf(&sb, "%6d\t%s\n", total, line)
+		text.WriteString(line)
+		if nl {
+			text.WriteByte('\n')
+		}
 		shown++
 	}
 	if shown == 0 {
@@ -152,7 +157,13 @@ func (r *Read) Run(ctx context.Context, env *tool.Env, params json.RawMessage, _
 		}
 		content += fmt.Sprintf("\n\n(Showing lines %d-%d of %d%s. Pass offset=%d to read on.)", start, last, total, why, last+1)
 	}
-	return tool.Result{Content: content, Summary: "Read " + plural(shown, "line")}, nil
+	return tool.Result{
+		Content: content, Summary: "Read " + plural(shown, "line"),
+		File: &protocol.ToolFile{
+			Path: path, Text: text.String(), StartLine: start, Lines: shown, TotalLines: total,
+			FinalNewline: ended, Limited: shown == limit || capped,
+		},
+	}, nil
 }
 
 // open opens the file at path: through Files when set, else from the disk,
@@ -185,8 +196,9 @@ func (r *Read) open(ctx context.Context, path string) (io.ReadCloser, error) {
 
 // readLine reads one line without its line ending, keeping at most
 // MaxLineChars characters (and a marker when it cut some). more is false at
-// the end of the file. Memory stays bounded however long the line is.
-func readLine(br *bufio.Reader) (line string, more bool, err error) {
+// the end of the file; ended says that a newline ended the line. Memory
+// stays bounded however long the line is.
+func readLine(br *bufio.Reader) (line string, more, ended bool, err error) {
 	const keepBytes = MaxLineChars * utf8.UTFMax
 	var kept []byte
 	read := false
@@ -200,13 +212,13 @@ func readLine(br *bufio.Reader) (line string, more bool, err error) {
 			continue
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
-			return "", false, err
+			return "", false, false, err
 		}
 		if !read {
-			return "", false, nil
+			return "", false, false, nil
 		}
 		kept = bytes.TrimSuffix(bytes.TrimSuffix(kept, []byte("\n")), []byte("\r"))
-		return cutChars(string(kept), MaxLineChars), true, nil
+		return cutChars(string(kept), MaxLineChars), true, err == nil, nil
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/sluicehq/sluice/protocol"
 	"github.com/sluicehq/sluice/tool"
 )
 
@@ -83,8 +84,16 @@ func (w *Write) Run(ctx context.Context, env *tool.Env, params json.RawMessage, 
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("write: %w", err)
 	}
+	before, known := "", !existed
+	if existed {
+		before, known = w.Replaced(ctx, env, params, maxFileData)
+	}
 	if err := saveFile(ctx, w.Files, path, *in.Content, mode); err != nil {
 		return tool.Result{}, fmt.Errorf("write: %w", err)
+	}
+	var file *protocol.ToolFile
+	if known {
+		file = changed(path, before, *in.Content, !existed)
 	}
 	n := plural(countLines(*in.Content), "line")
 	verb := "Created"
@@ -94,6 +103,7 @@ func (w *Write) Run(ctx context.Context, env *tool.Env, params json.RawMessage, 
 	return tool.Result{
 		Content: fmt.Sprintf("%s %s (%s).", verb, path, n),
 		Summary: fmt.Sprintf("Wrote %s to %s", n, workRel(env, path)),
+		File:    file,
 	}, nil
 }
 

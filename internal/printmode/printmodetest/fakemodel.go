@@ -277,6 +277,8 @@ func toChunks(w io.Writer, events []json.RawMessage) error {
 //
 //	say:TEXT        a text answer (end_turn), streamed in small deltas
 //	bash:COMMAND    an answer that calls the Bash tool with COMMAND (tool_use)
+//	tool:NAME:JSON  an answer that calls tool NAME with the JSON object as
+//	                its input (tool_use)
 //	agent:PROMPT    an answer that says "Delegating." and calls the Agent tool
 //	                with PROMPT (tool_use)
 //	hang:TEXT       TEXT streamed, then the stream stays open
@@ -299,6 +301,13 @@ func ParseAnswers(specs []string) ([]Answer, error) {
 			out = append(out, Answer{Events: textAnswer(id, arg, ""), Hang: true})
 		case kind == "bash":
 			out = append(out, Answer{Events: bashAnswer(id, arg)})
+		case kind == "tool":
+			name, raw, _ := strings.Cut(arg, ":")
+			var input map[string]any
+			if err := json.Unmarshal([]byte(raw), &input); err != nil || name == "" {
+				return nil, fmt.Errorf("fake model: %q: want tool:NAME:JSON with a JSON object", spec)
+			}
+			out = append(out, Answer{Events: toolAnswer(id, "", name, input)})
 		case kind == "agent":
 			out = append(out, Answer{Events: toolAnswer(id, "Delegating.", "Agent", map[string]string{"description": "run it", "prompt": arg, "subagent_type": "general-purpose"})})
 		case kind == "status":
@@ -320,7 +329,7 @@ func ParseAnswers(specs []string) ([]Answer, error) {
 			}
 			out = append(out, Answer{Raw: data})
 		default:
-			return nil, fmt.Errorf("fake model: unknown answer %q (want say:, bash:, agent:, hang:, status:, a .ndjson or a .sse file)", spec)
+			return nil, fmt.Errorf("fake model: unknown answer %q (want say:, bash:, tool:, agent:, hang:, status:, a .ndjson or a .sse file)", spec)
 		}
 	}
 	return out, nil
@@ -415,7 +424,7 @@ func bashAnswer(id, command string) []json.RawMessage {
 
 // toolAnswer is an answer that says lead (when not empty), then calls tool
 // name with input (tool_use).
-func toolAnswer(id, lead, name string, input map[string]string) []json.RawMessage {
+func toolAnswer(id, lead, name string, input any) []json.RawMessage {
 	// As Anthropic's API does, leave <, > and & unescaped.
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
