@@ -23,6 +23,8 @@ var agentFlagGroups = []struct {
 	{"Permissions and tools", []string{"permission-mode", "dangerously-skip-permissions",
 		"allow-dangerously-skip-permissions", "allowed-tools allowedTools", "disallowed-tools disallowedTools",
 		"tools", "restricted", "mcp-config", "strict-mcp-config"}},
+	{"Child processes' environment", []string{"child-env", "child-env-exclude", "child-env-include",
+		"child-env-include-only", "child-env-set"}},
 	{"Prompt, subagents and settings", []string{"system-prompt", "system-prompt-file", "append-system-prompt",
 		"append-system-prompt-file", "agents", "agent", "settings", "setting-sources"}},
 	{"Print mode", []string{"p print", "output-format", "input-format", "include-partial-messages",
