@@ -83,8 +83,8 @@ type owned struct {
 	// the TTL, less a margin. Past it nothing more is written.
 	validUntil time.Time
 	replies    map[string][]byte // request id → answer
-	order   []string
-	jobs    map[string]rpc.Job
+	order      []string
+	jobs       map[string]rpc.Job
 }
 
 func (o *owned) currentLease() Lease {
