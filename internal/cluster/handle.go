@@ -354,6 +354,7 @@ func (h *handle) lost(o *owned, err error) {
 	h.mu.Unlock()
 	h.n.log.Warn("stopped running a session: its lease may be another node's", "session", h.id, "err", err)
 	o.stop()
+	h.n.log.Info("no longer writes the session", "session", h.id)
 	if !closed {
 		h.startFollow()
 	}

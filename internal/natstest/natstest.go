@@ -13,9 +13,13 @@ import (
 
 // Start starts a server storing its streams under dir and returns it once
 // it accepts connections. Shutdown stops it.
-func Start(dir string) (*server.Server, error) {
+func Start(dir string) (*server.Server, error) { return StartAt(dir, server.RANDOM_PORT) }
+
+// StartAt is Start on a given port: a test that stopped a server starts
+// another on the same port and store, and its clients reconnect to it.
+func StartAt(dir string, port int) (*server.Server, error) {
 	s, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: server.RANDOM_PORT,
+		Host: "127.0.0.1", Port: port,
 		JetStream: true, StoreDir: dir,
 		NoLog: true, NoSigs: true,
 	})
