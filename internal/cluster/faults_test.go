@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -137,8 +138,15 @@ func newFaultCluster(t testing.TB, ctx context.Context, sessions int, ttl time.D
 		}
 		if t.Failed() {
 			for _, n := range c.nodes {
-				if n != nil {
-					t.Logf("node %s log:\n%s", n.ID, tail(n.Stderr(), 200))
+				if n == nil {
+					continue
+				}
+				// Whole, in a file that outlives the test: the logs of a
+				// long run are too long for the test's output.
+				if f, err := os.CreateTemp("", "faults-"+n.ID+"-*.log"); err == nil {
+					f.WriteString(n.Stderr())
+					f.Close()
+					t.Logf("node %s log: %s", n.ID, f.Name())
 				}
 			}
 		}
@@ -166,11 +174,6 @@ func newFaultCluster(t testing.TB, ctx context.Context, sessions int, ttl time.D
 		c.sessions = append(c.sessions, s)
 	}
 	return c
-}
-
-func tail(s string, lines int) string {
-	l := strings.Split(s, "\n")
-	return strings.Join(l[max(0, len(l)-lines):], "\n")
 }
 
 func (c *faultCluster) startNode(i int) {
@@ -465,9 +468,6 @@ func (c *faultCluster) check(since time.Time) {
 				c.violate("session %d: getMessages from %s differs from the clients' list:\n%.400s\n%.400s", s.i, n.ID, got, ja)
 			}
 		}
-		if ev, _, _, _, _ := s.clients[0].Stats(); ev > 0 {
-			c.deltas += ev
-		}
 	}
 	c.records()
 }
@@ -507,10 +507,15 @@ func (c *faultCluster) run(next func() (fault, bool)) {
 		if !ok {
 			break
 		}
+		start := time.Now()
 		c.send()
 		c.midStream()
+		injected := time.Now()
 		c.inject(f)
-		c.check(time.Now())
+		repaired := time.Now()
+		c.check(repaired)
+		c.t.Logf("fault %d: sent and streaming in %v, fault for %v, checked in %v", c.faults,
+			injected.Sub(start).Round(time.Millisecond), repaired.Sub(injected).Round(time.Millisecond), time.Since(repaired).Round(time.Millisecond))
 		if c.t.Failed() {
 			return
 		}
@@ -520,6 +525,11 @@ func (c *faultCluster) run(next func() (fault, bool)) {
 }
 
 func (c *faultCluster) report() string {
+	c.deltas = 0
+	for _, s := range c.sessions {
+		ev, _, _, _, _ := s.clients[0].Stats()
+		c.deltas += ev
+	}
 	return fmt.Sprintf("%d faults survived, %d runs, %d deltas, %d violations", c.faults, c.runs, c.deltas, len(c.violations))
 }
 

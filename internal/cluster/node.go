@@ -367,6 +367,9 @@ func (n *Node) sweep() {
 	}
 	defer w.Stop()
 	running := map[string]sessionMeta{}
+	// Each adoption runs on its own, bounded: one that waits (on a
+	// slow stream, say) holds up no other.
+	adopting, done := map[string]bool{}, make(chan string)
 	t := time.NewTicker(max(n.cfg.LeaseTTL/4, 50*time.Millisecond))
 	defer t.Stop()
 	for {
@@ -405,8 +408,22 @@ func (n *Node) sweep() {
 				continue
 			}
 			for _, id := range orphans {
-				n.adopt(id, running[id])
+				if adopting[id] {
+					continue
+				}
+				adopting[id] = true
+				n.wg.Add(1)
+				go func() {
+					defer n.wg.Done()
+					n.adopt(id, running[id])
+					select {
+					case done <- id:
+					case <-n.ctx.Done():
+					}
+				}()
 			}
+		case id := <-done:
+			delete(adopting, id)
 		}
 	}
 }
@@ -422,15 +439,17 @@ func (n *Node) runs(id string) bool {
 // adopt takes over session id, which was running when its node stopped
 // holding its lease.
 func (n *Node) adopt(id string, m sessionMeta) {
+	ctx, cancel := context.WithTimeout(n.ctx, 2*n.cfg.LeaseTTL+10*time.Second)
+	defer cancel()
 	n.mu.Lock()
 	h := n.handles[id]
 	n.mu.Unlock()
 	if h != nil {
-		h.tryTake(n.ctx)
+		h.tryTake(ctx)
 		return
 	}
 	n.log.Info("adopting a session whose node stopped holding it mid-run", "session", id, "was", m.Node)
-	if _, err := n.Open(n.ctx, id, nil); err != nil {
+	if _, err := n.Open(ctx, id, nil); err != nil {
 		n.log.Warn("cannot adopt a session", "session", id, "err", err)
 	}
 }
