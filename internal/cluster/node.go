@@ -441,6 +441,7 @@ func (n *Node) runs(id string) bool {
 func (n *Node) adopt(id string, m sessionMeta) {
 	ctx, cancel := context.WithTimeout(n.ctx, 2*n.cfg.LeaseTTL+10*time.Second)
 	defer cancel()
+	n.log.Info("adopting a session whose node stopped holding it mid-run", "session", id, "was", m.Node)
 	n.mu.Lock()
 	h := n.handles[id]
 	n.mu.Unlock()
@@ -448,7 +449,6 @@ func (n *Node) adopt(id string, m sessionMeta) {
 		h.tryTake(ctx)
 		return
 	}
-	n.log.Info("adopting a session whose node stopped holding it mid-run", "session", id, "was", m.Node)
 	if _, err := n.Open(ctx, id, nil); err != nil {
 		n.log.Warn("cannot adopt a session", "session", id, "err", err)
 	}
