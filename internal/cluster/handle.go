@@ -204,6 +204,11 @@ func (h *handle) tryTakeErr(ctx context.Context) (bool, error) {
 // fenced by the lease too, and this node publishes from there on.
 func (h *handle) take(ctx context.Context, lease Lease, asked time.Time, m sessionMeta) error {
 	h.stopFollow()
+	// Not even a fence once the lease may have expired: this node may
+	// have been paused since it took it.
+	if !time.Now().Before(h.n.validUntil(asked)) {
+		return ErrLeaseExpired
+	}
 	if _, err := h.n.elog.Fence(ctx, h.id, lease.Epoch); err != nil {
 		return err
 	}
