@@ -545,7 +545,7 @@ func TestFaultSchedule(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
-	c := newFaultCluster(t, ctx, 20, 2*time.Second)
+	c := newFaultCluster(t, ctx, 20, 3*time.Second)
 	// PostgreSQL last: before the fixes its outage hung every run, and
 	// the faults after it would only have shown that again.
 	schedule := []fault{
