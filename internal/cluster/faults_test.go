@@ -309,7 +309,7 @@ func (c *faultCluster) inject(f fault) {
 		c.nats = ns
 	case "socket":
 		s := c.sessions[f.node]
-		to := (s.on[0] + 2) % 3
+		to := 3 - s.on[0] - s.on[1] // the third node: the two clients stay apart
 		if err := s.clients[0].Resume(c.ctx, c.nodes[to].WS); err != nil {
 			c.violate("session %d: resume after a dropped socket: %v", s.i, err)
 		}

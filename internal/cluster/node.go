@@ -360,12 +360,15 @@ func (n *Node) putMeta(ctx context.Context, id string, m sessionMeta) error {
 // them at once.
 func (n *Node) sweep() {
 	defer n.wg.Done()
-	w, err := n.meta.WatchAll(n.ctx)
-	if err != nil {
-		n.log.Error("cannot watch the sessions; an orphaned session waits for a command", "err", err)
-		return
-	}
-	defer w.Stop()
+	// The watch is made again when it ends (the NATS server restarted):
+	// its first values are the bucket as it is then.
+	var w jetstream.KeyWatcher
+	var updates <-chan jetstream.KeyValueEntry
+	defer func() {
+		if w != nil {
+			w.Stop()
+		}
+	}()
 	running := map[string]sessionMeta{}
 	// Each adoption runs on its own, bounded: one that waits (on a
 	// slow stream, say) holds up no other.
@@ -373,12 +376,24 @@ func (n *Node) sweep() {
 	t := time.NewTicker(max(n.cfg.LeaseTTL/4, 50*time.Millisecond))
 	defer t.Stop()
 	for {
+		if w == nil {
+			var err error
+			if w, err = n.meta.WatchAll(n.ctx); err != nil {
+				w = nil
+				n.log.Warn("cannot watch the sessions; an orphaned session waits for a command until the watch works", "err", err)
+			} else {
+				updates = w.Updates()
+				clear(running)
+			}
+		}
 		select {
 		case <-n.ctx.Done():
 			return
-		case e, ok := <-w.Updates():
+		case e, ok := <-updates:
 			if !ok {
-				return
+				w.Stop()
+				w, updates = nil, nil
+				continue
 			}
 			if e == nil {
 				continue // the initial values are in
