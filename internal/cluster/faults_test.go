@@ -551,7 +551,7 @@ func TestFaultSchedule(t *testing.T) {
 	schedule := []fault{
 		{kind: "kill", node: 0},
 		{kind: "pause", node: 1},
-		{kind: "nats", down: 2 * time.Second},
+		{kind: "nats", down: 4 * time.Second},
 		{kind: "socket", node: 3},
 		{kind: "postgres", down: 4 * time.Second},
 	}

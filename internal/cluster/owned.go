@@ -233,18 +233,17 @@ func isIdle(ev protocol.Event) bool {
 }
 
 // append stores ev in the log, retrying what may be a passing failure of
-// the connection for a lease TTL, and never once the lease may have
-// expired.
+// the connection (NATS restarting) for as long as the lease is surely this
+// node's: the run then goes on where it was once the log is back.
 func (o *owned) append(ev protocol.Event) error {
-	deadline := time.Now().Add(o.h.n.cfg.LeaseTTL)
 	for {
 		if !o.valid() {
 			return ErrLeaseExpired
 		}
-		ctx, cancel := context.WithTimeout(o.ctx, 5*time.Second)
+		ctx, cancel := context.WithDeadline(o.ctx, o.until())
 		err := o.w.Append(ctx, ev)
 		cancel()
-		if err == nil || errors.Is(err, ErrFenced) || o.ctx.Err() != nil || time.Now().After(deadline) {
+		if err == nil || errors.Is(err, ErrFenced) || o.ctx.Err() != nil {
 			return err
 		}
 		o.h.n.log.Warn("publishing an event failed; retrying", "session", o.h.id, "seq", ev.Head().Seq, "err", err)
