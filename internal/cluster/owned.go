@@ -110,9 +110,10 @@ func (o *owned) valid() bool { return time.Now().Before(o.until()) }
 // validUntil is when a lease asked for at asked may have expired: the
 // database starts its TTL after it was asked, so asked plus the TTL is
 // never late; the margin is for the two clocks' rates.
-func (n *Node) validUntil(asked time.Time) time.Time {
-	return asked.Add(n.cfg.LeaseTTL - n.cfg.LeaseTTL/10)
-}
+func (n *Node) validUntil(asked time.Time) time.Time { return asked.Add(n.validFor()) }
+
+// validFor is how long a lease is surely a node's after it asked for it.
+func (n *Node) validFor() time.Duration { return n.cfg.LeaseTTL - n.cfg.LeaseTTL/10 }
 
 // publish appends the agent's events to the log, in order, and applies
 // each to the mirror once stored. It has a checkpoint taken every
@@ -296,7 +297,11 @@ func (o *owned) checkpoint(cp *checkpointOf) error {
 func (o *owned) renew() {
 	defer close(o.renewed)
 	ttl := o.h.n.cfg.LeaseTTL
-	t := time.NewTimer(ttl / 3)
+	// Renewals are timed from when the lease was asked for, not from
+	// when the session started here: a slow takeover may have used most
+	// of the first TTL already.
+	next := func() time.Duration { return max(time.Until(o.until().Add(ttl/3-o.h.n.validFor())), 0) }
+	t := time.NewTimer(next())
 	defer t.Stop()
 	for {
 		select {
@@ -317,7 +322,7 @@ func (o *owned) renew() {
 			o.mu.Lock()
 			o.lease, o.validUntil = l, o.h.n.validUntil(asked)
 			o.mu.Unlock()
-			t.Reset(ttl / 3)
+			t.Reset(next())
 		case o.ctx.Err() != nil:
 			return
 		case errors.Is(err, ErrLeaseLost):
