@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 
+	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/protocol"
 )
 
@@ -18,7 +19,78 @@ import (
 func Continue(opts Options, id string, snap protocol.Snapshot) (*Session, error) {
 	// The display list the records rebuild is dropped: snap is what was
 	// published. The context, the title and the rewind marks are kept.
-	return restore(opts, id, "Continue", func([]protocol.Message) protocol.Snapshot { return snap }, Interrupted(snap))
+	return restore(opts, id, "Continue", func([]protocol.Message) protocol.Snapshot { return snap }, Interrupted(snap), &snap)
+}
+
+// cutAnswer reports whether snap's last message is an answer that
+// Interrupted ends as cut.
+func cutAnswer(snap protocol.Snapshot) bool {
+	n := len(snap.Messages)
+	if n == 0 || snap.Messages[n-1].Role != protocol.RoleAssistant {
+		return false
+	}
+	if snap.Running {
+		return true
+	}
+	for _, b := range snap.Messages[n-1].Blocks {
+		switch {
+		case (b.Type == protocol.BlockText || b.Type == protocol.BlockReasoning) && b.Stage == protocol.StageStreaming,
+			b.Type == protocol.BlockTool && b.Stage != protocol.StageEnd:
+			return true
+		}
+	}
+	return false
+}
+
+// reconcile makes the model's context say what the clients were shown.
+// The records (the store's copy) and the event log (what was shown) are
+// written apart, so a fault leaves one ahead of the other at the end: the
+// records behind when the store was down or the process died before its
+// last write, ahead when the log was down or the process died before it
+// published what it had written. shown is the truth — the next owner's
+// clients hold it — so from the first message where they part, the
+// context is dropped and rebuilt from shown: user messages and the text of
+// answers, the cut answer as a crash leaves it (crashContext). Tool calls
+// there are left out: they either never ran or their results were never
+// shown. A parting before the last compaction, rewind or clear (base) is
+// left as the records have it: the context was rebuilt there.
+func (s *Session) reconcile(display []protocol.Message, recorded map[string]bool, ctxAt map[string]int, base int, shown protocol.Snapshot) {
+	cut := cutAnswer(shown)
+	k := 0
+	for ; k < len(shown.Messages) && k < len(display); k++ {
+		sm, dm := shown.Messages[k], display[k]
+		sCut := cut && k == len(shown.Messages)-1
+		dCut := dm.Role == protocol.RoleAssistant && !recorded[dm.ID]
+		if sm.ID != dm.ID || sm.Text() != dm.Text() || sCut != dCut {
+			break
+		}
+	}
+	if k == len(shown.Messages) && k == len(display) {
+		return
+	}
+	if k < base {
+		s.opts.Logger.Warn("the stored session parts from its event log before its last compaction; its context is kept", "session", s.id)
+		return
+	}
+	for _, dm := range display[k:] {
+		if n, ok := ctxAt[dm.ID]; ok {
+			s.ctxMsgs = s.ctxMsgs[:n]
+			break
+		}
+	}
+	for i, m := range shown.Messages[k:] {
+		if cut && k+i == len(shown.Messages)-1 {
+			s.ctxMsgs = append(s.ctxMsgs, crashContext(m)...)
+			break
+		}
+		if t := m.Text(); t != "" {
+			role := model.RoleUser
+			if m.Role == protocol.RoleAssistant {
+				role = model.RoleAssistant
+			}
+			s.ctxMsgs = append(s.ctxMsgs, model.Message{Role: role, Content: []model.Content{{Type: model.ContentText, Text: t}}})
+		}
+	}
 }
 
 // Interrupted returns the events that end what snap left unfinished when

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/sluicehq/sluice/agent"
@@ -226,5 +227,83 @@ func TestContinueGoesOnFromTheLogState(t *testing.T) {
 	got := p2.Request(0).Messages
 	if len(got) < 3 || got[0].Content[0].Text != "q" || got[1].Role != model.RoleAssistant || got[len(got)-1].Content[0].Text != "go on" {
 		t.Fatalf("the model was sent %+v", got)
+	}
+}
+
+// contextTexts is the text of each message the model was sent, role first.
+func contextTexts(msgs []model.Message) []string {
+	var out []string
+	for _, m := range msgs {
+		t := string(m.Role) + ":"
+		for _, c := range m.Content {
+			if c.Type == model.ContentText {
+				t += c.Text
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// TestContinueSendsWhatWasShown: a node that takes a session over sends
+// the model what the clients were shown, wherever the store's records
+// stopped (the process died, or the store was down, before they caught
+// up) or went further (the event log was behind).
+func TestContinueSendsWhatWasShown(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		// shown makes what was shown from the stored display.
+		shown func(stored []protocol.Message) protocol.Snapshot
+		want  []string
+	}{{
+		name: "the store missed the last chunks",
+		shown: func(stored []protocol.Message) protocol.Snapshot {
+			more := append([]protocol.Message(nil), stored...)
+			more = append(more,
+				protocol.Message{ID: "u2", Role: protocol.RoleUser, Blocks: []protocol.Block{{Type: protocol.BlockText, Content: "more"}}},
+				protocol.Message{ID: "a2", Role: protocol.RoleAssistant, Blocks: []protocol.Block{{Type: protocol.BlockText, Content: "shown, never stored", Stage: protocol.StageStreaming}}})
+			return protocol.Snapshot{Seq: 50, Running: true, Messages: more}
+		},
+		want: []string{"user:q", "assistant:first answer", "user:more", "assistant:shown, never stored", "user:[Response interrupted: sluice stopped before it was finished]", "user:go on"},
+	}, {
+		name: "the store is ahead of what was shown",
+		shown: func(stored []protocol.Message) protocol.Snapshot {
+			cut := stored[1].Clone()
+			cut.Blocks = []protocol.Block{{Type: protocol.BlockText, Content: "first", Stage: protocol.StageStreaming}}
+			return protocol.Snapshot{Seq: 50, Running: true, Messages: []protocol.Message{stored[0], cut}}
+		},
+		want: []string{"user:q", "assistant:first", "user:[Response interrupted: sluice stopped before it was finished]", "user:go on"},
+	}, {
+		name: "both agree",
+		shown: func(stored []protocol.Message) protocol.Snapshot {
+			return protocol.Snapshot{Seq: 50, Messages: stored}
+		},
+		want: []string{"user:q", "assistant:first answer", "user:go on"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			st, dir := store.NewJSONL(t.TempDir()), t.TempDir()
+			s := newSession(t, modeltest.NewScript(modeltest.Answer("m1", "first answer")), func(o *agent.Options) { o.Store, o.WorkDir, o.SessionID = st, dir, "s" })
+			if _, err := s.Run(bg(t), "q"); err != nil {
+				t.Fatal(err)
+			}
+			stored := s.Messages().Messages
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			p := modeltest.NewScript(modeltest.Answer("m2", "second"))
+			r, err := agent.Continue(agent.Options{Provider: p, Store: st, WorkDir: dir, Stream: modeltest.StreamOptions()}, "s", tc.shown(stored))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			if _, err := r.Run(bg(t), "go on"); err != nil {
+				t.Fatal(err)
+			}
+			if got := contextTexts(p.Request(0).Messages); !slices.Equal(got, tc.want) {
+				t.Fatalf("the model was sent\n%q\nwant\n%q", got, tc.want)
+			}
+		})
 	}
 }

@@ -192,14 +192,18 @@ type metaRecord struct {
 func Open(opts Options, id string) (*Session, error) {
 	return restore(opts, id, "Open", func(display []protocol.Message) protocol.Snapshot {
 		return protocol.Snapshot{Messages: display}
-	}, nil)
+	}, nil, nil)
 }
 
 // restore loads a stored session's records, rebuilds its context (and the
 // display, which view makes the session's state at seq 0 from), opens its
 // log for appending, publishes first (events with no seq yet) and starts
 // it: the one path of Open and Continue.
-func restore(opts Options, id, caller string, view func(display []protocol.Message) protocol.Snapshot, first []protocol.Event) (*Session, error) {
+//
+// shown, when not nil, is what the session's clients were shown (a
+// cluster's event log): where the records and shown part, the context is
+// rebuilt from shown (see reconcile).
+func restore(opts Options, id, caller string, view func(display []protocol.Message) protocol.Snapshot, first []protocol.Event, shown *protocol.Snapshot) (*Session, error) {
 	if opts.Store == nil {
 		return nil, fmt.Errorf("agent: %s needs Options.Store", caller)
 	}
@@ -215,7 +219,7 @@ func restore(opts Options, id, caller string, view func(display []protocol.Messa
 	for _, w := range warnings {
 		s.opts.Logger.Warn(w)
 	}
-	display, err := s.replay(recs)
+	display, err := s.replay(recs, shown)
 	if err != nil {
 		return nil, fmt.Errorf("agent: restore session %s: %w", id, err)
 	}
@@ -233,9 +237,21 @@ func restore(opts Options, id, caller string, view func(display []protocol.Messa
 	return s, nil
 }
 
-// replay rebuilds the display list, the context and the rewind marks.
-func (s *Session) replay(recs []json.RawMessage) ([]protocol.Message, error) {
+// replay rebuilds the display list, the context and the rewind marks. With
+// shown, the context's tail follows what was shown (see reconcile).
+func (s *Session) replay(recs []json.RawMessage, shown *protocol.Snapshot) ([]protocol.Message, error) {
 	var d replayList
+	// ctxAt is the context's length when a message's first record was
+	// read: its context, and everything after it, starts there. base is the
+	// display's length at the last record that rebuilt the context
+	// (compaction, rewind, clear): positions before it are gone.
+	ctxAt := map[string]int{}
+	base := 0
+	at := func(id string) {
+		if _, ok := ctxAt[id]; !ok {
+			ctxAt[id] = len(s.ctxMsgs)
+		}
+	}
 	// streamed holds the messages that event records changed since their
 	// last message record: a crash cut them. recorded holds those with a
 	// message record, whose response is then in the context already.
@@ -282,6 +298,7 @@ func (s *Session) replay(recs []json.RawMessage) ([]protocol.Message, error) {
 				display = append(display, m)
 			}
 			d.msgs = display
+			at(m.ID)
 			delete(streamed, m.ID)
 			recorded[m.ID] = true
 			if r.Mark != nil {
@@ -292,6 +309,7 @@ func (s *Session) replay(recs []json.RawMessage) ([]protocol.Message, error) {
 				s.opts.Logger.Warn("skipped a commit of a message the session file does not hold", "index", i, "id", r.ID)
 				continue
 			}
+			at(r.ID)
 			delete(streamed, r.ID)
 			recorded[r.ID] = true
 			if r.Mark != nil {
@@ -311,6 +329,8 @@ func (s *Session) replay(recs []json.RawMessage) ([]protocol.Message, error) {
 			s.ctxMsgs = foldContext(r.Message.Blocks[0].Content, s.ctxMsgs[keep:])
 			s.epoch++
 			d.msgs = append(d.messages(), r.Message.Clone())
+			clear(ctxAt)
+			base = len(d.msgs)
 		case recRewind:
 			display, err := s.rewindTo(d.messages(), r.Anchor)
 			if err != nil {
@@ -318,11 +338,15 @@ func (s *Session) replay(recs []json.RawMessage) ([]protocol.Message, error) {
 				continue
 			}
 			d.msgs = display
+			clear(ctxAt)
+			base = len(d.msgs)
 		case recClear:
 			d.msgs = []protocol.Message{}
 			clear(streamed)
 			s.ctxMsgs = nil
 			s.epoch++
+			clear(ctxAt)
+			base = 0
 		}
 	}
 	display := d.messages()
@@ -337,8 +361,12 @@ func (s *Session) replay(recs []json.RawMessage) ([]protocol.Message, error) {
 		// interrupted, and let the model see what it had said.
 		m.Blocks = append(m.Blocks, protocol.Block{Type: protocol.BlockError, Content: crashNote})
 		if !recorded[m.ID] && i == len(display)-1 {
+			at(m.ID)
 			s.ctxMsgs = append(s.ctxMsgs, crashContext(*m)...)
 		}
+	}
+	if shown != nil {
+		s.reconcile(display, recorded, ctxAt, base, *shown)
 	}
 	s.ctxMsgs = repairContext(s.ctxMsgs)
 	s.ctxTokens = estimateTokens(s.ctxMsgs)

@@ -28,6 +28,11 @@ const StreamName = "SLUICE_SESSIONS"
 // the events it already has without decoding them.
 const headerSeq = "Sluice-Seq"
 
+// headerFence marks a fence: a message without an event that a new owner
+// appends, carrying its lease's epoch, before it reads the log to take the
+// session over. Its Sluice-Seq is the seq of the event before it.
+const headerFence = "Sluice-Fence"
+
 // Errors of the event log.
 var (
 	// ErrFenced means another writer appended to the session's log since
@@ -118,6 +123,36 @@ func msgSeq(h nats.Header) (int64, error) {
 		return 0, fmt.Errorf("cluster: a log message without a valid %s header: %w", headerSeq, err)
 	}
 	return seq, nil
+}
+
+// Fence appends a fence for the lease of the given epoch after the
+// session's last message and returns the log's end with it. Any writer
+// that started before it (an owner that lost its lease without noticing:
+// paused, partitioned) fails with ErrFenced from then on, since the subject
+// no longer ends where it expects; what such a writer stored before the
+// fence is in the log, ahead of it, for the new owner to read.
+func (l *Log) Fence(ctx context.Context, session string, epoch int64) (Position, error) {
+	for {
+		pos, err := l.Last(ctx, session)
+		if err != nil {
+			return Position{}, err
+		}
+		msg := &nats.Msg{Subject: Subject(session), Header: nats.Header{
+			headerSeq:                           {strconv.FormatInt(pos.Seq, 10)},
+			headerFence:                         {strconv.FormatInt(epoch, 10)},
+			jetstream.ExpectedLastSubjSeqHeader: {strconv.FormatUint(pos.Stream, 10)},
+		}}
+		ack, err := l.js.PublishMsg(ctx, msg)
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+			continue // the old owner appended meanwhile: fence after it
+		}
+		if err != nil {
+			return Position{}, fmt.Errorf("cluster: fence %s: %w", session, err)
+		}
+		return Position{Seq: pos.Seq, Stream: ack.Sequence}, nil
+	}
 }
 
 // Writer appends one session's events. Only the session's owner has one;
@@ -301,6 +336,9 @@ func (l *Log) Follow(ctx context.Context, session string, after int64, fn func(p
 				return ctx.Err()
 			}
 			return fmt.Errorf("cluster: follow %s: %w", session, err)
+		}
+		if m.Headers().Get(headerFence) != "" {
+			continue // no event
 		}
 		seq, err := msgSeq(m.Headers())
 		if err != nil {

@@ -181,6 +181,7 @@ func (h *handle) tryTakeErr(ctx context.Context) (bool, error) {
 	if h.options == nil || !visible(m.WorkDir) {
 		return false, nil
 	}
+	asked := time.Now()
 	lease, err := h.n.cfg.Leases.AcquireLease(ctx, h.id, h.n.cfg.NodeID, h.n.cfg.LeaseTTL)
 	if errors.Is(err, ErrLeaseHeld) {
 		return false, nil
@@ -188,7 +189,7 @@ func (h *handle) tryTakeErr(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if err := h.take(ctx, lease, m); err != nil {
+	if err := h.take(ctx, lease, asked, m); err != nil {
 		h.n.cfg.Leases.ReleaseLease(context.WithoutCancel(ctx), lease)
 		h.startFollow()
 		return false, err
@@ -196,11 +197,21 @@ func (h *handle) tryTakeErr(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// take runs the session here under lease: the log is applied to its end,
-// the agent continues from that state (ending the interrupted run, if the
-// last owner died in one) and this node publishes from there on.
-func (h *handle) take(ctx context.Context, lease Lease, m sessionMeta) error {
+// take runs the session here under lease (asked for at asked): the log is
+// fenced, so that the last owner cannot append after what this node reads,
+// then applied to its end; the agent continues from that state (ending the
+// interrupted run, if the last owner stopped in one), with its records
+// fenced by the lease too, and this node publishes from there on.
+func (h *handle) take(ctx context.Context, lease Lease, asked time.Time, m sessionMeta) error {
 	h.stopFollow()
+	// Not even a fence once the lease may have expired: this node may
+	// have been paused since it took it.
+	if !time.Now().Before(h.n.validUntil(asked)) {
+		return ErrLeaseExpired
+	}
+	if _, err := h.n.elog.Fence(ctx, h.id, lease.Epoch); err != nil {
+		return err
+	}
 	if err := h.catchUp(ctx); err != nil {
 		return err
 	}
@@ -215,11 +226,14 @@ func (h *handle) take(ctx context.Context, lease Lease, m sessionMeta) error {
 	if m.PermissionMode != "" {
 		opts.PermissionMode = m.PermissionMode
 	}
+	if opts.Store != nil {
+		opts.Store = h.n.cfg.Leases.Fence(opts.Store, lease)
+	}
 	sess, err := agent.Continue(opts, h.id, h.mirror.Messages())
 	if err != nil {
 		return err
 	}
-	if err := h.own(ctx, lease, sess); err != nil {
+	if err := h.own(ctx, lease, asked, sess); err != nil {
 		sess.Close()
 		return err
 	}
@@ -228,8 +242,8 @@ func (h *handle) take(ctx context.Context, lease Lease, m sessionMeta) error {
 }
 
 // own starts publishing sess's events (from the mirror's seq on) and
-// answering the session's commands.
-func (h *handle) own(ctx context.Context, lease Lease, sess *agent.Session) error {
+// answering the session's commands, under lease, asked for at asked.
+func (h *handle) own(ctx context.Context, lease Lease, asked time.Time, sess *agent.Session) error {
 	w, err := h.n.elog.Writer(ctx, h.id)
 	if err != nil {
 		return err
@@ -244,7 +258,7 @@ func (h *handle) own(ctx context.Context, lease Lease, sess *agent.Session) erro
 		return err
 	}
 	octx, cancel := context.WithCancel(h.n.ctx)
-	o := &owned{h: h, sess: sess, lease: lease, w: w, sub: sub, ctx: octx, cancel: cancel,
+	o := &owned{h: h, sess: sess, lease: lease, validUntil: h.n.validUntil(asked), w: w, sub: sub, ctx: octx, cancel: cancel,
 		published: make(chan struct{}), renewed: make(chan struct{}), keepKick: make(chan struct{}, 1), replies: map[string][]byte{}, jobs: map[string]rpc.Job{}}
 	o.cmds, err = h.n.cfg.NATS.Subscribe(commandSubject(h.id), o.serve)
 	if err != nil {
@@ -331,7 +345,9 @@ func (h *handle) stopFollow() {
 }
 
 // lost makes the node stop running the session (its lease or its log was
-// taken over) and mirror it instead.
+// taken over, or it could not renew the lease in time) and mirror it
+// instead. A run it stopped is ended by whichever node takes the session
+// over next (this one included: see Node.sweep).
 func (h *handle) lost(o *owned, err error) {
 	h.mu.Lock()
 	if h.owned != o {
@@ -341,8 +357,9 @@ func (h *handle) lost(o *owned, err error) {
 	h.owned = nil
 	closed := h.closed
 	h.mu.Unlock()
-	h.n.log.Warn("lost a session to another node", "session", h.id, "err", err)
+	h.n.log.Warn("stopped running a session: its lease may be another node's", "session", h.id, "err", err)
 	o.stop()
+	h.n.log.Info("no longer writes the session", "session", h.id)
 	if !closed {
 		h.startFollow()
 	}

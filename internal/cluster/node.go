@@ -45,6 +45,13 @@ type Leases interface {
 	Owner(ctx context.Context, session string) (Lease, error)
 	SaveCheckpoint(ctx context.Context, l Lease, snapshot json.RawMessage, seq int64) error
 	LoadCheckpoint(ctx context.Context, session string) (json.RawMessage, int64, error)
+	// Unheld returns those of sessions on which no node holds an
+	// unexpired lease.
+	Unheld(ctx context.Context, sessions []string) ([]string, error)
+	// Fence returns st as the holder of l writes it: its appends fail
+	// once l is no longer the session's lease (st as is when it is not
+	// this implementation's store).
+	Fence(st store.Store, l Lease) store.Store
 }
 
 // DefaultLeaseTTL is how long a dead node keeps its sessions.
@@ -88,7 +95,6 @@ type Node struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	ping   *nats.Subscription
 
 	mu      sync.Mutex
 	handles map[string]*handle
@@ -141,11 +147,6 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	nctx, cancel := context.WithCancel(context.Background())
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), elog: elog, meta: kv,
 		ctx: nctx, cancel: cancel, handles: map[string]*handle{}, opening: map[string]chan struct{}{}}
-	n.ping, err = cfg.NATS.Subscribe(pingSubject(cfg.NodeID), func(m *nats.Msg) { m.Respond(nil) })
-	if err != nil {
-		cancel()
-		return nil, err
-	}
 	n.wg.Add(1)
 	go n.sweep()
 	return n, nil
@@ -169,7 +170,6 @@ func (n *Node) Close() error {
 	for _, h := range hs {
 		errs = append(errs, h.Close())
 	}
-	n.ping.Unsubscribe()
 	n.cancel()
 	n.wg.Wait()
 	return errors.Join(errs...)
@@ -195,14 +195,18 @@ func (n *Node) New(ctx context.Context, opts agent.Options) (rpc.Session, error)
 	if !visible(opts.WorkDir) {
 		return nil, fmt.Errorf("cluster: working directory %s is not a directory on node %s", opts.WorkDir, n.cfg.NodeID)
 	}
+	asked := time.Now()
 	lease, err := n.cfg.Leases.AcquireLease(ctx, id, n.cfg.NodeID, n.cfg.LeaseTTL)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: lease on new session %s: %w", id, err)
 	}
 	h := n.newHandle(id, protocol.Snapshot{})
+	if opts.Store != nil {
+		opts.Store = n.cfg.Leases.Fence(opts.Store, lease)
+	}
 	sess, err := agent.New(opts)
 	if err == nil {
-		err = h.own(ctx, lease, sess)
+		err = h.own(ctx, lease, asked, sess)
 	}
 	if err != nil {
 		if sess != nil {
@@ -347,32 +351,49 @@ func (n *Node) putMeta(ctx context.Context, id string, m sessionMeta) error {
 	return err
 }
 
-// sweep looks, every tenth of the lease TTL, for sessions that were
-// running on a node that died, and takes over those whose working
-// directory it can see: their interrupted run is ended and published
-// without waiting for a client's command. It knows the running sessions
-// by watching the bucket, and a dead node by its ping subject having no
-// responder (the NATS server drops a killed process's subscriptions at
-// once); a session's lease is tried only then, and is taken when it
-// expires.
+// sweep looks, every quarter of the lease TTL, for running sessions that
+// no node holds a lease on — their node died, was paused past the TTL or
+// lost the database, this node included — and takes over those whose
+// working directory it can see: their interrupted run is ended and
+// published without waiting for a client's command. It knows the running
+// sessions by watching the bucket, and asks the database about all of
+// them at once.
 func (n *Node) sweep() {
 	defer n.wg.Done()
-	w, err := n.meta.WatchAll(n.ctx)
-	if err != nil {
-		n.log.Error("cannot watch the sessions; a dead node's sessions wait for a command", "err", err)
-		return
-	}
-	defer w.Stop()
+	// The watch is made again when it ends (the NATS server restarted):
+	// its first values are the bucket as it is then.
+	var w jetstream.KeyWatcher
+	var updates <-chan jetstream.KeyValueEntry
+	defer func() {
+		if w != nil {
+			w.Stop()
+		}
+	}()
 	running := map[string]sessionMeta{}
-	t := time.NewTicker(max(n.cfg.LeaseTTL/10, 50*time.Millisecond))
+	// Each adoption runs on its own, bounded: one that waits (on a
+	// slow stream, say) holds up no other.
+	adopting, done := map[string]bool{}, make(chan string)
+	t := time.NewTicker(max(n.cfg.LeaseTTL/4, 50*time.Millisecond))
 	defer t.Stop()
 	for {
+		if w == nil {
+			var err error
+			if w, err = n.meta.WatchAll(n.ctx); err != nil {
+				w = nil
+				n.log.Warn("cannot watch the sessions; an orphaned session waits for a command until the watch works", "err", err)
+			} else {
+				updates = w.Updates()
+				clear(running)
+			}
+		}
 		select {
 		case <-n.ctx.Done():
 			return
-		case e, ok := <-w.Updates():
+		case e, ok := <-updates:
 			if !ok {
-				return
+				w.Stop()
+				w, updates = nil, nil
+				continue
 			}
 			if e == nil {
 				continue // the initial values are in
@@ -384,50 +405,66 @@ func (n *Node) sweep() {
 			}
 			running[e.Key()] = m
 		case <-t.C:
-			dead := map[string]bool{}
+			var ids []string
 			for id, m := range running {
-				if m.Node == n.cfg.NodeID || !visible(m.WorkDir) {
+				if n.runs(id) || !visible(m.WorkDir) {
 					continue
 				}
-				d, ok := dead[m.Node]
-				if !ok {
-					d = !n.alive(m.Node)
-					dead[m.Node] = d
-				}
-				if d {
-					n.adopt(id, m)
-				}
+				ids = append(ids, id)
 			}
+			if len(ids) == 0 {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(n.ctx, n.cfg.LeaseTTL)
+			orphans, err := n.cfg.Leases.Unheld(ctx, ids)
+			cancel()
+			if err != nil {
+				n.log.Warn("cannot look for orphaned sessions", "err", err)
+				continue
+			}
+			for _, id := range orphans {
+				if adopting[id] {
+					continue
+				}
+				adopting[id] = true
+				n.wg.Add(1)
+				go func() {
+					defer n.wg.Done()
+					n.adopt(id, running[id])
+					select {
+					case done <- id:
+					case <-n.ctx.Done():
+					}
+				}()
+			}
+		case id := <-done:
+			delete(adopting, id)
 		}
 	}
 }
 
-// pingSubject is answered by node id while it runs.
-func pingSubject(id string) string { return "sluice.node." + id + ".ping" }
-
-// alive asks node id whether it runs.
-func (n *Node) alive(id string) bool {
-	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.LeaseTTL/3)
-	defer cancel()
-	_, err := n.cfg.NATS.RequestWithContext(ctx, pingSubject(id), nil)
-	return !errors.Is(err, nats.ErrNoResponders)
+// runs reports whether this node runs session id.
+func (n *Node) runs(id string) bool {
+	n.mu.Lock()
+	h := n.handles[id]
+	n.mu.Unlock()
+	return h != nil && h.owner() != nil
 }
 
-// adopt takes over session id, which was running on a dead node, once
-// that node's lease has expired.
+// adopt takes over session id, which was running when its node stopped
+// holding its lease.
 func (n *Node) adopt(id string, m sessionMeta) {
+	ctx, cancel := context.WithTimeout(n.ctx, 2*n.cfg.LeaseTTL+10*time.Second)
+	defer cancel()
+	n.log.Info("adopting a session whose node stopped holding it mid-run", "session", id, "was", m.Node)
 	n.mu.Lock()
 	h := n.handles[id]
 	n.mu.Unlock()
 	if h != nil {
-		h.tryTake(n.ctx)
+		h.tryTake(ctx)
 		return
 	}
-	if owner := n.Owner(n.ctx, id); owner != "" {
-		return // the dead node's lease has not expired yet
-	}
-	n.log.Info("adopting a session whose node stopped mid-run", "session", id, "was", m.Node)
-	if _, err := n.Open(n.ctx, id, nil); err != nil {
+	if _, err := n.Open(ctx, id, nil); err != nil {
 		n.log.Warn("cannot adopt a session", "session", id, "err", err)
 	}
 }

@@ -76,11 +76,15 @@ type owned struct {
 	keepCP   *checkpointOf // a state to checkpoint
 	keepKick chan struct{} // capacity 1: a request is waiting
 
-	mu      sync.Mutex
-	lease   Lease
-	replies map[string][]byte // request id → answer
-	order   []string
-	jobs    map[string]rpc.Job
+	mu    sync.Mutex
+	lease Lease
+	// validUntil is when the lease may have expired, by this node's
+	// clock: the time its last acquisition or renewal was asked for plus
+	// the TTL, less a margin. Past it nothing more is written.
+	validUntil time.Time
+	replies    map[string][]byte // request id → answer
+	order      []string
+	jobs       map[string]rpc.Job
 }
 
 func (o *owned) currentLease() Lease {
@@ -88,6 +92,28 @@ func (o *owned) currentLease() Lease {
 	defer o.mu.Unlock()
 	return o.lease
 }
+
+// ErrLeaseExpired: the node could not renew a session's lease before it
+// may have expired; it stopped running the session.
+var ErrLeaseExpired = errors.New("cluster: the session's lease could not be renewed in time")
+
+// until is when the lease may have expired.
+func (o *owned) until() time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.validUntil
+}
+
+// valid reports whether the lease is surely still this node's.
+func (o *owned) valid() bool { return time.Now().Before(o.until()) }
+
+// validUntil is when a lease asked for at asked may have expired: the
+// database starts its TTL after it was asked, so asked plus the TTL is
+// never late; the margin is for the two clocks' rates.
+func (n *Node) validUntil(asked time.Time) time.Time { return asked.Add(n.validFor()) }
+
+// validFor is how long a lease is surely a node's after it asked for it.
+func (n *Node) validFor() time.Duration { return n.cfg.LeaseTTL - n.cfg.LeaseTTL/10 }
 
 // publish appends the agent's events to the log, in order, and applies
 // each to the mirror once stored. It has a checkpoint taken every
@@ -113,6 +139,10 @@ func (o *owned) publish() {
 			if o.ctx.Err() == nil && since > 0 {
 				o.request(false, true)
 			}
+			return
+		}
+		if !o.valid() {
+			go h.lost(o, ErrLeaseExpired)
 			return
 		}
 		if err := o.append(ev); err != nil {
@@ -181,7 +211,7 @@ func (o *owned) keep(kept chan<- struct{}) {
 			if !meta && cp == nil {
 				break
 			}
-			if meta {
+			if meta && o.valid() {
 				if err := h.n.putMeta(o.ctx, h.id, h.getMeta()); err != nil {
 					h.n.log.Warn("cannot record a session's run state", "session", h.id, "err", err)
 				}
@@ -204,14 +234,17 @@ func isIdle(ev protocol.Event) bool {
 }
 
 // append stores ev in the log, retrying what may be a passing failure of
-// the connection until the lease would have expired.
+// the connection (NATS restarting) for as long as the lease is surely this
+// node's: the run then goes on where it was once the log is back.
 func (o *owned) append(ev protocol.Event) error {
-	deadline := time.Now().Add(o.h.n.cfg.LeaseTTL)
 	for {
-		ctx, cancel := context.WithTimeout(o.ctx, 5*time.Second)
+		if !o.valid() {
+			return ErrLeaseExpired
+		}
+		ctx, cancel := context.WithDeadline(o.ctx, o.until())
 		err := o.w.Append(ctx, ev)
 		cancel()
-		if err == nil || errors.Is(err, ErrFenced) || o.ctx.Err() != nil || time.Now().After(deadline) {
+		if err == nil || errors.Is(err, ErrFenced) || o.ctx.Err() != nil {
 			return err
 		}
 		o.h.n.log.Warn("publishing an event failed; retrying", "session", o.h.id, "seq", ev.Head().Seq, "err", err)
@@ -256,37 +289,48 @@ func (o *owned) checkpoint(cp *checkpointOf) error {
 	return nil
 }
 
-// renew keeps the lease, every third of its TTL. A lost lease (another
-// node took it) stops the session here; so does a database that cannot be
-// reached for a whole TTL, since another node may have taken it then.
+// renew keeps the lease, every third of its TTL, and after a failure
+// every twentieth until it succeeds. A lost lease (another node took it)
+// stops the session here, and so does a lease not renewed before it may
+// have expired (the database was down, or this process paused): another
+// node may have taken it then.
 func (o *owned) renew() {
 	defer close(o.renewed)
 	ttl := o.h.n.cfg.LeaseTTL
-	t := time.NewTicker(ttl / 3)
+	// Renewals are timed from when the lease was asked for, not from
+	// when the session started here: a slow takeover may have used most
+	// of the first TTL already.
+	next := func() time.Duration { return max(time.Until(o.until().Add(ttl/3-o.h.n.validFor())), 0) }
+	t := time.NewTimer(next())
 	defer t.Stop()
-	last := time.Now()
 	for {
 		select {
 		case <-o.ctx.Done():
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(o.ctx, ttl/3)
+		if !o.valid() {
+			go o.h.lost(o, ErrLeaseExpired)
+			return
+		}
+		asked := time.Now()
+		ctx, cancel := context.WithDeadline(o.ctx, o.until())
 		l, err := o.h.n.cfg.Leases.RenewLease(ctx, o.currentLease(), ttl)
 		cancel()
 		switch {
 		case err == nil:
 			o.mu.Lock()
-			o.lease = l
+			o.lease, o.validUntil = l, o.h.n.validUntil(asked)
 			o.mu.Unlock()
-			last = time.Now()
+			t.Reset(next())
 		case o.ctx.Err() != nil:
 			return
-		case errors.Is(err, ErrLeaseLost) || time.Since(last) >= ttl:
+		case errors.Is(err, ErrLeaseLost):
 			go o.h.lost(o, err)
 			return
 		default:
 			o.h.n.log.Warn("cannot renew a lease", "session", o.h.id, "err", err)
+			t.Reset(max(ttl/20, 50*time.Millisecond))
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/store/pgstore"
 )
 
@@ -59,4 +60,15 @@ func (p pgLeases) SaveCheckpoint(ctx context.Context, l Lease, snapshot json.Raw
 
 func (p pgLeases) LoadCheckpoint(ctx context.Context, session string) (json.RawMessage, int64, error) {
 	return p.st.LoadCheckpoint(ctx, session)
+}
+
+func (p pgLeases) Unheld(ctx context.Context, sessions []string) ([]string, error) {
+	return p.st.Unheld(ctx, sessions)
+}
+
+func (p pgLeases) Fence(st store.Store, l Lease) store.Store {
+	if pg, ok := st.(*pgstore.Store); ok {
+		return pg.Fenced(toPG(l))
+	}
+	return st
 }

@@ -13,8 +13,12 @@ import (
 
 // Start starts a server storing its streams under dir and returns it once
 // it accepts connections. Shutdown stops it.
-func Start(dir string) (*server.Server, error) {
-	return start(&server.Options{}, dir, nil)
+func Start(dir string) (*server.Server, error) { return StartAt(dir, server.RANDOM_PORT) }
+
+// StartAt is Start on a given port: a test that stopped a server starts
+// another on the same port and store, and its clients reconnect to it.
+func StartAt(dir string, port int) (*server.Server, error) {
+	return start(&server.Options{Port: port}, dir, nil)
 }
 
 // StartConfig is Start with the configuration file conf (accounts, users,
@@ -26,11 +30,12 @@ func StartConfig(conf, dir string, log server.Logger) (*server.Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	opts.Port = server.RANDOM_PORT
 	return start(opts, dir, log)
 }
 
 func start(opts *server.Options, dir string, log server.Logger) (*server.Server, error) {
-	opts.Host, opts.Port = "127.0.0.1", server.RANDOM_PORT
+	opts.Host = "127.0.0.1"
 	opts.JetStream, opts.StoreDir = true, dir
 	opts.NoLog, opts.NoSigs = log == nil, true
 	s, err := server.NewServer(opts)

@@ -50,7 +50,9 @@ var (
 
 // server is one running cluster.
 type server struct {
-	dir  string    // the temporary directory: data, log and socket
+	dir  string // the temporary directory: data, log and socket
+	bin  string // PostgreSQL's binaries
+	attr *syscall.SysProcAttr
 	cmd  *exec.Cmd // the postmaster
 	done chan struct{}
 	err  error // why the postmaster exited, once done is closed
@@ -117,6 +119,17 @@ func Stop() {
 // immediate sends): the data is thrown away, so there is nothing to flush
 // and no client to wait for.
 func (s *server) stop() {
+	s.halt()
+	os.RemoveAll(s.dir)
+}
+
+// halt ends a running postmaster (immediate shutdown) and waits for it.
+func (s *server) halt() {
+	select {
+	case <-s.done:
+		return
+	default:
+	}
 	_ = s.cmd.Process.Signal(syscall.SIGQUIT)
 	select {
 	case <-s.done:
@@ -124,7 +137,6 @@ func (s *server) stop() {
 		_ = s.cmd.Process.Kill()
 		<-s.done
 	}
-	os.RemoveAll(s.dir)
 }
 
 // skip tells whether a server that could not be had skips the test: only
@@ -168,6 +180,19 @@ func binDir() (string, error) {
 // with this process (Pdeathsig), so a test binary that panics or times out
 // leaves no server behind (see procAttr).
 func start() (*server, error) {
+	s, err := initdb()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.run(); err != nil {
+		os.RemoveAll(s.dir)
+		return nil, err
+	}
+	return s, nil
+}
+
+// initdb makes a cluster in a new temporary directory.
+func initdb() (*server, error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, err
@@ -189,51 +214,97 @@ func start() (*server, error) {
 			return nil, err
 		}
 	}
-	logPath := filepath.Join(dir, "log")
-	fail := func(what string, err error) (*server, error) {
-		log, _ := os.ReadFile(logPath)
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("pgtest: %s: %v\n%s", what, err, log)
-	}
-	data := filepath.Join(dir, "data")
-	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions")
+	s := &server{dir: dir, bin: bin, attr: attr}
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", s.data(), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions")
 	initdb.SysProcAttr = attr
 	initdb.Env = append(os.Environ(), "LC_ALL=C")
 	if out, err := initdb.CombinedOutput(); err != nil {
-		return fail("initdb", fmt.Errorf("%v\n%s", err, out))
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("pgtest: initdb: %v\n%s", err, out)
 	}
-	if err := requirePasswords(filepath.Join(data, "pg_hba.conf")); err != nil {
-		return fail("pg_hba.conf", err)
+	if err := requirePasswords(filepath.Join(s.data(), "pg_hba.conf")); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("pgtest: pg_hba.conf: %w", err)
 	}
-	logf, err := os.Create(logPath)
+	return s, nil
+}
+
+func (s *server) data() string { return filepath.Join(s.dir, "data") }
+
+// run starts the postmaster on the cluster and waits until it is ready.
+func (s *server) run() error {
+	logPath := filepath.Join(s.dir, "log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return fail("log", err)
+		return fmt.Errorf("pgtest: log: %w", err)
 	}
 	defer logf.Close()
 	// Only the socket in dir: no TCP port, so nothing clashes. fsync and
 	// full-page writes off: the cluster dies with the test run, and a
 	// loaded CI machine need not wait on the disk.
-	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data,
-		"-c", "listen_addresses=", "-c", "unix_socket_directories="+dir,
+	cmd := exec.Command(filepath.Join(s.bin, "postgres"), "-D", s.data(),
+		"-c", "listen_addresses=", "-c", "unix_socket_directories="+s.dir,
 		"-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=200")
-	cmd.SysProcAttr = attr
+	cmd.SysProcAttr = s.attr
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
-		return fail("postgres", err)
+		return fmt.Errorf("pgtest: postgres: %w", err)
 	}
-	s := &server{dir: dir, cmd: cmd, done: make(chan struct{})}
+	s.cmd, s.done, s.err = cmd, make(chan struct{}), nil
 	go func() {
 		s.err = cmd.Wait()
 		close(s.done)
 	}()
 	if err := s.ready(); err != nil {
-		s.stop()
+		s.halt()
 		log, _ := os.ReadFile(logPath)
-		return nil, fmt.Errorf("pgtest: postgres did not start: %v\n%s", err, log)
+		return fmt.Errorf("pgtest: postgres did not start: %v\n%s", err, log)
 	}
-	return s, nil
+	return nil
 }
+
+// Server is a PostgreSQL server of one test's own, not shared: the test
+// may stop it at once, as `pg_ctl stop -m immediate` does, and start it
+// again on the same data, to see what its clients do meanwhile.
+type Server struct{ s *server }
+
+// Own starts a server for t alone, removed when t ends; it skips or fails
+// as DSN does when PostgreSQL is not installed.
+func Own(t testing.TB) *Server {
+	t.Helper()
+	s, err := initdb()
+	if err == nil {
+		if err = s.run(); err != nil {
+			os.RemoveAll(s.dir)
+		}
+	}
+	if err != nil {
+		if skip(err, os.Getenv(RequireEnv) == "1") {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(s.stop)
+	return &Server{s}
+}
+
+// DSN returns the connection string of a new, empty database.
+func (o *Server) DSN(t testing.TB) string {
+	t.Helper()
+	dsn, err := o.s.newDatabase()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dsn
+}
+
+// Stop stops the server at once (SIGQUIT: immediate shutdown, the
+// clients' connections cut, no checkpoint), keeping its data.
+func (o *Server) Stop() { o.s.halt() }
+
+// Start starts the stopped server again, on the same socket and data.
+func (o *Server) Start() error { return o.s.run() }
 
 // ready waits until the server accepts a connection, for as long as a
 // loaded machine may need, and returns early if the server exits.
@@ -270,6 +341,10 @@ func postgresUser() (*syscall.Credential, error) {
 		return nil, fmt.Errorf("pgtest: postgres user: %w", err)
 	}
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+func (s *server) dsn(db string) string {
+	return fmt.Sprintf("host=%s port=5432 user=postgres dbname=%s sslmode=disable", s.dir, db)
 }
 
 // passwordRole is the group whose members must give their password
@@ -333,8 +408,4 @@ func (s *server) passwordDatabase() (string, string, error) {
 		}
 	}
 	return fmt.Sprintf("host=%s port=5432 user=%s dbname=%s sslmode=disable", s.dir, role, db), password, nil
-}
-
-func (s *server) dsn(db string) string {
-	return fmt.Sprintf("host=%s port=5432 user=postgres dbname=%s sslmode=disable", s.dir, db)
 }

@@ -85,3 +85,34 @@ func TestPasswordDSN(t *testing.T) {
 		t.Fatalf("the role cannot use its database: %v", err)
 	}
 }
+
+// TestOwnStopsAndStartsAgain: a test's own server refuses connections
+// while stopped and serves its data again once started.
+func TestOwnStopsAndStartsAgain(t *testing.T) {
+	t.Parallel()
+	srv := Own(t)
+	dsn := srv.DSN(t)
+	ctx := t.Context()
+	exec := func(sql string) error {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, sql)
+		return err
+	}
+	if err := exec(`CREATE TABLE kept (n int); INSERT INTO kept VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	if err := exec(`SELECT 1`); err == nil {
+		t.Fatal("a stopped server answered")
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := exec(`SELECT n FROM kept`); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sluicehq/sluice/store"
 )
 
 // Cluster mode (issue 15) runs each session's agent on one node at a time.
@@ -242,4 +244,57 @@ func (s *Store) LoadCheckpoint(ctx context.Context, session string) (json.RawMes
 		return nil, 0, fmt.Errorf("pgstore: load checkpoint of %s: %w", session, err)
 	}
 	return json.RawMessage(snap), seq, nil
+}
+
+// Unheld returns those of sessions on which no node holds an unexpired
+// lease: a node looking for orphans asks once for all the running sessions
+// it sees, rather than once per session.
+func (s *Store) Unheld(ctx context.Context, sessions []string) ([]string, error) {
+	if len(sessions) == 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT u.s FROM unnest($2::text[]) AS u(s)
+		WHERE NOT EXISTS (SELECT 1 FROM leases
+			WHERE session = u.s AND node <> '' AND expires_at > `+clock+`)`,
+		s.offset(), sessions)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: unheld sessions: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: unheld sessions: %w", err)
+	}
+	return out, nil
+}
+
+// Fenced returns the store as the holder of lease l sees it: the logs it
+// creates and opens append only while l is the session's lease (expired is
+// fine while no other node took it), under the same row lock as
+// SaveCheckpoint, so that a node that lost the lease without noticing
+// (paused past its TTL) cannot write a record after a takeover. An append
+// fenced out fails with ErrLeaseLost.
+func (s *Store) Fenced(l Lease) store.Store { return fencedStore{s, l} }
+
+type fencedStore struct {
+	*Store
+	lease Lease
+}
+
+func (f fencedStore) Create(ctx context.Context, k store.Key) (store.Log, error) {
+	lg, err := f.Store.Create(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	lg.(*log).lease = &f.lease
+	return lg, nil
+}
+
+func (f fencedStore) Open(ctx context.Context, k store.Key) (store.Log, error) {
+	lg, err := f.Store.Open(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	lg.(*log).lease = &f.lease
+	return lg, nil
 }

@@ -512,3 +512,51 @@ func TestCheckpointWaitsForTakeover(t *testing.T) {
 		t.Errorf("checkpoint %s at %d, %v; want none", snap, seq, err)
 	}
 }
+
+// TestFencedLog: a log opened under a lease appends while that lease is
+// the session's, expired included, and not once another node took it; the
+// records it wrote before stay.
+func TestFencedLog(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	a, err := st.AcquireLease(ctx, "fs", "a", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := store.Key{WorkDir: t.TempDir(), ID: "fs"}
+	lg, err := st.Fenced(a).Create(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lg.Append(ctx, json.RawMessage(`{"n":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	later := pgstore.Later(st, 2*ttl)
+	if err := lg.Append(ctx, json.RawMessage(`{"n":2}`)); err != nil {
+		t.Fatalf("expired, not taken: %v", err)
+	}
+	if _, err := later.AcquireLease(ctx, "fs", "b", ttl); err != nil {
+		t.Fatal(err)
+	}
+	if err := lg.Append(ctx, json.RawMessage(`{"n":3}`)); !errors.Is(err, pgstore.ErrLeaseLost) {
+		t.Fatalf("after a takeover: %v, want ErrLeaseLost", err)
+	}
+	recs, _, err := st.Load(ctx, k)
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("%d records (%v), want 2", len(recs), err)
+	}
+	// Unheld names the session once b's lease expires too.
+	for _, c := range []struct {
+		st   *pgstore.Store
+		want int
+	}{{later, 0}, {pgstore.Later(st, 4*ttl), 1}} {
+		got, err := c.st.Unheld(ctx, []string{"fs"})
+		if err != nil || len(got) != c.want {
+			t.Fatalf("Unheld: %v %v, want %d", got, err, c.want)
+		}
+	}
+	if got, err := st.Unheld(ctx, []string{"never-leased"}); err != nil || len(got) != 1 {
+		t.Fatalf("Unheld of a session never leased: %v %v", got, err)
+	}
+}

@@ -196,6 +196,8 @@ func (s *Store) List(ctx context.Context, workDir string) ([]store.Info, error) 
 type log struct {
 	pool    *pgxpool.Pool
 	cwd, id string
+	// lease, when set, fences the appends (see Fenced).
+	lease *Lease
 
 	mu     sync.Mutex
 	closed bool
@@ -223,16 +225,24 @@ func (l *log) Append(ctx context.Context, records ...json.RawMessage) error {
 	// sides. The UPDATE's row lock orders appends to one session from any
 	// node as the SELECT … FOR UPDATE did: a concurrent append waits for
 	// it, then reads the count it left.
+	fence, args := "", []any{l.cwd, l.id, int64(len(records)), size, data, int64(0)}
+	if l.lease != nil {
+		fence = ` AND EXISTS (SELECT 1 FROM leases WHERE session = $2 AND node = $7 AND epoch = $6 FOR SHARE)`
+		args = append(args[:5], l.lease.Epoch, l.lease.Node)
+	}
 	tag, err := l.pool.Exec(ctx, `
 		WITH s AS (
 			UPDATE sessions SET records = records + $3, size = size + $4, modified_at = clock_timestamp()
-			WHERE cwd = $1 AND id = $2
+			WHERE cwd = $1 AND id = $2`+fence+`
 			RETURNING records - $3 AS last)
-		INSERT INTO records (cwd, id, seq, data)
-		SELECT $1, $2, s.last + u.n, u.d::json
-		FROM s, unnest($5::text[]) WITH ORDINALITY AS u(d, n)`, l.cwd, l.id, int64(len(records)), size, data)
+		INSERT INTO records (cwd, id, seq, data, epoch)
+		SELECT $1, $2, s.last + u.n, u.d::json, $6
+		FROM s, unnest($5::text[]) WITH ORDINALITY AS u(d, n)`, args...)
 	if err == nil && tag.RowsAffected() == 0 {
 		err = fmt.Errorf("%w: %s", store.ErrNotFound, l.id)
+		if l.lease != nil {
+			err = fmt.Errorf("%w (or %w)", ErrLeaseLost, err)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("pgstore: append to %s: %w", l.id, err)

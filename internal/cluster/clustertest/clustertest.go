@@ -132,6 +132,9 @@ func (n *Node) Kill() {
 	<-n.done
 }
 
+// Signal sends the node sig (SIGSTOP, SIGCONT: a pause past its lease).
+func (n *Node) Signal(sig os.Signal) error { return n.cmd.Process.Signal(sig) }
+
 // Stop interrupts the node, waits for it and returns its CPU time (user
 // and system) and its exit error.
 func (n *Node) Stop() (time.Duration, error) {

@@ -78,6 +78,9 @@ type Request struct {
 	ToolResult string
 	// Images are the image blocks of the last message, in order.
 	Images []Image
+	// AssistantTexts are the text blocks of the request's assistant
+	// messages, in order: what the model is told it said.
+	AssistantTexts []string
 }
 
 // Image is an image block of a request: a base64 source's media type and
@@ -150,6 +153,23 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.requests.Add(1)
 	req := Request{Model: wr.Model, Stream: wr.Stream, Messages: len(wr.Messages)}
+	for _, m := range wr.Messages {
+		if m.Role != "assistant" {
+			continue
+		}
+		var text string
+		if json.Unmarshal(m.Content, &text) == nil {
+			req.AssistantTexts = append(req.AssistantTexts, text)
+			continue
+		}
+		var cs []wireContent
+		_ = json.Unmarshal(m.Content, &cs)
+		for _, c := range cs {
+			if c.Type == "text" {
+				req.AssistantTexts = append(req.AssistantTexts, c.Text)
+			}
+		}
+	}
 	if n := len(wr.Messages); n > 0 {
 		last := wr.Messages[n-1]
 		var text string
