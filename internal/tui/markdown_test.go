@@ -38,7 +38,7 @@ func TestStreamingMarkdownIsStable(t *testing.T) {
 				t.Fatalf("at %d bytes a fence line shows: %q", n, l)
 			}
 		}
-		if s.fence.char != 0 {
+		if s.st.fence.char != 0 {
 			t.Fatalf("at %d bytes a segment ended inside a fence", n)
 		}
 	}
@@ -206,6 +206,8 @@ func FuzzStreamMDStable(f *testing.F) {
 	f.Add(sampleAnswer, uint8(7))
 	f.Add("## a\nb\n\n| x | y |\n|---|---|\n| 1 | 2 |\n\n- i\n\n  more\n", uint8(3))
 	f.Add("```\n\n# not a heading\n```\n# h\ntext", uint8(2))
+	f.Add("Steps:\n1. a\n   - a1\n   ```\n   - x\n   ```\n1. b\n\n1. c\n\n   more\n- other\n> q", uint8(5))
+	f.Add("- a\n- b\n\n- c\n  - c1\n- d\ntext\n***\n* e", uint8(1))
 	f.Fuzz(func(t *testing.T, src string, step uint8) {
 		if len(src) > 2000 {
 			return
@@ -230,4 +232,58 @@ func FuzzStreamMDStable(f *testing.F) {
 			t.Fatalf("the finished block does not start with the stable lines:\n%q\n--- stable:\n%q", fin, prev)
 		}
 	})
+}
+
+// TestStreamedListsRenderAsWhole streams lists a byte at a time: a list's
+// items become stable one by one (each once the next begins), and the
+// finished block reads as the whole source rendered at once — numbered
+// on when the source numbers every item "1.", nested lists in their
+// items. A tight list turned loose by a later blank line keeps its
+// printed items tight.
+func TestStreamedListsRenderAsWhole(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, src string
+		want      []string // nil: the whole source rendered at once
+		stableAt  string   // the stable lines end with this item once the next begins
+	}{
+		{name: "tight", src: "- a\n- b\n- c", stableAt: "• a"},
+		{name: "numbered ones", src: "1. a\n1. b\n   - b1\n   - b2\n1. c\n1. d\n1. e\n1. f\n1. g\n1. h\n1. i\n1. j\n   - j1\n1. k", stableAt: "9. i"},
+		{name: "after a paragraph", src: "Steps:\n1. a\n2. b\n\nDone.", stableAt: "1. a"},
+		{name: "loose item", src: "- a\n\n  more a\n- b\n- c", stableAt: "  more a"},
+		{name: "then a heading", src: "- a\n- b\n# H\ntext", stableAt: "• a"},
+		{name: "turned loose", src: "- a\n- b\n\n- c\n- d", want: []string{"• a", "• b", "", "• c", "", "• d"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			md := newMarkdown("dark", 40)
+			var s streamMD
+			sawStable := false
+			for n := 1; n <= len(tc.src); n++ {
+				s.view(md, tc.src[:n])
+				if st := s.stableLines(); len(st) > 0 && strings.HasPrefix(ansi.Strip(st[len(st)-1]), tc.stableAt) {
+					sawStable = true
+				}
+			}
+			if tc.stableAt != "" && !sawStable {
+				t.Errorf("%q never ended the stable lines", tc.stableAt)
+			}
+			got := stripAll(s.final(md, tc.src))
+			want := tc.want
+			if want == nil {
+				want = stripAll(md.render(tc.src))
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("streamed:\n%s\n--- want:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		})
+	}
+}
+
+func stripAll(lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = ansi.Strip(l)
+	}
+	return out
 }

@@ -569,8 +569,8 @@ func (m *ui) emitBlock(msg protocol.Message, bi int) {
 
 // emitStable queues the lines of streaming block bi of msg (block pb of
 // message pm) that no later chunk can change and are not printed yet: an
-// answer's text up to its last paragraph or heading outside a code fence
-// (streamMD). Other blocks print whole at their end; a reasoning block
+// answer's text up to its last paragraph, heading or list item begun
+// outside a code fence (streamMD). Other blocks print whole at their end; a reasoning block
 // folds to its header then.
 func (m *ui) emitStable(msg protocol.Message, bi int) {
 	b := msg.Blocks[bi]

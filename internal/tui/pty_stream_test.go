@@ -194,3 +194,80 @@ func markersIn(s string, markers []string) []string {
 	}
 	return out
 }
+
+// TestPseudoTerminalLongList runs the built sluice binary under tmux on an
+// answer that is one tight list of 300 items, held mid-stream: the list's
+// start is in the scrollback and off the screen while it streams, a
+// resize there keeps it, and at the end the terminal holds every item
+// once, numbered 1 to 300.
+func TestPseudoTerminalLongList(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("SLUICE_REQUIRE_TMUX") != "" {
+			t.Fatal("tmux is required (SLUICE_REQUIRE_TMUX is set) but not installed")
+		}
+		t.Skip("tmux is not installed")
+	}
+	if testing.Short() {
+		t.Skip("builds and runs the program")
+	}
+	t.Parallel()
+	bin := testbin.Sluice(t)
+	src, markers := longList(0, 300)
+	text := fakemodel.Chunks(src, 40)
+	gate, at := make(chan struct{}), len(text)/2
+	fm := fakemodel.New(func(r fakemodel.Request) fakemodel.Answer {
+		return fakemodel.Answer{Text: text, Gates: map[int]<-chan struct{}{at: gate}}
+	})
+	t.Cleanup(fm.Close)
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(gate)
+		}
+	}
+	t.Cleanup(release)
+	dir := t.TempDir()
+	x := &tmux{t: t, sock: filepath.Join(dir, "tmux.sock")}
+	x.must("new-session", "-d", "-x", "80", "-y", "24", "-s", "t", "-c", dir,
+		"-e", "SLUICE_HOME="+filepath.Join(dir, "home"),
+		"-e", "ANTHROPIC_BASE_URL="+fm.URL(), "-e", "ANTHROPIC_API_KEY=test-key",
+		fmt.Sprintf("%s --model fake-model; sleep 600", bin))
+	t.Cleanup(func() { _, _ = x.run("kill-server") })
+	x.must("set-option", "-t", "t", "history-limit", "10000")
+
+	x.waitText("✻ sluice")
+	x.keys("a long list please", "Enter")
+	// Held at the gate: every item but the last one begun is printed.
+	sent := strings.Join(text[:at], "")
+	done := markersIn(sent[:len(sent)-len(unfinishedItem(sent))], markers)
+	x.waitText(done[len(done)-1])
+	if s := x.screen(); strings.Contains(s, "lines above") || strings.Contains(s, markers[0]) {
+		t.Fatalf("the live area holds more than the unfinished item:\n%s", s)
+	}
+	if !strings.Contains(x.history(), markers[0]) {
+		t.Fatal("the list's start is not in the scrollback")
+	}
+	x.must("resize-window", "-t", "t", "-x", "60", "-y", "20")
+	rule := regexp.MustCompile(`(?m)^─{60}$`)
+	x.waitFor("the frame at the new size", func(_, s string) bool { return rule.MatchString(s) })
+	release()
+	x.waitText(markers[len(markers)-1])
+	x.waitFor("idle", func(_, s string) bool { return !strings.Contains(s, "Working…") })
+
+	hist := x.history()
+	var bad []string
+	for _, m := range markers {
+		if n := strings.Count(hist, m); n != 1 {
+			bad = append(bad, fmt.Sprintf("%s %d times", m, n))
+		}
+	}
+	for _, n := range []int{1, 2, 150, 299, 300} {
+		if c := len(regexp.MustCompile(fmt.Sprintf(`(?m)^ *%d\. step `, n)).FindAllString(hist, -1)); c != 1 {
+			bad = append(bad, fmt.Sprintf("item %d numbered so %d times", n, c))
+		}
+	}
+	if len(bad) > 0 {
+		t.Fatalf("%s\nterminal history:\n%s", strings.Join(bad, "\n"), hist)
+	}
+}

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -158,24 +159,29 @@ func TestLongAnswerStreamsIntoTheScrollback(t *testing.T) {
 // view what completed meanwhile is printed once.
 func TestStreamedAnswerThroughTheExpandedView(t *testing.T) {
 	t.Parallel()
-	src, markers := longAnswer(1000, 120)
-	h := newHarness(t, 80, 30)
-	h.ev(runState(protocol.RunRunning), userMsg("u1", "go"), asstMsg("a1"))
-	cs := chunks(src, 67)
-	for i, c := range cs {
-		h.ev(textDelta("a1", 0, c))
-		switch i {
-		case len(cs) / 3:
-			h.key("ctrl+o")
-			if !h.current().alt {
-				t.Fatal("no expanded view")
+	for name, answer := range map[string]func(int, int) (string, []string){"sections": longAnswer, "tight list": longList} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			src, markers := answer(1000, 120)
+			h := newHarness(t, 80, 30)
+			h.ev(runState(protocol.RunRunning), userMsg("u1", "go"), asstMsg("a1"))
+			cs := chunks(src, 67)
+			for i, c := range cs {
+				h.ev(textDelta("a1", 0, c))
+				switch i {
+				case len(cs) / 3:
+					h.key("ctrl+o")
+					if !h.current().alt {
+						t.Fatal("no expanded view")
+					}
+				case len(cs) / 2:
+					h.key("esc")
+				}
 			}
-		case len(cs) / 2:
-			h.key("esc")
-		}
+			h.ev(textEnd("a1", 0), turnEnd("a1", "end_turn", 1, 1), runState(protocol.RunIdle))
+			h.requireOnceInScrollback(markers)
+		})
 	}
-	h.ev(textEnd("a1", 0), turnEnd("a1", "end_turn", 1, 1), runState(protocol.RunIdle))
-	h.requireOnceInScrollback(markers)
 }
 
 // TestLongReasoningFolds streams reasoning far longer than the screen: the
@@ -253,5 +259,113 @@ func TestCompactionSaysWhatItIs(t *testing.T) {
 	h.finish(jobCompact, nil)
 	if s := h.current().scroll; !strings.Contains(s, "Conversation compacted") {
 		t.Fatalf("no compaction in the scrollback:\n%s", s)
+	}
+}
+
+// longList is an answer that is one tight ordered list of n items, each
+// numbered "1." as models often write them, every fifth with a nested
+// tight list of two items; every line holds one marker word.
+func longList(from, n int) (src string, markers []string) {
+	ws := words(from, 3*n)
+	var b strings.Builder
+	b.WriteString("Steps:\n")
+	k := 0
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "1. step %s\n", ws[k])
+		markers = append(markers, ws[k])
+		k++
+		if i%5 == 4 {
+			for j := 0; j < 2; j++ {
+				fmt.Fprintf(&b, "   - detail %s\n", ws[k])
+				markers = append(markers, ws[k])
+				k++
+			}
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\n"), markers
+}
+
+// unfinishedItem is the part of a streamed tight list from its last item
+// whose first line is complete: what a later chunk can still change.
+func unfinishedItem(src string) string {
+	at := 0
+	for i := 0; ; {
+		j := strings.IndexByte(src[i:], '\n')
+		if j < 0 {
+			return src[at:]
+		}
+		if strings.HasPrefix(src[i:], "1. ") {
+			at = i
+		}
+		i += j + 1
+	}
+}
+
+// TestLongTightListStreamsIntoTheScrollback streams an answer that is one
+// tight list of 300 items at three widths, resizing twice mid-stream: at
+// every frame the live area holds no item but the last one begun (each
+// finished item is printed as the next begins), and at the end the
+// scrollback holds every line once, in order, numbered 1 to 300.
+func TestLongTightListStreamsIntoTheScrollback(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		w, h    int
+		resizes [2]tea.WindowSizeMsg
+	}{
+		{100, 30, [2]tea.WindowSizeMsg{{Width: 70, Height: 24}, {Width: 120, Height: 40}}},
+		{72, 24, [2]tea.WindowSizeMsg{{Width: 100, Height: 30}, {Width: 50, Height: 20}}},
+		{40, 40, [2]tea.WindowSizeMsg{{Width: 34, Height: 16}, {Width: 80, Height: 24}}},
+	} {
+		t.Run(fmt.Sprintf("%dx%d", tc.w, tc.h), func(t *testing.T) {
+			t.Parallel()
+			src, markers := longList(3000, 300)
+			h := newHarness(t, tc.w, tc.h)
+			streamed := ""
+			h.checks = append(h.checks, func(f frame) {
+				if f.alt {
+					return
+				}
+				tail := unfinishedItem(streamed)
+				for _, tok := range tokenRE.FindAllString(f.view, -1) {
+					if strings.Contains(streamed, tok) && !strings.Contains(tail, tok) {
+						t.Fatalf("frame %d: %q is final but in the live area; tail:\n%s\n--- view:\n%s", f.n, tok, tail, f.view)
+					}
+				}
+			})
+			h.ev(runState(protocol.RunRunning), userMsg("u1", "a long list please"), asstMsg("a1"))
+			cs := chunks(src, 97)
+			for i, c := range cs {
+				h.ev(textDelta("a1", 0, c))
+				streamed += c
+				switch i {
+				case len(cs) / 3:
+					h.send(tc.resizes[0])
+					if !strings.Contains(h.current().scroll, markers[0]) {
+						t.Fatalf("the list's start is not in the scrollback mid-stream:\n%s", h.current().scroll)
+					}
+				case 2 * len(cs) / 3:
+					h.send(tc.resizes[1])
+				}
+			}
+			h.ev(textEnd("a1", 0), turnEnd("a1", "end_turn", 10, 10), runState(protocol.RunIdle))
+			h.requireOnceInScrollback(markers)
+			scroll := ansi.Strip(h.current().scroll)
+			last := -1
+			for _, m := range markers {
+				i := strings.Index(scroll, m)
+				if i < last {
+					t.Fatalf("%q printed out of order", m)
+				}
+				last = i
+			}
+			for _, n := range []int{1, 2, 150, 300} {
+				if c := len(regexp.MustCompile(fmt.Sprintf(`(?m)^ *%d\. step `, n)).FindAllString(scroll, -1)); c != 1 {
+					t.Fatalf("item %d is numbered so %d times in the scrollback:\n%s", n, c, scroll)
+				}
+			}
+			if strings.Contains(scroll, "\n\n1. step") || strings.Contains(scroll, "\n\n2. step") {
+				t.Fatalf("blank lines between a tight list's items:\n%s", scroll)
+			}
+		})
 	}
 }

@@ -40,8 +40,9 @@
 // print as each ends, in order.
 //
 // Answers are rendered as markdown (internal/termmd) when printed. While an answer streams,
-// the part up to its last paragraph break outside a code fence is rendered
-// as markdown once per paragraph and the growing tail is shown as plain
+// the part up to its last paragraph break (or a list's last item begun)
+// outside a code fence is rendered as markdown once per paragraph (or
+// item) and the growing tail is shown as plain
 // text, so a half-open fence never makes the screen flicker.
 //
 // Bubble Tea prints above the frame it last flushed, and flushes on its

@@ -200,7 +200,7 @@ function onNotification(method, params) {
     showTitle();
     showWelcome();
   }
-  if (change.kind === 'run') showRunState();
+  if (change.kind === 'run' || change.kind === 'compaction') showRunState();
   if (change.kind === 'permissions') {
     showPermissions();
     showRunState();
@@ -414,13 +414,32 @@ async function restore(id) {
 
 // ---- chrome -----------------------------------------------------------
 
-// showRunState shows the run state the list holds: working, or waiting
-// for the user to approve a tool call.
+// compactionLabel says what a compaction in progress is doing: how long
+// it has run and how long its summary is so far (as the terminal says it).
+function compactionLabel(c, now = Date.now()) {
+  let s = 'Compacting conversation…';
+  if (c.startedAt > 0 && now >= c.startedAt) s += ` ${Math.floor((now - c.startedAt) / 1000)}s`;
+  if (c.chars > 0) s += ` · ${c.chars} chars of summary`;
+  return s;
+}
+
+// compactionTimer ticks the compaction label's elapsed time each second
+// while a compaction runs.
+let compactionTimer = 0;
+
+// showRunState shows the run state the list holds: working, compacting
+// the conversation, or waiting for the user to approve a tool call.
 function showRunState() {
   const waiting = list.pendingPermissions.length > 0;
-  els.run.hidden = !list.running && !waiting;
-  els.run.dataset.state = waiting ? 'waiting' : 'working';
-  els.run.textContent = waiting ? 'Waiting for your approval' : 'Working…';
+  const compacting = !waiting && list.compaction;
+  els.run.hidden = !list.running && !waiting && !compacting;
+  els.run.dataset.state = waiting ? 'waiting' : compacting ? 'compacting' : 'working';
+  els.run.textContent = waiting ? 'Waiting for your approval' : compacting ? compactionLabel(list.compaction) : 'Working…';
+  if (compacting && !compactionTimer) compactionTimer = setInterval(showRunState, 1000);
+  if (!compacting && compactionTimer) {
+    clearInterval(compactionTimer);
+    compactionTimer = 0;
+  }
   els.abort.hidden = !list.running;
   els.abort.disabled = !list.running;
   els.send.hidden = list.running && !els.input.value.trim();
