@@ -271,7 +271,7 @@ func (h *handle) own(ctx context.Context, lease Lease, asked time.Time, sess *ag
 		Tools: sess.Tools(), Node: h.n.cfg.NodeID, Running: h.mirror.Running()}
 	h.setMeta(m)
 	if err := h.n.putMeta(ctx, h.id, m); err != nil {
-		o.cmds.Unsubscribe()
+		o.leave()
 		cancel()
 		sub.Close()
 		w.Close()
@@ -281,7 +281,7 @@ func (h *handle) own(ctx context.Context, lease Lease, asked time.Time, sess *ag
 	if h.closed {
 		// Closed while it was being taken over: give it back.
 		h.mu.Unlock()
-		o.cmds.Unsubscribe()
+		o.leave()
 		cancel()
 		sub.Close()
 		w.Close()
@@ -568,6 +568,19 @@ func (h *handle) call(ctx context.Context, c command, out any) error {
 		var r commandReply
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return fmt.Errorf("cluster: a command's reply: %w", err)
+		}
+		if r.Moved { // its node was leaving: as if nobody had answered
+			if time.Now().After(deadline) {
+				return wire.Errorf(wire.CodeRequestFailed, "no node runs session %s: its node left it", h.id)
+			}
+			if !h.tryTake(ctx) {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(200 * time.Millisecond):
+				}
+			}
+			continue
 		}
 		if r.Error != nil {
 			return r.Error

@@ -459,3 +459,56 @@ func TestEventsDoNotWaitForACheckpoint(t *testing.T) {
 	release()
 	checkpointAt(t, a, h.ID(), got)
 }
+
+// TestLeavingOwnerAnswersMoved: a command that reaches a node while it
+// leaves a session (its lease lost, or closing) is answered "moved" —
+// also when it was already waiting in the subscription's queue — so its
+// asker tries again at once instead of waiting out a request timeout.
+func TestLeavingOwnerAnswersMoved(t *testing.T) {
+	t.Parallel()
+	nc, err := nats.Connect(natstest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	o := &owned{replies: map[string][]byte{}}
+	held := make(chan struct{})
+	first := true
+	o.cmds, err = nc.Subscribe("sluice.cmd.leaving", func(msg *nats.Msg) {
+		if first { // hold the queue while the node leaves
+			first = false
+			<-held
+		}
+		o.serve(msg)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replies := make(chan *nats.Msg, 2)
+	for range 2 {
+		inbox := nats.NewInbox()
+		if _, err := nc.ChanSubscribe(inbox, replies); err != nil {
+			t.Fatal(err)
+		}
+		if err := nc.PublishRequest("sluice.cmd.leaving", inbox, []byte(`{"method":"abort"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	o.leave()
+	close(held)
+	for i := range 2 {
+		var msg *nats.Msg
+		select {
+		case msg = <-replies:
+		case <-time.After(2 * time.Minute): // generous: an answer comes at once
+			t.Fatalf("command %d was not answered", i+1)
+		}
+		var r commandReply
+		if err := json.Unmarshal(msg.Data, &r); err != nil || !r.Moved {
+			t.Fatalf("reply %+v (%v), want moved", r, err)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -47,7 +48,13 @@ type command struct {
 type commandReply struct {
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  *wire.Error     `json:"error,omitempty"`
+	// Moved: the node was leaving the session when the command came, and
+	// did not run it; the asker tries again (another node may take it).
+	Moved bool `json:"moved,omitempty"`
 }
+
+// movedReply answers a command that came while its node was leaving.
+var movedReply = []byte(`{"moved":true}`)
 
 // repliesKept bounds the owner's memory of answered request ids.
 const repliesKept = 1024
@@ -60,6 +67,8 @@ type owned struct {
 	w    *Writer
 	sub  *agent.Subscription
 	cmds *nats.Subscription
+	// leaving is set when the node stops answering the session's commands.
+	leaving atomic.Bool
 
 	ctx       context.Context // ends publishing and renewing
 	cancel    context.CancelFunc
@@ -339,6 +348,10 @@ func (o *owned) renew() {
 // time, in arrival order, so commands keep their order; waiting for a job
 // is answered from a goroutine of its own.
 func (o *owned) serve(msg *nats.Msg) {
+	if o.leaving.Load() {
+		o.respond(msg, "", movedReply)
+		return
+	}
 	var c command
 	if err := json.Unmarshal(msg.Data, &c); err != nil {
 		o.respond(msg, "", reply(nil, wire.Errorf(wire.CodeInvalidParams, "invalid command: %v", err)))
@@ -489,11 +502,22 @@ func (o *owned) recordMeta() {
 	}
 }
 
+// leave stops answering the session's commands. A command already
+// delivered to this node is answered "moved", not dropped: Unsubscribe
+// would throw it away unanswered, and its asker would wait out a whole
+// request timeout (longer than a lease) before it asked another node.
+func (o *owned) leave() {
+	o.leaving.Store(true)
+	if err := o.cmds.Drain(); err != nil {
+		o.cmds.Unsubscribe()
+	}
+}
+
 // stop ends the session here at once (its lease is someone else's): no
 // more is published.
 func (o *owned) stop() {
 	o.stopOnce.Do(func() {
-		o.cmds.Unsubscribe()
+		o.leave()
 		o.cancel()
 		o.sess.Close()
 		<-o.published
@@ -509,7 +533,7 @@ func (o *owned) stop() {
 func (o *owned) close() error {
 	var err error
 	o.stopOnce.Do(func() {
-		o.cmds.Unsubscribe()
+		o.leave()
 		err = o.sess.Close()
 		<-o.published // drains the agent's last events, then checkpoints
 		o.cancel()
