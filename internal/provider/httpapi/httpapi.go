@@ -339,3 +339,21 @@ func Snippet(body []byte) string {
 	}
 	return s
 }
+
+// BearerJSON is the header of a JSON request to an API that takes its key
+// as a bearer token (OpenAI's and the servers compatible with it),
+// asking for an event stream when stream is set; no key, no
+// Authorization (a local server).
+func BearerJSON(key string, stream bool) http.Header {
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	if stream {
+		h.Set("Accept", "text/event-stream")
+	} else {
+		h.Set("Accept", "application/json")
+	}
+	if key != "" {
+		h.Set("Authorization", "Bearer "+key)
+	}
+	return h
+}

@@ -97,19 +97,7 @@ func overflow(e *model.APIError) bool {
 		strings.Contains(m, "context_length_exceeded")
 }
 
-func (p *Provider) header(stream bool) http.Header {
-	h := http.Header{}
-	h.Set("Content-Type", "application/json")
-	if stream {
-		h.Set("Accept", "text/event-stream")
-	} else {
-		h.Set("Accept", "application/json")
-	}
-	if p.cfg.APIKey != "" {
-		h.Set("Authorization", "Bearer "+p.cfg.APIKey)
-	}
-	return h
-}
+func (p *Provider) header(stream bool) http.Header { return httpapi.BearerJSON(p.cfg.APIKey, stream) }
 
 // Stream sends req once and yields the response's parts; see
 // model.Provider. The connection is released when the iterator returns,
