@@ -269,7 +269,7 @@ func (h *handle) own(ctx context.Context, lease Lease, asked time.Time, sess *ag
 	}
 	octx, cancel := context.WithCancel(h.n.ctx)
 	o := &owned{h: h, sess: sess, lease: lease, validUntil: h.n.validUntil(asked), w: w, sub: sub, ctx: octx, cancel: cancel,
-		published: make(chan struct{}), renewed: make(chan struct{}), keepKick: make(chan struct{}, 1), replies: map[string][]byte{}, jobs: map[string]rpc.Job{}}
+		published: make(chan struct{}), keepKick: make(chan struct{}, 1), replies: map[string][]byte{}, jobs: map[string]rpc.Job{}}
 	o.cmds, err = h.n.cfg.NATS.Subscribe(commandSubject(h.id), o.serve)
 	if err != nil {
 		cancel()
@@ -300,7 +300,6 @@ func (h *handle) own(ctx context.Context, lease Lease, asked time.Time, sess *ag
 	h.owned = o
 	h.mu.Unlock()
 	go o.publish()
-	go o.renew()
 	return nil
 }
 
