@@ -2,14 +2,15 @@ package cluster
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"time"
 )
 
 // renewLeases keeps the leases of the sessions this node runs: each is
 // due a third of the TTL after it was last asked for, and when one is due
-// all are renewed, in one statement — one round trip per period however
-// many sessions the node runs (one per session outlasted the TTL at
-// thousands). A failed round is tried again a twentieth of the TTL later.
+// all are renewed, a few hundred per statement — not one statement per
+// session, which at thousands of sessions outlasted the TTL. A failed round is tried again a twentieth of the TTL later.
 // A lease not renewed before it may have expired (the database was down,
 // or this process paused) or lost (another node took it) stops its
 // session here: another node may run it by then.
@@ -44,12 +45,20 @@ func (n *Node) owners() []*owned {
 	return all
 }
 
+// renewChunk bounds the leases one statement renews: the statement holds
+// each row it renewed until it ends, so the session's fenced writes wait
+// for all of it, and one that fails or is slow loses only its own. At
+// 10,000 sessions one statement for all outlasted the TTL under load (the
+// streaming sessions' writes hold their rows too) and all were lost.
+const renewChunk = 250
+
+// renewParallel bounds the statements of a round in flight at once.
+const renewParallel = 4
+
 func (n *Node) renewRound() {
 	ttl := n.cfg.LeaseTTL
 	now := time.Now()
 	var held []*owned
-	var leases []Lease
-	var latest time.Time
 	due := false
 	for _, o := range n.owners() {
 		until := o.until()
@@ -61,20 +70,40 @@ func (n *Node) renewRound() {
 		// session started here: a slow takeover may have used most of
 		// the first TTL already.
 		due = due || !now.Before(until.Add(ttl/3-n.validFor()))
-		if until.After(latest) {
-			latest = until
-		}
 		held = append(held, o)
-		leases = append(leases, o.currentLease())
 	}
 	if !due {
 		return
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, renewParallel)
+	for chunk := range slices.Chunk(held, renewChunk) {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.renewChunk(chunk)
+			<-sem
+		}()
+	}
+	wg.Wait()
+}
+
+// renewChunk renews the leases of held in one statement.
+func (n *Node) renewChunk(held []*owned) {
+	leases := make([]Lease, len(held))
+	var latest time.Time
+	for i, o := range held {
+		leases[i] = o.currentLease()
+		if u := o.until(); u.After(latest) {
+			latest = u
+		}
 	}
 	asked := time.Now()
 	// Bounded by the last of the leases: past it none is surely this
 	// node's, and the round is tried again.
 	ctx, cancel := context.WithDeadline(n.ctx, latest)
-	renewed, err := n.cfg.Leases.RenewLeases(ctx, leases, ttl)
+	renewed, err := n.cfg.Leases.RenewLeases(ctx, leases, n.cfg.LeaseTTL)
 	cancel()
 	if err != nil {
 		if n.ctx.Err() == nil {

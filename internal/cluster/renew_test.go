@@ -34,7 +34,8 @@ func (c *countedRenewals) RenewLeases(ctx context.Context, ls []Lease, ttl time.
 }
 
 // TestLeasesRenewedTogether: a node renews the leases of all the sessions
-// it runs in one call per round, and keeps them all past several TTLs.
+// it runs in one call per round (up to renewChunk of them), and keeps them
+// all past several TTLs.
 func TestLeasesRenewedTogether(t *testing.T) {
 	t.Parallel()
 	url, dsn, dir := natstest.URL(t), pgtest.DSN(t), t.TempDir()
