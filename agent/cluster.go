@@ -15,11 +15,12 @@ import (
 // ended with events published before any other: blocks still streaming
 // end, tools end with success false, the cut answer gets an error block,
 // permission requests are denied, queued work and background tasks are
-// dropped, and a running session becomes idle.
-func Continue(opts Options, id string, snap protocol.Snapshot) (*Session, error) {
+// dropped, and a running session becomes idle. cause says why the previous
+// node stopped; it is the cut answer's error block ("" for a crash).
+func Continue(opts Options, id string, snap protocol.Snapshot, cause string) (*Session, error) {
 	// The display list the records rebuild is dropped: snap is what was
 	// published. The context, the title and the rewind marks are kept.
-	return restore(opts, id, "Continue", func([]protocol.Message) protocol.Snapshot { return snap }, Interrupted(snap), &snap)
+	return restore(opts, id, "Continue", func([]protocol.Message) protocol.Snapshot { return snap }, Interrupted(snap, cause), &snap)
 }
 
 // cutAnswer reports whether snap's last message is an answer that
@@ -93,9 +94,14 @@ func (s *Session) reconcile(display []protocol.Message, recorded map[string]bool
 	}
 }
 
+// StopInterrupted is the stop reason of a turn that the process running it
+// stopped before the model ended it: the run ends visibly, as a turn.
+const StopInterrupted = "interrupted"
+
 // Interrupted returns the events that end what snap left unfinished when
-// the process running the session died: see Continue. They carry no seq.
-func Interrupted(snap protocol.Snapshot) []protocol.Event {
+// the process running the session stopped (cause, or a crash if ""): see
+// Continue. They carry no seq.
+func Interrupted(snap protocol.Snapshot, cause string) []protocol.Event {
 	var evs []protocol.Event
 	if n := len(snap.Messages); n > 0 {
 		m := snap.Messages[n-1]
@@ -126,7 +132,16 @@ func Interrupted(snap protocol.Snapshot) []protocol.Event {
 			}
 		}
 		if m.Role == protocol.RoleAssistant && (cut || snap.Running) {
-			evs = append(evs, protocol.ErrorBlockAdded{MessageID: m.ID, BlockIndex: len(m.Blocks), Error: crashNote})
+			note := crashNote
+			if cause != "" {
+				note = "Interrupted: " + cause
+			}
+			evs = append(evs, protocol.ErrorBlockAdded{MessageID: m.ID, BlockIndex: len(m.Blocks), Error: note})
+			// A turn the model had not ended yet ends here; one it ended
+			// (a tool call that was then running) keeps its reason.
+			if m.StopReason == "" {
+				evs = append(evs, protocol.TurnEnded{MessageID: m.ID, StopReason: StopInterrupted})
+			}
 		}
 	}
 	for _, p := range snap.PendingPermissions {

@@ -44,15 +44,20 @@ func TestInterruptedEndsWhatWasCut(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		snap   protocol.Snapshot
+		cause  string
 		events int
+		note   string
 	}{
-		{"cut mid-run", cutSnapshot(), 5}, // text end, tool end, error block, permission denied, idle
-		{"finished", done, 0},
-		{"empty", protocol.Snapshot{}, 0},
+		// text end, tool end, error block, turn ended, permission denied, idle
+		{"cut mid-run", cutSnapshot(), "", 6, "Interrupted: sluice stopped before this answer was finished"},
+		{"cut by a lost lease", cutSnapshot(), "the session's lease was lost: node n1 stopped holding it", 6,
+			"Interrupted: the session's lease was lost: node n1 stopped holding it"},
+		{"finished", done, "", 0, ""},
+		{"empty", protocol.Snapshot{}, "", 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			evs := numbered("s", tc.snap.Seq, agent.Interrupted(tc.snap))
+			evs := numbered("s", tc.snap.Seq, agent.Interrupted(tc.snap, tc.cause))
 			if len(evs) != tc.events {
 				t.Fatalf("%d events, want %d: %+v", len(evs), tc.events, evs)
 			}
@@ -78,8 +83,23 @@ func TestInterruptedEndsWhatWasCut(t *testing.T) {
 			}
 			if tc.events > 0 {
 				last := got.Messages[1].Blocks[len(got.Messages[1].Blocks)-1]
-				if last.Type != protocol.BlockError {
-					t.Fatalf("the cut answer has no error block: %+v", got.Messages[1].Blocks)
+				if last.Type != protocol.BlockError || last.Content != tc.note {
+					t.Fatalf("the cut answer's last block is %+v, want the error %q", last, tc.note)
+				}
+				if got.Messages[1].StopReason != agent.StopInterrupted {
+					t.Fatalf("the cut turn's stop reason is %q, want %q", got.Messages[1].StopReason, agent.StopInterrupted)
+				}
+				// The run ends in the order: the error block, the
+				// turn's end, then idle.
+				var order []string
+				for _, ev := range evs {
+					switch ev.(type) {
+					case protocol.ErrorBlockAdded, protocol.TurnEnded, protocol.RunStateChanged:
+						order = append(order, ev.Method())
+					}
+				}
+				if want := []string{protocol.MethodErrorBlockAdded, protocol.MethodTurnEnded, protocol.MethodRunStateChanged}; !slices.Equal(order, want) {
+					t.Fatalf("the run ends with %v, want %v", order, want)
 				}
 			}
 		})
@@ -195,7 +215,7 @@ func TestContinueGoesOnFromTheLogState(t *testing.T) {
 	}
 	snap := cutSnapshot()
 	p2 := modeltest.NewScript(modeltest.Answer("m2", "second"))
-	r, err := agent.Continue(agent.Options{Provider: p2, Store: st, WorkDir: dir, Stream: modeltest.StreamOptions()}, "s", snap)
+	r, err := agent.Continue(agent.Options{Provider: p2, Store: st, WorkDir: dir, Stream: modeltest.StreamOptions()}, "s", snap, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +225,7 @@ func TestContinueGoesOnFromTheLogState(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Close()
-	if r.Seq() != snap.Seq+5 || r.Running() {
+	if r.Seq() != snap.Seq+6 || r.Running() {
 		t.Fatalf("continued at seq %d running=%v", r.Seq(), r.Running())
 	}
 	if _, err := r.Run(bg(t), "go on"); err != nil {
@@ -293,7 +313,7 @@ func TestContinueSendsWhatWasShown(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := modeltest.NewScript(modeltest.Answer("m2", "second"))
-			r, err := agent.Continue(agent.Options{Provider: p, Store: st, WorkDir: dir, Stream: modeltest.StreamOptions()}, "s", tc.shown(stored))
+			r, err := agent.Continue(agent.Options{Provider: p, Store: st, WorkDir: dir, Stream: modeltest.StreamOptions()}, "s", tc.shown(stored), "")
 			if err != nil {
 				t.Fatal(err)
 			}

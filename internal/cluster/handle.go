@@ -229,7 +229,7 @@ func (h *handle) take(ctx context.Context, lease Lease, asked time.Time, m sessi
 	if opts.Store != nil {
 		opts.Store = h.n.cfg.Leases.Fence(opts.Store, lease)
 	}
-	sess, err := agent.Continue(opts, h.id, h.mirror.Messages())
+	sess, err := agent.Continue(opts, h.id, h.mirror.Messages(), takeoverCause(m.Node))
 	if err != nil {
 		return err
 	}
@@ -239,6 +239,16 @@ func (h *handle) take(ctx context.Context, lease Lease, asked time.Time, m sessi
 	}
 	h.n.log.Info("session taken over", "session", h.id, "epoch", lease.Epoch, "seq", h.mirror.Seq())
 	return nil
+}
+
+// takeoverCause says why a run this node takes over was cut: its node
+// stopped holding the lease. Which of the reasons it was only that node
+// knew, and it may not write once the lease may be another's.
+func takeoverCause(node string) string {
+	if node == "" {
+		node = "that ran it"
+	}
+	return fmt.Sprintf("the session's lease was lost: node %s stopped holding it (it stopped, was paused past the lease TTL, or could not reach the session store)", node)
 }
 
 // own starts publishing sess's events (from the mirror's seq on) and
@@ -259,7 +269,7 @@ func (h *handle) own(ctx context.Context, lease Lease, asked time.Time, sess *ag
 	}
 	octx, cancel := context.WithCancel(h.n.ctx)
 	o := &owned{h: h, sess: sess, lease: lease, validUntil: h.n.validUntil(asked), w: w, sub: sub, ctx: octx, cancel: cancel,
-		published: make(chan struct{}), renewed: make(chan struct{}), keepKick: make(chan struct{}, 1), replies: map[string][]byte{}, jobs: map[string]rpc.Job{}}
+		published: make(chan struct{}), keepKick: make(chan struct{}, 1), replies: map[string][]byte{}, jobs: map[string]rpc.Job{}}
 	o.cmds, err = h.n.cfg.NATS.Subscribe(commandSubject(h.id), o.serve)
 	if err != nil {
 		cancel()
@@ -290,7 +300,6 @@ func (h *handle) own(ctx context.Context, lease Lease, asked time.Time, sess *ag
 	h.owned = o
 	h.mu.Unlock()
 	go o.publish()
-	go o.renew()
 	return nil
 }
 

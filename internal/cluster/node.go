@@ -40,7 +40,9 @@ var (
 // (its view state at a seq), written only by the lease's holder.
 type Leases interface {
 	AcquireLease(ctx context.Context, session, node string, ttl time.Duration) (Lease, error)
-	RenewLease(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
+	// RenewLeases renews those of ls still held (same node and epoch)
+	// and returns them with their new expiry; one missing was lost.
+	RenewLeases(ctx context.Context, ls []Lease, ttl time.Duration) ([]Lease, error)
 	ReleaseLease(ctx context.Context, l Lease) error
 	Owner(ctx context.Context, session string) (Lease, error)
 	SaveCheckpoint(ctx context.Context, l Lease, snapshot json.RawMessage, seq int64) error
@@ -147,8 +149,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	nctx, cancel := context.WithCancel(context.Background())
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), elog: elog, meta: kv,
 		ctx: nctx, cancel: cancel, handles: map[string]*handle{}, opening: map[string]chan struct{}{}}
-	n.wg.Add(1)
+	n.wg.Add(2)
 	go n.sweep()
+	go n.renewLeases()
 	return n, nil
 }
 

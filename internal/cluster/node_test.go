@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -510,5 +511,77 @@ func TestLeavingOwnerAnswersMoved(t *testing.T) {
 		if err := json.Unmarshal(msg.Data, &r); err != nil || !r.Moved {
 			t.Fatalf("reply %+v (%v), want moved", r, err)
 		}
+	}
+}
+
+// TestCutRunEndsNamingItsCause: an owner cut off from the database mid-
+// answer stops writing; the node that adopts the session ends the run
+// visibly — an error block naming the lost lease and its node, the turn
+// ended, then idle — without waiting for a client's command.
+func TestCutRunEndsNamingItsCause(t *testing.T) {
+	t.Parallel()
+	url, dsn, dir := natstest.URL(t), pgtest.DSN(t), t.TempDir()
+	never := make(chan struct{})
+	a := startNode(t, "a", url, dsn, modeltest.NewScript(modeltest.Response(
+		modeltest.Start("m1"), modeltest.Text(0, "half an"), modeltest.Gate(never))))
+	b := startNode(t, "b", url, dsn, modeltest.NewScript())
+	ha, err := a.New(t.Context(), a.options(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := b.open(t, ha.ID())
+	snap, sub := hb.SnapshotAndSubscribe()
+	defer sub.Close()
+	if _, err := hb.Submit(t.Context(), "q", false); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	l := protocol.NewList(snap)
+	var ends []string
+	next := func() protocol.Event {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatalf("at seq %d: %v", l.Seq(), err)
+		}
+		if err := l.Apply(ev); err != nil {
+			t.Fatalf("%s at seq %d: %v", ev.Method(), l.Seq(), err)
+		}
+		switch ev.(type) {
+		case protocol.ErrorBlockAdded, protocol.TurnEnded:
+			ends = append(ends, ev.Method())
+		case protocol.RunStateChanged:
+			if !l.Running() {
+				ends = append(ends, ev.Method())
+			}
+		}
+		return ev
+	}
+	shown := func() bool {
+		ms := l.Snapshot().Messages
+		return len(ms) > 0 && ms[len(ms)-1].Text() == "half an"
+	}
+	for !shown() {
+		next()
+	}
+
+	a.pg.Close() // a can no longer renew its lease
+	for l.Running() {
+		next()
+	}
+	got := l.Snapshot()
+	m := got.Messages[len(got.Messages)-1]
+	last := m.Blocks[len(m.Blocks)-1]
+	if last.Type != protocol.BlockError || !strings.Contains(last.Content, "lease was lost: node a stopped holding it") {
+		t.Fatalf("the cut answer ends with %+v, want an error block naming the lost lease of node a", last)
+	}
+	if m.StopReason != agent.StopInterrupted {
+		t.Fatalf("the cut turn's stop reason is %q, want %q", m.StopReason, agent.StopInterrupted)
+	}
+	if want := []string{protocol.MethodErrorBlockAdded, protocol.MethodTurnEnded, protocol.MethodRunStateChanged}; !slices.Equal(ends, want) {
+		t.Fatalf("the run ended with %v, want %v", ends, want)
+	}
+	if hb.Owner() != "b" {
+		t.Fatalf("owner %q after the takeover, want b", hb.Owner())
 	}
 }

@@ -60,7 +60,8 @@ var movedReply = []byte(`{"moved":true}`)
 const repliesKept = 1024
 
 // owned is a session this node runs: its agent, its lease, its log writer
-// and the goroutines that publish, renew and answer commands.
+// and the goroutines that publish and answer commands (the node renews
+// the leases of all its sessions at once: renew.go).
 type owned struct {
 	h    *handle
 	sess *agent.Session
@@ -70,10 +71,9 @@ type owned struct {
 	// leaving is set when the node stops answering the session's commands.
 	leaving atomic.Bool
 
-	ctx       context.Context // ends publishing and renewing
+	ctx       context.Context // ends publishing
 	cancel    context.CancelFunc
 	published chan struct{} // closed when publish returns
-	renewed   chan struct{} // closed when renew returns
 	stopOnce  sync.Once
 	// trimmable is the stream position of the last checkpoint: the log
 	// before it goes at the next one. Only keep touches it.
@@ -298,52 +298,6 @@ func (o *owned) checkpoint(cp *checkpointOf) error {
 	return nil
 }
 
-// renew keeps the lease, every third of its TTL, and after a failure
-// every twentieth until it succeeds. A lost lease (another node took it)
-// stops the session here, and so does a lease not renewed before it may
-// have expired (the database was down, or this process paused): another
-// node may have taken it then.
-func (o *owned) renew() {
-	defer close(o.renewed)
-	ttl := o.h.n.cfg.LeaseTTL
-	// Renewals are timed from when the lease was asked for, not from
-	// when the session started here: a slow takeover may have used most
-	// of the first TTL already.
-	next := func() time.Duration { return max(time.Until(o.until().Add(ttl/3-o.h.n.validFor())), 0) }
-	t := time.NewTimer(next())
-	defer t.Stop()
-	for {
-		select {
-		case <-o.ctx.Done():
-			return
-		case <-t.C:
-		}
-		if !o.valid() {
-			go o.h.lost(o, ErrLeaseExpired)
-			return
-		}
-		asked := time.Now()
-		ctx, cancel := context.WithDeadline(o.ctx, o.until())
-		l, err := o.h.n.cfg.Leases.RenewLease(ctx, o.currentLease(), ttl)
-		cancel()
-		switch {
-		case err == nil:
-			o.mu.Lock()
-			o.lease, o.validUntil = l, o.h.n.validUntil(asked)
-			o.mu.Unlock()
-			t.Reset(next())
-		case o.ctx.Err() != nil:
-			return
-		case errors.Is(err, ErrLeaseLost):
-			go o.h.lost(o, err)
-			return
-		default:
-			o.h.n.log.Warn("cannot renew a lease", "session", o.h.id, "err", err)
-			t.Reset(max(ttl/20, 50*time.Millisecond))
-		}
-	}
-}
-
 // serve answers a forwarded command. NATS calls it for one message at a
 // time, in arrival order, so commands keep their order; waiting for a job
 // is answered from a goroutine of its own.
@@ -521,7 +475,6 @@ func (o *owned) stop() {
 		o.cancel()
 		o.sess.Close()
 		<-o.published
-		<-o.renewed
 		o.sub.Close()
 		o.w.Close()
 	})
@@ -537,7 +490,6 @@ func (o *owned) close() error {
 		err = o.sess.Close()
 		<-o.published // drains the agent's last events, then checkpoints
 		o.cancel()
-		<-o.renewed
 		o.sub.Close()
 		o.w.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -40,9 +40,17 @@ func (p pgLeases) AcquireLease(ctx context.Context, session, node string, ttl ti
 	return fromPG(l), leaseErr(err)
 }
 
-func (p pgLeases) RenewLease(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
-	r, err := p.st.RenewLease(ctx, toPG(l), ttl)
-	return fromPG(r), leaseErr(err)
+func (p pgLeases) RenewLeases(ctx context.Context, ls []Lease, ttl time.Duration) ([]Lease, error) {
+	pls := make([]pgstore.Lease, len(ls))
+	for i, l := range ls {
+		pls[i] = toPG(l)
+	}
+	renewed, err := p.st.RenewLeases(ctx, pls, ttl)
+	out := make([]Lease, len(renewed))
+	for i, l := range renewed {
+		out[i] = fromPG(l)
+	}
+	return out, leaseErr(err)
 }
 
 func (p pgLeases) ReleaseLease(ctx context.Context, l Lease) error {

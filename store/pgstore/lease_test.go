@@ -560,3 +560,53 @@ func TestFencedLog(t *testing.T) {
 		t.Fatalf("Unheld of a session never leased: %v %v", got, err)
 	}
 }
+
+// TestRenewLeases: one statement renews exactly the leases still held at
+// their epoch — not one released, nor one another node took after it
+// expired, nor one named with a wrong epoch — each with its new expiry.
+func TestRenewLeases(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := context.Background()
+	acquire := func(at *pgstore.Store, session, node string) pgstore.Lease {
+		t.Helper()
+		l, err := at.AcquireLease(ctx, session, node, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	held1, held2 := acquire(st, "r1", "a"), acquire(st, "r2", "a")
+	released := acquire(st, "r3", "a")
+	if err := st.ReleaseLease(ctx, released); err != nil {
+		t.Fatal(err)
+	}
+	taken := acquire(st, "r4", "a")
+	taker := acquire(pgstore.Later(st, 2*ttl), "r4", "b") // a's lease expired to it
+	forged := acquire(st, "r5", "a")
+	forged.Epoch++
+
+	renewed, err := st.RenewLeases(ctx, []pgstore.Lease{held1, released, taken, forged, held2}, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]pgstore.Lease{}
+	for _, l := range renewed {
+		got[l.Session] = l
+	}
+	if len(renewed) != 2 || len(got) != 2 {
+		t.Fatalf("renewed %+v, want r1 and r2 only", renewed)
+	}
+	for _, was := range []pgstore.Lease{held1, held2} {
+		l, ok := got[was.Session]
+		if !ok || l.Node != "a" || l.Epoch != was.Epoch || l.Expires.Before(was.Expires) {
+			t.Errorf("%s renewed as %+v, was %+v", was.Session, l, was)
+		}
+	}
+	if owner, err := pgstore.Later(st, 2*ttl).Owner(ctx, "r4"); err != nil || owner.Node != "b" || owner.Epoch != taker.Epoch {
+		t.Errorf("r4's owner after the batch: %+v, %v; want b at epoch %d", owner, err, taker.Epoch)
+	}
+	if _, err := st.RenewLeases(ctx, []pgstore.Lease{{Session: "r1", Node: "a", Epoch: held1.Epoch}}, 0); err == nil {
+		t.Error("a zero TTL was taken")
+	}
+}
