@@ -12,8 +12,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/sluicehq/sluice/agent"
-	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/session"
 	"github.com/sluicehq/sluice/wire"
 )
 
@@ -269,7 +269,7 @@ func (h *handle) own(ctx context.Context, lease Lease, asked time.Time, sess *ag
 	}
 	octx, cancel := context.WithCancel(h.n.ctx)
 	o := &owned{h: h, sess: sess, lease: lease, validUntil: h.n.validUntil(asked), w: w, sub: sub, ctx: octx, cancel: cancel,
-		published: make(chan struct{}), keepKick: make(chan struct{}, 1), replies: map[string][]byte{}, jobs: map[string]rpc.Job{}}
+		published: make(chan struct{}), keepKick: make(chan struct{}, 1), replies: map[string][]byte{}, jobs: map[string]session.Job{}}
 	o.cmds, err = h.n.cfg.NATS.Subscribe(commandSubject(h.id), o.serve)
 	if err != nil {
 		cancel()
@@ -400,7 +400,7 @@ func (h *handle) Close() error {
 	return err
 }
 
-// rpc.Session.
+// session.Session.
 
 func (h *handle) ID() string { return h.id }
 
@@ -433,12 +433,12 @@ func (h *handle) Messages() protocol.Snapshot { return h.mirror.Messages() }
 func (h *handle) Seq() int64                  { return h.mirror.Seq() }
 func (h *handle) Running() bool               { return h.mirror.Running() }
 
-func (h *handle) SnapshotAndSubscribe() (protocol.Snapshot, rpc.Subscription) {
+func (h *handle) SnapshotAndSubscribe() (protocol.Snapshot, session.Subscription) {
 	snap, sub := h.mirror.SnapshotAndSubscribe(agent.SubscribeOptions{})
 	return snap, sub
 }
 
-func (h *handle) SubscribeFrom(seq int64) (rpc.Subscription, error) {
+func (h *handle) SubscribeFrom(seq int64) (session.Subscription, error) {
 	sub, err := h.mirror.SubscribeFrom(seq, agent.SubscribeOptions{})
 	if err != nil {
 		return nil, err
@@ -459,26 +459,26 @@ func (h *handle) Abort(ctx context.Context, reason string) error {
 }
 
 func (h *handle) Rewind(ctx context.Context, messageID string) (int64, error) {
-	var res rpc.JobResult
+	var res session.JobResult
 	err := h.call(ctx, command{Method: cmdRewind, Text: messageID}, &res)
 	return res.Seq, err
 }
 
 func (h *handle) Clear(ctx context.Context) (int64, error) {
-	var res rpc.JobResult
+	var res session.JobResult
 	err := h.call(ctx, command{Method: cmdClear}, &res)
 	return res.Seq, err
 }
 
-func (h *handle) SubmitCompact(ctx context.Context) (rpc.Job, error) {
+func (h *handle) SubmitCompact(ctx context.Context) (session.Job, error) {
 	return h.submitJob(ctx, command{Method: cmdCompact})
 }
 
-func (h *handle) SubmitBang(ctx context.Context, cmd string) (rpc.Job, error) {
+func (h *handle) SubmitBang(ctx context.Context, cmd string) (session.Job, error) {
 	return h.submitJob(ctx, command{Method: cmdBang, Text: cmd})
 }
 
-func (h *handle) submitJob(ctx context.Context, c command) (rpc.Job, error) {
+func (h *handle) submitJob(ctx context.Context, c command) (session.Job, error) {
 	var res struct {
 		Job string `json:"job"`
 	}
@@ -514,14 +514,14 @@ type remoteJob struct {
 	id string
 }
 
-func (j remoteJob) Wait(ctx context.Context) (rpc.JobResult, error) {
+func (j remoteJob) Wait(ctx context.Context) (session.JobResult, error) {
 	for {
 		var res struct {
-			rpc.JobResult
+			session.JobResult
 			Pending bool `json:"pending"`
 		}
 		if err := j.h.call(ctx, command{Method: cmdWait, Job: j.id}, &res); err != nil {
-			return rpc.JobResult{}, err
+			return session.JobResult{}, err
 		}
 		if !res.Pending {
 			return res.JobResult, nil

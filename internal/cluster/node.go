@@ -15,8 +15,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sluicehq/sluice/agent"
-	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/session"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -83,7 +83,7 @@ type Config struct {
 
 // Node is one sluice process of a cluster: it runs the sessions it holds
 // leases on and mirrors the others from the event log, for the clients
-// attached to it. It is an rpc.Host. The rule for working directories: a
+// attached to it. It is an session.Host. The rule for working directories: a
 // node runs a session (takes its lease) only if the session's working
 // directory is a directory on this node — a shared volume, or the same
 // path on every node; a node that cannot see it still serves the
@@ -187,7 +187,7 @@ func visible(dir string) bool {
 
 // New starts a session on this node: it takes the new session's lease and
 // runs its agent here.
-func (n *Node) New(ctx context.Context, opts agent.Options) (rpc.Session, error) {
+func (n *Node) New(ctx context.Context, opts agent.Options) (session.Session, error) {
 	if opts.SessionID == "" {
 		opts.SessionID = uuid.NewString()
 	}
@@ -228,7 +228,7 @@ func (n *Node) New(ctx context.Context, opts agent.Options) (rpc.Session, error)
 // Open returns a handle on session id: run here if this node holds its
 // lease or can take it (free or expired, and its working directory is
 // visible here), mirrored from the log otherwise.
-func (n *Node) Open(ctx context.Context, id string, options func(workDir string) (agent.Options, error)) (rpc.Session, error) {
+func (n *Node) Open(ctx context.Context, id string, options func(workDir string) (agent.Options, error)) (session.Session, error) {
 	if err := checkID(id); err != nil {
 		return nil, fmt.Errorf("%w: %w", store.ErrNotFound, err)
 	}

@@ -18,10 +18,10 @@ import (
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/natstest"
 	"github.com/sluicehq/sluice/internal/pgtest"
-	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/session"
 	"github.com/sluicehq/sluice/store/pgstore"
 )
 
@@ -71,7 +71,7 @@ func (tn *testNode) options(dir string) agent.Options {
 	return agent.Options{Provider: tn.p, Store: tn.pg, WorkDir: dir, Stream: modeltest.StreamOptions()}
 }
 
-func (tn *testNode) open(t testing.TB, id string) rpc.Session {
+func (tn *testNode) open(t testing.TB, id string) session.Session {
 	t.Helper()
 	h, err := tn.Open(t.Context(), id, func(dir string) (agent.Options, error) { return tn.options(dir), nil })
 	if err != nil {
@@ -82,7 +82,7 @@ func (tn *testNode) open(t testing.TB, id string) rpc.Session {
 
 // follow reduces what sub delivers onto snap until the session is idle at
 // or after seq min, checking that seq never skips or repeats.
-func follow(t *testing.T, snap protocol.Snapshot, sub rpc.Subscription, min int64) protocol.Snapshot {
+func follow(t *testing.T, snap protocol.Snapshot, sub session.Subscription, min int64) protocol.Snapshot {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -130,7 +130,7 @@ func TestCommandsFromAnyNodeReachTheOwner(t *testing.T) {
 		t.Fatalf("b's client reduced %q", text)
 	}
 	// The owner's state, b's mirror and b's client agree.
-	for _, s := range []rpc.Session{ha, hb} {
+	for _, s := range []session.Session{ha, hb} {
 		if err := waitSeq(t, s, got.Seq); err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +241,7 @@ func checkpointAt(t *testing.T, n *testNode, id string, want protocol.Snapshot) 
 }
 
 // waitSeq waits until s holds seq (a mirror applies the log as it comes).
-func waitSeq(t *testing.T, s rpc.Session, seq int64) error {
+func waitSeq(t *testing.T, s session.Session, seq int64) error {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for s.Seq() < seq {
@@ -392,7 +392,7 @@ func TestForwardedCommandsChangeEveryNodesView(t *testing.T) {
 	if err := waitSeq(t, hb, seq); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []rpc.Session{ha, hb} {
+	for _, s := range []session.Session{ha, hb} {
 		if err := waitSeq(t, s, seq); err != nil {
 			t.Fatal(err)
 		}

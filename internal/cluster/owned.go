@@ -12,8 +12,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/sluicehq/sluice/agent"
-	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/session"
 	"github.com/sluicehq/sluice/wire"
 )
 
@@ -93,7 +93,7 @@ type owned struct {
 	validUntil time.Time
 	replies    map[string][]byte // request id → answer
 	order      []string
-	jobs       map[string]rpc.Job
+	jobs       map[string]session.Job
 }
 
 func (o *owned) currentLease() Lease {
@@ -381,17 +381,17 @@ func (o *owned) exec(c command) []byte {
 		return reply(nil, nil)
 	case cmdRewind:
 		err := s.Rewind(ctx, c.Text)
-		return reply(rpc.JobResult{Seq: s.Seq()}, err)
+		return reply(session.JobResult{Seq: s.Seq()}, err)
 	case cmdClear:
 		err := s.Clear(ctx)
-		return reply(rpc.JobResult{Seq: s.Seq()}, err)
+		return reply(session.JobResult{Seq: s.Seq()}, err)
 	case cmdCompact, cmdBang:
-		var job rpc.Job
+		var job session.Job
 		var err error
 		if c.Method == cmdCompact {
-			job, err = rpc.Local(s).SubmitCompact(ctx)
+			job, err = session.Local(s).SubmitCompact(ctx)
 		} else {
-			job, err = rpc.Local(s).SubmitBang(ctx, c.Text)
+			job, err = session.Local(s).SubmitBang(ctx, c.Text)
 		}
 		if err != nil {
 			return reply(nil, err)

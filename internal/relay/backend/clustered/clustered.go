@@ -1,6 +1,6 @@
 // Package clustered is the relay's sluice backend in cluster mode: each
 // chat's session is a session of the cluster (internal/cluster's Node, the
-// rpc.Session of `sluice serve --nats --postgres`), run by the node holding
+// session.Session of `sluice serve --nats --postgres`), run by the node holding
 // its lease — normally the relay node holding the chat's channel — with its
 // events in JetStream and its records and checkpoints in PostgreSQL. So a
 // chat's session outlives its node: when the node dies mid-run another
@@ -23,14 +23,14 @@ import (
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/relay/backend"
-	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/session"
 )
 
 // Host runs the cluster's sessions (a *cluster.Node).
 type Host interface {
-	New(ctx context.Context, opts agent.Options) (rpc.Session, error)
-	Open(ctx context.Context, id string, options func(workDir string) (agent.Options, error)) (rpc.Session, error)
+	New(ctx context.Context, opts agent.Options) (session.Session, error)
+	Open(ctx context.Context, id string, options func(workDir string) (agent.Options, error)) (session.Session, error)
 }
 
 // KV keeps each chat's session id (the relay's store).
@@ -89,7 +89,7 @@ func (b *Backend) Open(ctx context.Context, chat string) (backend.Conversation, 
 
 // session opens session id, or a new one when id is "" or the cluster
 // cannot open it.
-func (b *Backend) session(ctx context.Context, chat, id string) (rpc.Session, error) {
+func (b *Backend) session(ctx context.Context, chat, id string) (session.Session, error) {
 	if id != "" {
 		s, err := b.cfg.Host.Open(ctx, id, func(dir string) (agent.Options, error) { return b.cfg.Options(dir), nil })
 		if err == nil {
@@ -113,10 +113,10 @@ type conversation struct {
 	chat string
 
 	mu sync.Mutex
-	s  rpc.Session
+	s  session.Session
 }
 
-func (c *conversation) session() rpc.Session {
+func (c *conversation) session() session.Session {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.s
@@ -188,7 +188,7 @@ func (c *conversation) Close() error    { return c.session().Close() }
 // message: its run ends, empty, when the session is idle after a run
 // began.
 type run struct {
-	sub     rpc.Subscription
+	sub     session.Subscription
 	id      string // the question's message id
 	mine    bool   // its userMessageAdded was seen
 	running bool   // a run began since the submission
