@@ -585,3 +585,40 @@ func TestCutRunEndsNamingItsCause(t *testing.T) {
 		t.Fatalf("owner %q after the takeover, want b", hb.Owner())
 	}
 }
+
+// TestStaleMetaWriteFails: a session's description in the bucket is fenced
+// by epoch. Once a newer owner wrote it, the older owner's write fails
+// with ErrFenced (it was paused past the TTL and resumed), and the entry
+// stays the newer owner's; the newer owner goes on writing.
+func TestStaleMetaWriteFails(t *testing.T) {
+	t.Parallel()
+	url, dsn, dir := natstest.URL(t), pgtest.DSN(t), t.TempDir()
+	a := startNode(t, "a", url, dsn, modeltest.NewScript())
+	b := startNode(t, "b", url, dsn, modeltest.NewScript())
+	h, err := a.New(t.Context(), a.options(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, old := h.ID(), h.(*handle).owner().currentLease().Epoch
+	m, err := b.loadMeta(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := m
+	newer.Node, newer.Running = "b", true
+	if err := b.putMeta(t.Context(), id, newer, old+1); err != nil {
+		t.Fatal(err)
+	}
+	stale := m
+	stale.Node, stale.Running = "a", false
+	if err := a.putMeta(t.Context(), id, stale, old); !errors.Is(err, ErrFenced) {
+		t.Fatalf("the older owner's write: %v, want ErrFenced", err)
+	}
+	if got, err := a.loadMeta(t.Context(), id); err != nil || got.Node != "b" || !got.Running || got.Epoch != old+1 {
+		t.Fatalf("the entry is %+v (%v), want the newer owner's", got, err)
+	}
+	newer.Running = false
+	if err := b.putMeta(t.Context(), id, newer, old+1); err != nil {
+		t.Fatalf("the newer owner's next write: %v", err)
+	}
+}
