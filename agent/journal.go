@@ -240,6 +240,7 @@ func (j *journal) flush() error {
 	j.unsent = nil
 	if err := j.log.Append(context.Background(), raw...); err != nil {
 		j.keepUnsent(raw)
+		signal(j.kick) // the flusher tries again, once the store may be back
 		return errors.Join(encErr, j.fail(err))
 	}
 	j.unsentBytes = 0
@@ -342,9 +343,7 @@ func (j *journal) flusher() {
 			t.Stop()
 			return
 		}
-		if j.flush() != nil {
-			signal(j.kick) // again, once the store may be back
-		}
+		_ = j.flush() // a failure is kept for takeErr, and tried again
 	}
 }
 
