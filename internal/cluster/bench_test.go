@@ -25,7 +25,7 @@ import (
 func BenchmarkDeltaThroughTheLog(b *testing.B) {
 	l := benchLog(b)
 	const s = "bench"
-	w, err := l.Writer(b.Context(), s)
+	w, err := l.Writer(b.Context(), s, 1)
 	if err != nil {
 		b.Fatal(err)
 	}

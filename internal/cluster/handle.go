@@ -254,7 +254,7 @@ func takeoverCause(node string) string {
 // own starts publishing sess's events (from the mirror's seq on) and
 // answering the session's commands, under lease, asked for at asked.
 func (h *handle) own(ctx context.Context, lease Lease, asked time.Time, sess *agent.Session) error {
-	w, err := h.n.elog.Writer(ctx, h.id)
+	w, err := h.n.elog.Writer(ctx, h.id, lease.Epoch)
 	if err != nil {
 		return err
 	}
@@ -280,7 +280,7 @@ func (h *handle) own(ctx context.Context, lease Lease, asked time.Time, sess *ag
 	m := sessionMeta{WorkDir: sess.WorkDir(), Model: sess.Model(), PermissionMode: sess.PermissionMode(),
 		Tools: sess.Tools(), Node: h.n.cfg.NodeID, Running: h.mirror.Running()}
 	h.setMeta(m)
-	if err := h.n.putMeta(ctx, h.id, m); err != nil {
+	if err := h.n.putMeta(ctx, h.id, m, lease.Epoch); err != nil {
 		o.leave()
 		cancel()
 		sub.Close()

@@ -117,6 +117,9 @@ type sessionMeta struct {
 	Tools          []string                `json:"tools"`
 	Node           string                  `json:"node"`
 	Running        bool                    `json:"running"`
+	// Epoch is the epoch of the lease whose holder wrote the entry: no
+	// holder of an older lease may replace it (putMeta).
+	Epoch int64 `json:"epoch,omitempty"`
 }
 
 // Start joins the cluster: it creates the stream and the bucket if need be
@@ -345,13 +348,37 @@ func (n *Node) loadMeta(ctx context.Context, id string) (sessionMeta, error) {
 	return m, nil
 }
 
-func (n *Node) putMeta(ctx context.Context, id string, m sessionMeta) error {
+// putMeta records a session's description as the holder of the lease of
+// epoch. It is fenced by epoch: it fails with ErrFenced once the entry was
+// written under a newer lease, and the check and the write are one step,
+// the write replacing only the revision checked. So an owner that lost
+// its lease without noticing (paused past the TTL, cut off) writes nothing
+// over its successor's entry, however late it wakes.
+func (n *Node) putMeta(ctx context.Context, id string, m sessionMeta, epoch int64) error {
+	m.Epoch = epoch
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err
 	}
-	_, err = n.meta.Put(ctx, id, b)
-	return err
+	for {
+		e, err := n.meta.Get(ctx, id)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+			_, err = n.meta.Create(ctx, id, b)
+		case err != nil:
+			return err
+		default:
+			var cur sessionMeta
+			if json.Unmarshal(e.Value(), &cur) == nil && cur.Epoch > epoch {
+				return fmt.Errorf("%w: the description of %s was written under epoch %d, after %d", ErrFenced, id, cur.Epoch, epoch)
+			}
+			_, err = n.meta.Update(ctx, id, b, e.Revision())
+		}
+		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
+			return err
+		}
+		// Written in between: check the new entry's epoch.
+	}
 }
 
 // sweep looks, every quarter of the lease TTL, for running sessions that

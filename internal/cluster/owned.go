@@ -220,18 +220,20 @@ func (o *owned) keep(kept chan<- struct{}) {
 			if !meta && cp == nil {
 				break
 			}
+			var err error
 			if meta && o.valid() {
-				if err := h.n.putMeta(o.ctx, h.id, h.getMeta()); err != nil {
+				if err = h.n.putMeta(o.ctx, h.id, h.getMeta(), o.currentLease().Epoch); err != nil {
 					h.n.log.Warn("cannot record a session's run state", "session", h.id, "err", err)
 				}
 			}
-			if cp != nil {
-				if err := o.checkpoint(cp); errors.Is(err, ErrLeaseLost) {
-					go h.lost(o, err)
-					for range o.keepKick { // the publisher stops soon
-					}
-					return
+			if cp != nil && !errors.Is(err, ErrFenced) {
+				err = o.checkpoint(cp)
+			}
+			if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrFenced) {
+				go h.lost(o, err)
+				for range o.keepKick { // the publisher stops soon
 				}
+				return
 			}
 		}
 	}
@@ -288,7 +290,7 @@ func (o *owned) checkpoint(cp *checkpointOf) error {
 	// The log keeps the events since the checkpoint before this one: a
 	// follower a little behind still finds the events after its seq.
 	if o.trimmable > 0 {
-		if err := h.n.elog.Trim(ctx, h.id, o.trimmable); err != nil {
+		if err := h.n.elog.Trim(ctx, h.id, o.trimmable, o.currentLease().Epoch); err != nil {
 			h.n.log.Warn("cannot trim a session's log", "session", h.id, "err", err)
 		}
 	}
@@ -451,7 +453,9 @@ func (o *owned) recordMeta() {
 	m := o.h.getMeta()
 	m.Model, m.PermissionMode = o.sess.Model(), o.sess.PermissionMode()
 	o.h.setMeta(m)
-	if err := o.h.n.putMeta(o.ctx, o.h.id, m); err != nil {
+	if err := o.h.n.putMeta(o.ctx, o.h.id, m, o.currentLease().Epoch); errors.Is(err, ErrFenced) {
+		go o.h.lost(o, err)
+	} else if err != nil {
 		o.h.n.log.Warn("cannot record a session's description", "session", o.h.id, "err", err)
 	}
 }
@@ -496,7 +500,7 @@ func (o *owned) close() error {
 		defer cancel()
 		m := o.h.getMeta()
 		m.Running, m.Node = false, ""
-		if perr := o.h.n.putMeta(ctx, o.h.id, m); perr != nil {
+		if perr := o.h.n.putMeta(ctx, o.h.id, m, o.currentLease().Epoch); perr != nil {
 			o.h.n.log.Warn("cannot record a session's run state", "session", o.h.id, "err", perr)
 		}
 		if rerr := o.h.n.cfg.Leases.ReleaseLease(ctx, o.currentLease()); rerr != nil && !errors.Is(rerr, ErrLeaseLost) {
