@@ -47,6 +47,11 @@ var (
 	// reader asked for (they were trimmed after a checkpoint): load the
 	// checkpoint again.
 	ErrGap = errors.New("cluster: the log no longer holds the events asked for")
+	// ErrOutcomeUnknown means a publish may or may not have been stored
+	// (its answer did not come in time, or what the log holds could not
+	// be read to tell): not a fence. The same Append again finds out, and
+	// stores the event once either way.
+	ErrOutcomeUnknown = errors.New("cluster: whether the event was stored is not known yet")
 	// ErrBadSessionID means the id cannot be a subject token.
 	ErrBadSessionID = errors.New("cluster: session id not usable as a subject token")
 )
@@ -291,7 +296,7 @@ func (w *Writer) Append(ctx context.Context, ev protocol.Event) error {
 		select {
 		case resp = <-w.acks:
 		case <-ctx.Done():
-			return fmt.Errorf("cluster: publish %s seq %d: %w", w.session, h.Seq, ctx.Err())
+			return fmt.Errorf("%w: publish %s seq %d: %w", ErrOutcomeUnknown, w.session, h.Seq, ctx.Err())
 		}
 		if resp.Subject == reply {
 			break
@@ -310,10 +315,18 @@ func (w *Writer) Append(ctx context.Context, ev protocol.Event) error {
 	case ack.Error != nil && (ack.Error.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 		ack.Error.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
 		// The subject moved on: by this very event, when an earlier
-		// attempt's ack was lost (the server checks the expected sequence
-		// before the message id), or by another writer.
+		// attempt's ack was lost or not waited for (the server checks the
+		// expected sequence before the message id), or by another writer.
+		// Only the subject's last message tells which; unread, it is not
+		// known yet — not a fence: a loaded server that answered a
+		// publish late and the read after it later still made the owner
+		// give its session up mid-run.
 		last, lerr := w.log.stream.GetLastMsgForSubject(ctx, msg.Subject)
-		if lerr == nil && last.Header.Get(headerSeq) == seq && bytes.Equal(last.Data, data) {
+		if lerr != nil {
+			return fmt.Errorf("%w: publish %s seq %d: the log moved past %d, and its end could not be read: %w",
+				ErrOutcomeUnknown, w.session, h.Seq, w.pos.Stream, lerr)
+		}
+		if last.Header.Get(headerSeq) == seq && bytes.Equal(last.Data, data) {
 			w.pos = Position{Seq: h.Seq, Stream: last.Sequence}
 			return nil
 		}
@@ -327,7 +340,7 @@ func (w *Writer) Append(ctx context.Context, ev protocol.Event) error {
 		// ack was lost, or by another owner that got there first.
 		stored, err := w.log.stream.GetMsg(ctx, ack.Seq)
 		if err != nil {
-			return fmt.Errorf("cluster: check the stored copy of %s seq %d: %w", w.session, h.Seq, err)
+			return fmt.Errorf("%w: check the stored copy of %s seq %d: %w", ErrOutcomeUnknown, w.session, h.Seq, err)
 		}
 		if !bytes.Equal(stored.Data, data) {
 			return fmt.Errorf("%w: %s seq %d was written by another owner", ErrFenced, w.session, h.Seq)

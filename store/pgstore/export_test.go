@@ -6,5 +6,5 @@ import "time"
 // database's: to it, a lease with a TTL under d taken through s has
 // expired, without the test waiting for it.
 func Later(s *Store, d time.Duration) *Store {
-	return &Store{pool: s.pool, clockOffset: s.clockOffset + d}
+	return &Store{pool: s.pool, renew: s.renew, clockOffset: s.clockOffset + d}
 }

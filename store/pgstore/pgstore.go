@@ -41,6 +41,11 @@ const headRecords = 8
 // Store is a store.Store on a PostgreSQL database.
 type Store struct {
 	pool *pgxpool.Pool
+	// renew is the lease renewals' own pool: on the shared one they
+	// queued behind every session's record appends (a node streaming
+	// 1,000 sessions keeps ~1,000 appends waiting for its few
+	// connections), and leases expired while they waited.
+	renew *pgxpool.Pool
 	// clockOffset moves the clock leases are judged by; only this
 	// package's tests set it, to let a lease's TTL pass without waiting.
 	clockOffset time.Duration
@@ -59,11 +64,26 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &Store{pool: pool}, nil
+	cfg := pool.Config()
+	cfg.MaxConns, cfg.MinConns = RenewConns, 0
+	renew, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	return &Store{pool: pool, renew: renew}, nil
 }
 
+// RenewConns is how many connections the store keeps for renewing leases
+// (RenewLease, RenewLeases), apart from those of everything else: as many
+// renewal statements as a node has in flight at once.
+const RenewConns = 4
+
 // Close closes the store's connections; logs opened from it fail after.
-func (s *Store) Close() { s.pool.Close() }
+func (s *Store) Close() {
+	s.pool.Close()
+	s.renew.Close()
+}
 
 // key is a store.Key as the tables hold it: the working directory made
 // absolute, as the JSONL store does, so that "." and its path name one
