@@ -146,7 +146,7 @@ func TestPublishTimeoutIsNotAFence(t *testing.T) {
 	direct, slow := connect(url), connect(proxy.url)
 	const s = "timed-out"
 	evs := answer(s, 6) // seq 1..8
-	w, err := slow.Writer(t.Context(), s)
+	w, err := slow.Writer(t.Context(), s, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
