@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/protocol"
@@ -53,6 +54,14 @@ func (l localSession) Submit(ctx context.Context, text string, force bool) (stri
 	return h.ID(), nil
 }
 
+func (l localSession) SubmitMessage(ctx context.Context, text string) (string, Job, error) {
+	h, err := l.Session.Submit(ctx, text)
+	if err != nil {
+		return "", nil, err
+	}
+	return h.ID(), localJob{s: l.Session, h: h, message: true}, nil
+}
+
 func (l localSession) Abort(_ context.Context, reason string) error {
 	l.Session.Abort(reason)
 	return nil
@@ -73,7 +82,7 @@ func (l localSession) SubmitCompact(ctx context.Context) (Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	return localJob{l.Session, h}, nil
+	return localJob{s: l.Session, h: h}, nil
 }
 
 func (l localSession) SubmitBang(ctx context.Context, command string) (Job, error) {
@@ -81,7 +90,7 @@ func (l localSession) SubmitBang(ctx context.Context, command string) (Job, erro
 	if err != nil {
 		return nil, err
 	}
-	return localJob{l.Session, h}, nil
+	return localJob{s: l.Session, h: h}, nil
 }
 
 func (l localSession) SetModel(_ context.Context, name string) error {
@@ -102,14 +111,23 @@ func (l localSession) Ask(ctx context.Context, question string) (string, error) 
 }
 
 type localJob struct {
-	s *agent.Session
-	h *agent.Handle
+	s       *agent.Session
+	h       *agent.Handle
+	message bool // a user message's: its id is set once it runs
 }
 
+func (j localJob) Done() <-chan struct{} { return j.h.Done() }
+
 func (j localJob) Wait(ctx context.Context) (JobResult, error) {
+	// A failed run's result still says how far it got (agent.Handle.Wait).
 	res, err := j.h.Wait(ctx)
-	if err != nil {
-		return JobResult{}, err
-	}
-	return JobResult{MessageID: res.MessageID, Seq: j.s.Seq()}, nil
+	return JobResult{
+		MessageID:   res.MessageID,
+		Seq:         j.s.Seq(),
+		SteeredInto: res.SteeredInto,
+		Text:        res.Text,
+		CostUSD:     res.CostUSD,
+		// An abort drops queued work without a message id (agent.Abort).
+		Dropped: j.message && res.MessageID == "" && errors.Is(err, agent.ErrAborted),
+	}, err
 }

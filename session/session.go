@@ -34,6 +34,11 @@ type Session interface {
 	// Submit queues a user message (after aborting the work in progress
 	// when force is set) and returns its id.
 	Submit(ctx context.Context, text string, force bool) (messageID string, err error)
+	// SubmitMessage queues a user message like Submit (without aborting)
+	// and returns its id and its Job, answered when the message's work
+	// ended: with MessageID "" when an abort dropped it unsent, and with
+	// SteeredInto set when it joined a run already going (steering).
+	SubmitMessage(ctx context.Context, text string) (messageID string, job Job, err error)
 	Abort(ctx context.Context, reason string) error
 	// Rewind and Clear return the session's seq once their event is
 	// published.
@@ -60,14 +65,26 @@ type Subscription interface {
 	// Next blocks until the next event, ctx is done, or the subscription
 	// or session is closed; events queued before a close come first.
 	Next(ctx context.Context) (protocol.Event, error)
+	// Pending reports how many events are queued: that many calls of Next
+	// return without waiting (a face batches them into one frame).
+	Pending() int
 	// Close ends the subscription and unblocks Next.
 	Close()
 }
 
 // Job is queued work.
 type Job interface {
-	// Wait returns when the work ended: a bang's message id ("" for a
-	// compaction) and the session's seq after the work's events.
+	// Done is closed when the work has ended; Wait then returns at once.
+	// For a session of this process it is closed before any event of the
+	// work queued after it is published. For a session another node runs,
+	// the answer travels apart from the events: Done may close before or
+	// after the work's last events arrive.
+	Done() <-chan struct{}
+	// Wait returns when the work ended: a message's or bang's id ("" for a
+	// compaction) and the session's seq after the work's events. When the
+	// work failed, the error comes with what the result says of how far it
+	// got. For a session of this process, ctx ending first aborts the work
+	// (agent.Handle.Wait).
 	Wait(ctx context.Context) (JobResult, error)
 }
 
@@ -75,6 +92,16 @@ type Job interface {
 type JobResult struct {
 	MessageID string `json:"messageId,omitempty"`
 	Seq       int64  `json:"seq"`
+	// SteeredInto is, for a message that joined a run going when it was
+	// sent, the id of the message that run answered.
+	SteeredInto string `json:"steeredInto,omitempty"`
+	// Text is a message's final answer (agent.Result.Text).
+	Text string `json:"text,omitempty"`
+	// Dropped is set on a message's Job that an abort dropped while it
+	// waited in the queue: it never ran, and no event of it was published.
+	Dropped bool `json:"dropped,omitempty"`
+	// CostUSD estimates the cost of a message's run (agent.Result.CostUSD).
+	CostUSD float64 `json:"costUsd,omitempty"`
 }
 
 // Host runs the sessions of a cluster node: a server with one serves

@@ -454,6 +454,17 @@ func (h *handle) Submit(ctx context.Context, text string, force bool) (string, e
 	return res.MessageID, err
 }
 
+func (h *handle) SubmitMessage(ctx context.Context, text string) (string, session.Job, error) {
+	var res struct {
+		Job       string `json:"job"`
+		MessageID string `json:"messageId"`
+	}
+	if err := h.call(ctx, command{Method: cmdSubmitJob, Text: text}, &res); err != nil {
+		return "", nil, err
+	}
+	return res.MessageID, newRemoteJob(h, res.Job), nil
+}
+
 func (h *handle) Abort(ctx context.Context, reason string) error {
 	return h.call(ctx, command{Method: cmdAbort, Text: reason}, nil)
 }
@@ -485,7 +496,7 @@ func (h *handle) submitJob(ctx context.Context, c command) (session.Job, error) 
 	if err := h.call(ctx, c, &res); err != nil {
 		return nil, err
 	}
-	return remoteJob{h: h, id: res.Job}, nil
+	return newRemoteJob(h, res.Job), nil
 }
 
 func (h *handle) SetModel(ctx context.Context, name string) error {
@@ -508,20 +519,55 @@ func (h *handle) Ask(ctx context.Context, question string) (string, error) {
 	return res.Answer, err
 }
 
-// remoteJob waits for work queued on whichever node ran it.
+// remoteJob waits for work queued on whichever node ran it. Its first
+// Wait or Done starts one wait that both share: the owner forgets the
+// work once it answered its end.
 type remoteJob struct {
-	h  *handle
-	id string
+	h    *handle
+	id   string
+	once sync.Once
+	done chan struct{}
+	res  session.JobResult
+	err  error
 }
 
-func (j remoteJob) Wait(ctx context.Context) (session.JobResult, error) {
+func newRemoteJob(h *handle, id string) *remoteJob {
+	return &remoteJob{h: h, id: id, done: make(chan struct{})}
+}
+
+// start waits for the work's end until the handle's node stops.
+func (j *remoteJob) start() {
+	j.once.Do(func() {
+		go func() {
+			j.res, j.err = j.wait(j.h.n.ctx)
+			close(j.done)
+		}()
+	})
+}
+
+func (j *remoteJob) Done() <-chan struct{} {
+	j.start()
+	return j.done
+}
+
+func (j *remoteJob) Wait(ctx context.Context) (session.JobResult, error) {
+	j.start()
+	select {
+	case <-j.done:
+		return j.res, j.err
+	case <-ctx.Done():
+		return session.JobResult{}, ctx.Err()
+	}
+}
+
+func (j *remoteJob) wait(ctx context.Context) (session.JobResult, error) {
 	for {
 		var res struct {
 			session.JobResult
 			Pending bool `json:"pending"`
 		}
 		if err := j.h.call(ctx, command{Method: cmdWait, Job: j.id}, &res); err != nil {
-			return session.JobResult{}, err
+			return res.JobResult, err
 		}
 		if !res.Pending {
 			return res.JobResult, nil
@@ -591,11 +637,14 @@ func (h *handle) call(ctx context.Context, c command, out any) error {
 			}
 			continue
 		}
+		if out != nil && len(r.Result) > 0 {
+			// With an error too: a failed job's result says how far it got.
+			if err := json.Unmarshal(r.Result, out); err != nil && r.Error == nil {
+				return err
+			}
+		}
 		if r.Error != nil {
 			return r.Error
-		}
-		if out != nil && len(r.Result) > 0 {
-			return json.Unmarshal(r.Result, out)
 		}
 		return nil
 	}

@@ -20,6 +20,7 @@ import (
 // Command methods forwarded to a session's owner.
 const (
 	cmdSubmit            = "submit"
+	cmdSubmitJob         = "submitJob"
 	cmdAbort             = "abort"
 	cmdRewind            = "rewind"
 	cmdClear             = "clear"
@@ -357,7 +358,8 @@ func reply(result any, err error) []byte {
 			werr = wire.Errorf(wire.CodeRequestFailed, "%v", err)
 		}
 		r.Error = werr
-	} else if result != nil {
+	}
+	if result != nil {
 		r.Result, _ = json.Marshal(result)
 	}
 	b, _ := json.Marshal(r)
@@ -387,13 +389,19 @@ func (o *owned) exec(c command) []byte {
 	case cmdClear:
 		err := s.Clear(ctx)
 		return reply(session.JobResult{Seq: s.Seq()}, err)
-	case cmdCompact, cmdBang:
-		var job session.Job
-		var err error
-		if c.Method == cmdCompact {
+	case cmdCompact, cmdBang, cmdSubmitJob:
+		var (
+			job session.Job
+			mid string
+			err error
+		)
+		switch c.Method {
+		case cmdCompact:
 			job, err = session.Local(s).SubmitCompact(ctx)
-		} else {
+		case cmdBang:
 			job, err = session.Local(s).SubmitBang(ctx, c.Text)
+		default:
+			mid, job, err = session.Local(s).SubmitMessage(ctx, c.Text)
 		}
 		if err != nil {
 			return reply(nil, err)
@@ -402,7 +410,7 @@ func (o *owned) exec(c command) []byte {
 		o.mu.Lock()
 		o.jobs[id] = job
 		o.mu.Unlock()
-		return reply(map[string]string{"job": id}, nil)
+		return reply(map[string]string{"job": id, "messageId": mid}, nil)
 	case cmdWait:
 		return o.wait(c)
 	case cmdSetModel:
@@ -433,19 +441,26 @@ func (o *owned) wait(c command) []byte {
 	if job == nil {
 		return reply(nil, wire.Errorf(wire.CodeRequestFailed, "the node that ran this work stopped before it ended"))
 	}
-	ctx, cancel := context.WithTimeout(o.ctx, o.h.n.cfg.LeaseTTL/2)
-	defer cancel()
-	res, err := job.Wait(ctx)
-	if err != nil && ctx.Err() != nil && o.ctx.Err() == nil {
+	// The asker waits in rounds shorter than the lease. A round's end must
+	// not reach the work: a local job's Wait aborts it when its ctx ends.
+	t := time.NewTimer(o.h.n.cfg.LeaseTTL / 2)
+	defer t.Stop()
+	select {
+	case <-job.Done():
+	case <-t.C:
 		return reply(map[string]bool{"pending": true}, nil)
+	case <-o.ctx.Done():
 	}
-	if err != nil {
+	res, err := job.Wait(o.ctx)
+	if err != nil && o.ctx.Err() != nil {
 		return reply(nil, err)
 	}
 	o.mu.Lock()
 	delete(o.jobs, c.Job)
 	o.mu.Unlock()
-	return reply(res, nil)
+	// A failed job's result goes with its error: it says how far the work
+	// got, and whether it ran at all.
+	return reply(res, err)
 }
 
 // recordMeta stores the session's description after a change.
