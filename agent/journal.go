@@ -14,8 +14,10 @@ import (
 )
 
 // ErrNotSaved is returned (wrapped, with the store's error) by a run during
-// which the session could not be written to its store: a full disk, a
-// store that went away. The session goes on in memory.
+// which the session could not be written to its store (a full disk, a
+// store that went away) and the store had not taken what it refused by the
+// run's end. The session goes on in memory, and the journal keeps writing
+// what the store refused, in order, until it takes it.
 var ErrNotSaved = errors.New("the session could not be saved")
 
 // journalDelay is how long a streamed event may wait before it is written:
