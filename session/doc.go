@@ -24,8 +24,8 @@
 //     seq N (protocol.Snapshot.Seq) and a Subscription whose first event is
 //     N+1: no event is both in the snapshot and delivered, none is missed.
 //     SubscribeFrom(n) delivers the events after n when they are still
-//     buffered, and fails otherwise (agent.ErrTooFarBehind, or a *wire.Error
-//     from a remote session): pull a snapshot then.
+//     buffered, and fails otherwise (agent.ErrTooFarBehind): pull a snapshot
+//     then.
 //   - A slow subscriber loses nothing and never stalls publishing or the
 //     other subscribers. Its queue merges adjacent deltas of one block by
 //     concatenation in arrival order (never last value wins), so its memory
@@ -37,7 +37,7 @@
 //
 // # Commands, errors and close
 //
-// Submit, Abort, Rewind, Clear, SubmitCompact, SubmitBang, SetModel,
+// Submit, SubmitMessage, Abort, Rewind, Clear, SubmitCompact, SubmitBang, SetModel,
 // SetPermissionMode, AnswerPermission and Ask act on the session wherever
 // it runs; for a session run by another node they are forwarded to it and
 // their ctx bounds the wait. Rewind and Clear return once their event is

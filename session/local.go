@@ -54,8 +54,16 @@ func (l localSession) Submit(ctx context.Context, text string, force bool) (stri
 	return h.ID(), nil
 }
 
-func (l localSession) SubmitMessage(ctx context.Context, text string) (string, Job, error) {
-	h, err := l.Session.Submit(ctx, text)
+func (l localSession) SubmitMessage(ctx context.Context, text string, images ...agent.Image) (string, Job, error) {
+	var (
+		h   *agent.Handle
+		err error
+	)
+	if len(images) > 0 {
+		h, err = l.Session.SubmitImages(ctx, text, images)
+	} else {
+		h, err = l.Session.Submit(ctx, text)
+	}
 	if err != nil {
 		return "", nil, err
 	}
@@ -126,6 +134,7 @@ func (j localJob) Wait(ctx context.Context) (JobResult, error) {
 		Seq:         j.s.Seq(),
 		SteeredInto: res.SteeredInto,
 		Text:        res.Text,
+		StopReason:  res.StopReason,
 		CostUSD:     res.CostUSD,
 		// An abort drops queued work without a message id (agent.Abort).
 		Dropped: j.message && res.MessageID == "" && errors.Is(err, agent.ErrAborted),

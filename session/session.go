@@ -34,11 +34,12 @@ type Session interface {
 	// Submit queues a user message (after aborting the work in progress
 	// when force is set) and returns its id.
 	Submit(ctx context.Context, text string, force bool) (messageID string, err error)
-	// SubmitMessage queues a user message like Submit (without aborting)
-	// and returns its id and its Job, answered when the message's work
-	// ended: with MessageID "" when an abort dropped it unsent, and with
+	// SubmitMessage queues a user message like Submit (without aborting),
+	// with images attached (agent.ErrBadImage for one no model takes), and
+	// returns its id and its Job, answered when the message's work ended:
+	// with MessageID "" when an abort dropped it unsent, and with
 	// SteeredInto set when it joined a run already going (steering).
-	SubmitMessage(ctx context.Context, text string) (messageID string, job Job, err error)
+	SubmitMessage(ctx context.Context, text string, images ...agent.Image) (messageID string, job Job, err error)
 	Abort(ctx context.Context, reason string) error
 	// Rewind and Clear return the session's seq once their event is
 	// published.
@@ -97,6 +98,8 @@ type JobResult struct {
 	SteeredInto string `json:"steeredInto,omitempty"`
 	// Text is a message's final answer (agent.Result.Text).
 	Text string `json:"text,omitempty"`
+	// StopReason is the last model response's stop reason.
+	StopReason string `json:"stopReason,omitempty"`
 	// Dropped is set on a message's Job that an abort dropped while it
 	// waited in the queue: it never ran, and no event of it was published.
 	Dropped bool `json:"dropped,omitempty"`

@@ -85,5 +85,5 @@ func (ss *session) ask(req protocol.PermissionRequest) {
 
 func (ss *session) answer(requestID string, decision protocol.Decision) {
 	// An unknown request was answered already (an abort denied it).
-	_ = ss.ag.AnswerPermission(requestID, decision)
+	_ = ss.ag.AnswerPermission(context.Background(), requestID, decision)
 }

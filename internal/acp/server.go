@@ -20,6 +20,7 @@ import (
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/mcp"
+	sluicesession "github.com/sluicehq/sluice/session"
 )
 
 // Options configure a Server.
@@ -311,7 +312,7 @@ func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.N
 		closeMCP(ms)
 		return sdk.NewSessionResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
 	}
-	ss, err := s.attach(ag, ms, ref, false)
+	ss, err := s.attach(sluicesession.Local(ag), ms, ref, false)
 	if err != nil {
 		return sdk.NewSessionResponse{}, err
 	}
@@ -355,7 +356,7 @@ func (s *Server) open(ctx context.Context, id sdk.SessionId, cwd string, dirs []
 		}
 		return nil, invalidParams("cannot open session %s: %v", id, err)
 	}
-	return s.attach(ag, ms, ref, replay)
+	return s.attach(sluicesession.Local(ag), ms, ref, replay)
 }
 
 // LoadSession implements sdk.AgentLoader: the stored conversation is
@@ -529,7 +530,9 @@ func (s *Server) SetSessionConfigOption(ctx context.Context, p sdk.SetSessionCon
 	}
 	switch v.ConfigId {
 	case configModel:
-		ss.ag.SetModel(string(v.Value))
+		if err := ss.ag.SetModel(ctx, string(v.Value)); err != nil {
+			return sdk.SetSessionConfigOptionResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
+		}
 	case configMode:
 		if err := ss.setMode(ctx, string(v.Value)); err != nil {
 			return sdk.SetSessionConfigOptionResponse{}, err
@@ -542,7 +545,7 @@ func (s *Server) SetSessionConfigOption(ctx context.Context, p sdk.SetSessionCon
 
 // UnstableSetSessionModel serves session/set_model, the older way clients
 // (Zed among them) pick a model.
-func (s *Server) UnstableSetSessionModel(_ context.Context, p sdk.UnstableSetSessionModelRequest) (sdk.UnstableSetSessionModelResponse, error) {
+func (s *Server) UnstableSetSessionModel(ctx context.Context, p sdk.UnstableSetSessionModelRequest) (sdk.UnstableSetSessionModelResponse, error) {
 	ss, err := s.session(p.SessionId)
 	if err != nil {
 		return sdk.UnstableSetSessionModelResponse{}, err
@@ -550,7 +553,9 @@ func (s *Server) UnstableSetSessionModel(_ context.Context, p sdk.UnstableSetSes
 	if strings.TrimSpace(string(p.ModelId)) == "" {
 		return sdk.UnstableSetSessionModelResponse{}, invalidParams("modelId is empty")
 	}
-	ss.ag.SetModel(string(p.ModelId))
+	if err := ss.ag.SetModel(ctx, string(p.ModelId)); err != nil {
+		return sdk.UnstableSetSessionModelResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
+	}
 	return sdk.UnstableSetSessionModelResponse{}, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/mcp"
 	"github.com/sluicehq/sluice/protocol"
+	sluicesession "github.com/sluicehq/sluice/session"
 )
 
 // Config option ids.
@@ -45,9 +46,9 @@ var commands = []sdk.AvailableCommand{
 // goroutine per session so that each session's updates keep their order.
 type session struct {
 	srv *Server
-	ag  *agent.Session
+	ag  sluicesession.Session
 	mcp *mcp.Servers
-	sub *agent.Subscription
+	sub sluicesession.Subscription
 	id  sdk.SessionId
 	tr  translator
 
@@ -73,7 +74,7 @@ type session struct {
 
 // turn is one prompt's run.
 type turn struct {
-	h         *agent.Handle
+	h         sluicesession.Job
 	cancelled bool // session/cancel (or a newer prompt) stopped it; guarded by session.mu
 	// btwSeen is session.btwArrived when the turn started.
 	btwSeen int
@@ -82,7 +83,7 @@ type turn struct {
 // attach wires a session to the connection and starts its pump. With
 // replay, the session's stored conversation is sent first. A connection
 // that is closing gets no new session: it is closed at once.
-func (s *Server) attach(ag *agent.Session, ms *mcp.Servers, ref *sessionRef, replay bool) (*session, error) {
+func (s *Server) attach(ag sluicesession.Session, ms *mcp.Servers, ref *sessionRef, replay bool) (*session, error) {
 	ctx, stop := context.WithCancel(s.ctx)
 	ss := &session{
 		srv: s, ag: ag, mcp: ms, id: sdk.SessionId(ag.ID()),
@@ -94,7 +95,7 @@ func (s *Server) attach(ag *agent.Session, ms *mcp.Servers, ref *sessionRef, rep
 	}
 	ss.tr = translator{workDir: ag.WorkDir(), terminal: ss.terminalOf}
 	ref.set(ss)
-	snap, sub := ag.SnapshotAndSubscribe(agent.SubscribeOptions{})
+	snap, sub := ag.SnapshotAndSubscribe()
 	ss.tr.list = protocol.NewList(snap)
 	ss.sub = sub
 	// Nothing counts as sent until the first updates are out.
@@ -228,8 +229,10 @@ func (ss *session) usageUpdate(last protocol.Usage) sdk.SessionUpdate {
 	used := last.InputTokens + last.CacheReadInputTokens + last.CacheCreationInputTokens + last.OutputTokens
 	total := usageOf(ss.ag.Messages().Messages)
 	u := &sdk.SessionUsageUpdate{Used: used, Size: ss.contextWindow()}
-	if c := ss.ag.CostUSD(total); c > 0 {
-		u.Cost = &sdk.Cost{Amount: c, Currency: "USD"}
+	if p, ok := ss.srv.opts.Agent.Catalogue.Price(ss.ag.Model()); ok {
+		if c := p.USD(total.InputTokens, total.CacheCreationInputTokens, total.CacheReadInputTokens, total.OutputTokens); c > 0 {
+			u.Cost = &sdk.Cost{Amount: c, Currency: "USD"}
+		}
 	}
 	return sdk.SessionUpdate{UsageUpdate: u}
 }
@@ -238,7 +241,7 @@ func (ss *session) contextWindow() int {
 	if w := ss.srv.opts.Agent.ContextWindow; w > 0 {
 		return w
 	}
-	return ss.ag.ModelContextWindow()
+	return ss.srv.opts.Agent.Catalogue.ContextWindow(ss.ag.Model())
 }
 
 func (ss *session) send(u sdk.SessionUpdate) bool {
@@ -311,7 +314,15 @@ func (ss *session) cancel() {
 	if ss.cur != nil {
 		ss.cur.cancelled = true
 	}
-	ss.ag.Abort("cancelled by the client")
+	ss.abort()
+}
+
+// abort stops the session's work; the session is local or gone, and a
+// closed one has nothing left to stop.
+func (ss *session) abort() {
+	if err := ss.ag.Abort(context.Background(), "cancelled by the client"); err != nil {
+		ss.srv.log.Warn("cancelling a prompt", "session", ss.id, "err", err)
+	}
 }
 
 // cancelTurn aborts tr if it is still the prompt in progress. Holding mu
@@ -322,7 +333,7 @@ func (ss *session) cancelTurn(tr *turn) {
 	defer ss.mu.Unlock()
 	if ss.cur == tr {
 		tr.cancelled = true
-		ss.ag.Abort("cancelled by the client")
+		ss.abort()
 	}
 }
 
@@ -415,9 +426,9 @@ func (ss *session) prompt(ctx context.Context, text string, images []agent.Image
 }
 
 // submit queues the prompt: a !command or a message.
-func (ss *session) submit(ctx context.Context, text string, images []agent.Image) (*agent.Handle, error) {
+func (ss *session) submit(ctx context.Context, text string, images []agent.Image) (sluicesession.Job, error) {
 	if len(images) > 0 {
-		return ss.ag.SubmitImages(ctx, text, images)
+		return ss.message(ctx, text, images)
 	}
 	if cmd, ok := strings.CutPrefix(strings.TrimSpace(text), "!"); ok && strings.TrimSpace(cmd) != "" {
 		return ss.ag.SubmitBang(ctx, strings.TrimSpace(cmd))
@@ -425,7 +436,13 @@ func (ss *session) submit(ctx context.Context, text string, images []agent.Image
 	if strings.TrimSpace(text) == "/compact" {
 		return ss.ag.SubmitCompact(ctx)
 	}
-	return ss.ag.Submit(ctx, text)
+	return ss.message(ctx, text, nil)
+}
+
+// message queues a user message.
+func (ss *session) message(ctx context.Context, text string, images []agent.Image) (sluicesession.Job, error) {
+	_, job, err := ss.ag.SubmitMessage(ctx, text, images...)
+	return job, err
 }
 
 // btwSince reports whether a /btw prompt arrived since tr started.
@@ -451,7 +468,7 @@ func (ss *session) btw(ctx context.Context, question string) (sdk.PromptResponse
 	if question == "" {
 		return sdk.PromptResponse{}, invalidParams("/btw needs a question: /btw what does this function return?")
 	}
-	answer, err := ss.ag.Ask(ctx, question, nil)
+	answer, err := ss.ag.Ask(ctx, question)
 	if ctx.Err() != nil {
 		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
 	}
@@ -467,7 +484,8 @@ func (ss *session) btw(ctx context.Context, question string) (sdk.PromptResponse
 func (ss *session) command(ctx context.Context, text string) (ok bool, err error) {
 	switch strings.TrimSpace(text) {
 	case "/clear":
-		return true, ss.ag.Clear(ctx)
+		_, err := ss.ag.Clear(ctx)
+		return true, err
 	case "/rewind":
 		return true, ss.rewind(ctx)
 	}
@@ -479,7 +497,8 @@ func (ss *session) rewind(ctx context.Context) error {
 	msgs := ss.ag.Messages().Messages
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role == protocol.RoleUser {
-			return ss.ag.Rewind(ctx, msgs[i].ID)
+			_, err := ss.ag.Rewind(ctx, msgs[i].ID)
+			return err
 		}
 	}
 	return errors.New("there is nothing to rewind")
@@ -491,7 +510,7 @@ func (ss *session) setMode(ctx context.Context, id string) error {
 	if err != nil || id == "" {
 		return invalidParams("unknown mode %q", id)
 	}
-	if err := ss.ag.SetPermissionMode(m); err != nil {
+	if err := ss.ag.SetPermissionMode(ctx, m); err != nil {
 		return invalidParams("%v", err)
 	}
 	ss.send(sdk.SessionUpdate{CurrentModeUpdate: &sdk.SessionCurrentModeUpdate{CurrentModeId: sdk.SessionModeId(m)}})

@@ -454,12 +454,12 @@ func (h *handle) Submit(ctx context.Context, text string, force bool) (string, e
 	return res.MessageID, err
 }
 
-func (h *handle) SubmitMessage(ctx context.Context, text string) (string, session.Job, error) {
+func (h *handle) SubmitMessage(ctx context.Context, text string, images ...agent.Image) (string, session.Job, error) {
 	var res struct {
 		Job       string `json:"job"`
 		MessageID string `json:"messageId"`
 	}
-	if err := h.call(ctx, command{Method: cmdSubmitJob, Text: text}, &res); err != nil {
+	if err := h.call(ctx, command{Method: cmdSubmitJob, Text: text, Images: images}, &res); err != nil {
 		return "", nil, err
 	}
 	return res.MessageID, newRemoteJob(h, res.Job), nil

@@ -749,3 +749,48 @@ func TestPostgresCatchesUpAfterAnOutage(t *testing.T) {
 		t.Fatalf("PostgreSQL's copy after the run holds %q, want %q", got, want)
 	}
 }
+
+// TestMessageJobFromAnotherNode: a message sent from a node that does not
+// run the session, images attached, is answered by a Job with what its run
+// ended with, as on the owner.
+func TestMessageJobFromAnotherNode(t *testing.T) {
+	t.Parallel()
+	url, dsn, dir := natstest.URL(t), pgtest.DSN(t), t.TempDir()
+	script := modeltest.NewScript(modeltest.Answer("m1", "A ", "red dot"))
+	a := startNode(t, "a", url, dsn, script)
+	b := startNode(t, "b", url, dsn, modeltest.NewScript())
+
+	ha, err := a.New(t.Context(), a.options(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := b.open(t, ha.ID())
+	png := agent.Image{MediaType: "image/png", Data: []byte("\x89PNG\r\n\x1a\n")}
+	id, job, err := hb.SubmitMessage(t.Context(), "what is this?", png)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := job.Wait(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-job.Done():
+	default:
+		t.Fatal("Wait returned before Done was closed")
+	}
+	if res.MessageID != id || res.Text != "A red dot" || res.StopReason != "end_turn" || res.Dropped || res.Seq == 0 {
+		t.Fatalf("job ended with %+v, want message %s answered", res, id)
+	}
+	var images int
+	for _, m := range script.Request(0).Messages {
+		for _, c := range m.Content {
+			if c.Type == model.ContentImage {
+				images++
+			}
+		}
+	}
+	if images != 1 {
+		t.Fatalf("the owner's model was sent %d images, want 1", images)
+	}
+}

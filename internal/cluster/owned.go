@@ -44,6 +44,7 @@ type command struct {
 	Job       string            `json:"job,omitempty"`
 	RequestID string            `json:"requestId,omitempty"`
 	Decision  protocol.Decision `json:"decision,omitempty"`
+	Images    []agent.Image     `json:"images,omitempty"`
 }
 
 type commandReply struct {
@@ -401,7 +402,7 @@ func (o *owned) exec(c command) []byte {
 		case cmdBang:
 			job, err = session.Local(s).SubmitBang(ctx, c.Text)
 		default:
-			mid, job, err = session.Local(s).SubmitMessage(ctx, c.Text)
+			mid, job, err = session.Local(s).SubmitMessage(ctx, c.Text, c.Images...)
 		}
 		if err != nil {
 			return reply(nil, err)

@@ -107,7 +107,7 @@ func (m *ui) resync() {
 	if m.pm < m.list.Len() {
 		cur = m.list.At(m.pm).ID
 	}
-	snap, sub := m.sess.subscribe()
+	snap, sub := m.sess.SnapshotAndSubscribe()
 	m.sub.Close()
 	m.sub = sub
 	m.gen++

@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/session"
 )
 
 // fakeBackend stands for a session in the frame tests: it records what the
@@ -45,29 +46,40 @@ func (f *fakeBackend) Calls() []string {
 func (f *fakeBackend) ID() string      { return "session-1" }
 func (f *fakeBackend) WorkDir() string { return "/work" }
 func (f *fakeBackend) Model() string   { f.mu.Lock(); defer f.mu.Unlock(); return f.model }
-func (f *fakeBackend) SetModel(n string) {
+func (f *fakeBackend) SetModel(_ context.Context, n string) error {
 	f.record("SetModel %s", n)
 	f.mu.Lock()
 	f.model = n
 	f.mu.Unlock()
+	return nil
 }
 func (f *fakeBackend) PermissionMode() protocol.PermissionMode { return protocol.ModeDefault }
-func (f *fakeBackend) Ask(_ context.Context, q string, _ func(string, bool)) (string, error) {
+func (f *fakeBackend) SetPermissionMode(_ context.Context, m protocol.PermissionMode) error {
+	f.record("SetPermissionMode %s", m)
+	return nil
+}
+func (f *fakeBackend) Tools() []string { return nil }
+func (f *fakeBackend) Owner() string   { return "" }
+func (f *fakeBackend) Ask(_ context.Context, q string) (string, error) {
 	f.record("Ask %s", q)
 	return "It returns the sum.", nil
 }
 func (f *fakeBackend) Memory() []agent.MemoryFile {
 	return []agent.MemoryFile{{Path: "/work/AGENTS.md", Content: "Rules.\nMore rules."}}
 }
-func (f *fakeBackend) Submit(ctx context.Context, text string) (work, error) {
-	f.record("Run %s", text)
-	return f.newWork(), nil
+func (f *fakeBackend) Submit(ctx context.Context, text string, force bool) (string, error) {
+	f.record("Submit %s %v", text, force)
+	return "", nil
 }
-func (f *fakeBackend) SubmitBang(ctx context.Context, c string) (work, error) {
+func (f *fakeBackend) SubmitMessage(ctx context.Context, text string, _ ...agent.Image) (string, session.Job, error) {
+	f.record("Run %s", text)
+	return "", f.newWork(), nil
+}
+func (f *fakeBackend) SubmitBang(ctx context.Context, c string) (session.Job, error) {
 	f.record("Bang %s", c)
 	return f.newWork(), nil
 }
-func (f *fakeBackend) SubmitCompact(ctx context.Context) (work, error) {
+func (f *fakeBackend) SubmitCompact(ctx context.Context) (session.Job, error) {
 	f.record("Compact")
 	return f.newWork(), nil
 }
@@ -92,16 +104,16 @@ func (f *fakeBackend) newWork() *fakeWork {
 	return w
 }
 
-// fakeWork is a fakeBackend's handle: it ends when the test sends its
+// fakeWork is a fakeBackend's job: it ends when the test sends its
 // runDoneMsg, or, queued, when Abort drops it.
 type fakeWork struct {
 	done   chan struct{}
 	queued bool
-	res    agent.Result
+	res    session.JobResult
 }
 
 func (w *fakeWork) Done() <-chan struct{} { return w.done }
-func (w *fakeWork) Wait(ctx context.Context) (agent.Result, error) {
+func (w *fakeWork) Wait(ctx context.Context) (session.JobResult, error) {
 	select {
 	case <-w.done:
 		return w.res, nil
@@ -109,12 +121,15 @@ func (w *fakeWork) Wait(ctx context.Context) (agent.Result, error) {
 		return w.res, ctx.Err()
 	}
 }
-func (f *fakeBackend) Rewind(ctx context.Context, id string) error {
+func (f *fakeBackend) Rewind(ctx context.Context, id string) (int64, error) {
 	f.record("Rewind %s", id)
-	return nil
+	return f.truth.Seq(), nil
 }
-func (f *fakeBackend) Clear(ctx context.Context) error { f.record("Clear"); return nil }
-func (f *fakeBackend) Abort(reason string) {
+func (f *fakeBackend) Clear(ctx context.Context) (int64, error) {
+	f.record("Clear")
+	return f.truth.Seq(), nil
+}
+func (f *fakeBackend) Abort(_ context.Context, reason string) error {
 	f.record("Abort")
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -127,17 +142,25 @@ func (f *fakeBackend) Abort(reason string) {
 			}
 		}
 	}
+	return nil
 }
-func (f *fakeBackend) AnswerPermission(id string, d protocol.Decision) error {
+func (f *fakeBackend) AnswerPermission(_ context.Context, id string, d protocol.Decision) error {
 	f.record("AnswerPermission %s %s", id, d)
 	return nil
 }
-func (f *fakeBackend) Close() error { f.record("Close"); return nil }
-func (f *fakeBackend) subscribe() (protocol.Snapshot, events) {
+func (f *fakeBackend) Close() error                { f.record("Close"); return nil }
+func (f *fakeBackend) Messages() protocol.Snapshot { return f.truth.Snapshot() }
+func (f *fakeBackend) Seq() int64                  { return f.truth.Seq() }
+func (f *fakeBackend) Running() bool               { return f.truth.Snapshot().Running }
+func (f *fakeBackend) SnapshotAndSubscribe() (protocol.Snapshot, session.Subscription) {
 	f.mu.Lock()
 	f.subs++
 	f.mu.Unlock()
 	return f.truth.Snapshot(), idleEvents{}
+}
+func (f *fakeBackend) SubscribeFrom(int64) (session.Subscription, error) {
+	f.record("SubscribeFrom")
+	return idleEvents{}, nil
 }
 
 // idleEvents is a subscription on which nothing arrives: the harness

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/session"
 )
 
 // Results of commands that run outside the event loop.
@@ -130,7 +131,7 @@ func (m *ui) key(k tea.KeyPressMsg) tea.Cmd {
 // ends the open blocks); what this UI sent that the abort dropped before it
 // was sent goes back to the prompt, in order.
 func (m *ui) interrupt() {
-	m.sess.Abort("interrupted by the user")
+	m.abort("interrupted by the user")
 	// Abort drops the queued work at once: its handles are done, without
 	// a message id (that of work that ran is set from its start).
 	var texts []string
@@ -158,6 +159,22 @@ func (m *ui) interrupt() {
 			texts = append(texts, v)
 		}
 		m.input.SetValue(strings.Join(texts, "\n"))
+	}
+}
+
+// setModel changes the model of the next requests.
+func (m *ui) setModel(name string) {
+	if err := m.sess.SetModel(m.ctx, name); err != nil {
+		m.status = err.Error()
+		return
+	}
+	m.status = "model: " + name
+}
+
+// abort stops the session's work in progress and drops what is queued.
+func (m *ui) abort(reason string) {
+	if err := m.sess.Abort(m.ctx, reason); err != nil {
+		m.status = err.Error()
 	}
 }
 
@@ -192,12 +209,12 @@ func (m *ui) submit(text string) tea.Cmd {
 // its end.
 func (m *ui) send(kind jobKind, text string) tea.Cmd {
 	var (
-		w   work
+		w   session.Job
 		err error
 	)
 	switch kind {
 	case jobMessage:
-		w, err = m.sess.Submit(m.ctx, text)
+		_, w, err = m.sess.SubmitMessage(m.ctx, text)
 	case jobBang:
 		w, err = m.sess.SubmitBang(m.ctx, text)
 	case jobCompact:
@@ -244,12 +261,12 @@ func (m *ui) command(line string) tea.Cmd {
 		}
 		m.status = "asking on the side…"
 		return func() tea.Msg {
-			answer, err := b.Ask(ctx, arg, nil)
+			answer, err := b.Ask(ctx, arg)
 			return btwMsg{question: arg, answer: answer, err: err}
 		}
 	case "clear":
 		return func() tea.Msg {
-			if err := b.Clear(ctx); err != nil {
+			if _, err := b.Clear(ctx); err != nil {
 				return noteMsg{"clear: " + err.Error()}
 			}
 			return nil
@@ -270,8 +287,7 @@ func (m *ui) command(line string) tea.Cmd {
 		}
 	case "model":
 		if arg != "" {
-			b.SetModel(arg)
-			m.status = "model: " + arg
+			m.setModel(arg)
 			return nil
 		}
 		m.modelPicker()
@@ -316,7 +332,8 @@ func (m *ui) rewindPicker() {
 				text = m.list.At(i).Text()
 			}
 			return func() tea.Msg {
-				return rewoundMsg{gen: gen, text: text, err: b.Rewind(ctx, it.value)}
+				_, err := b.Rewind(ctx, it.value)
+				return rewoundMsg{gen: gen, text: text, err: err}
 			}
 		},
 	}
@@ -354,8 +371,7 @@ func (m *ui) modelPicker() {
 		title: "Model",
 		items: items,
 		pick: func(m *ui, it pickItem) tea.Cmd {
-			m.sess.SetModel(it.value)
-			m.status = "model: " + it.value
+			m.setModel(it.value)
 			return nil
 		},
 	}
@@ -406,9 +422,9 @@ func (m *ui) opened(msg openedMsg) tea.Cmd {
 		return nil
 	}
 	old := m.sess
-	old.Abort("switched to another session")
+	m.abort("switched to another session")
 	title := "resumed session " + msg.sess.ID()
-	m.attach(agentBackend{msg.sess}, "── "+title+" ──")
+	m.attach(newAgentBackend(msg.sess), "── "+title+" ──")
 	m.status = ""
 	return tea.Batch(m.pump(), func() tea.Msg {
 		if err := old.Close(); err != nil && !errors.Is(err, agent.ErrClosed) {
@@ -498,7 +514,7 @@ func (m *ui) permissionKey(s string) tea.Cmd {
 	}
 	p := m.prompt()
 	m.answered[p.RequestID], m.permSel = true, 0
-	if err := m.sess.AnswerPermission(p.RequestID, permChoices[choice].decision); err != nil && !errors.Is(err, agent.ErrUnknownRequest) {
+	if err := m.sess.AnswerPermission(m.ctx, p.RequestID, permChoices[choice].decision); err != nil && !errors.Is(err, agent.ErrUnknownRequest) {
 		m.status = "permission: " + err.Error()
 	}
 	return nil

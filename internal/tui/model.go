@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/session"
 )
 
 // Bounds of the UI.
@@ -66,7 +67,7 @@ type (
 	runDoneMsg struct {
 		gen  int
 		kind jobKind
-		w    work
+		w    session.Job
 		cost float64 // USD
 		err  error
 	}
@@ -89,7 +90,7 @@ const (
 
 // sent is work this UI sent to the session that has not ended.
 type sent struct {
-	w    work
+	w    session.Job
 	kind jobKind
 	text string
 }
@@ -116,7 +117,7 @@ type ui struct {
 	clock model.Clock
 
 	sess backend
-	sub  events
+	sub  session.Subscription
 	gen  int // bumped when the UI attaches to a session
 
 	// list is the UI's copy of the session, kept by the one reducer.
@@ -345,7 +346,7 @@ func (m *ui) attach(b backend, banner string) {
 	}
 	m.gen++
 	m.sess = b
-	snap, sub := b.subscribe()
+	snap, sub := b.SnapshotAndSubscribe()
 	m.sub = sub
 	m.list.Reset(snap)
 	clear(m.caches)

@@ -45,7 +45,7 @@ func TestResume(t *testing.T) {
 		Width: 100, Height: 40, Style: "dark", Clock: modeltest.NewClock(t0),
 		Open: func(id string) (*agent.Session, error) { return agent.Open(opts, id) },
 		List: func() ([]agent.SessionInfo, error) { return agent.ListSessions(context.Background(), st, wd) },
-	}, agentBackend{cur})
+	}, newAgentBackend(cur))
 	m.printer = func(s string) tea.Cmd {
 		printed = append(printed, ansi.Strip(s))
 		return func() tea.Msg { return printedMsg{} }

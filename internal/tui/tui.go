@@ -134,7 +134,7 @@ func Run(ctx context.Context, opts Options) error {
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	m := newModel(ctx, opts, agentBackend{opts.Session})
+	m := newModel(ctx, opts, newAgentBackend(opts.Session))
 	m.holdPrints = true
 	out := opts.Output
 	if out == nil {
