@@ -18,7 +18,6 @@ import (
 	"github.com/sluicehq/sluice/internal/cluster"
 	"github.com/sluicehq/sluice/internal/relay/backend"
 	"github.com/sluicehq/sluice/internal/relay/backend/claudecode"
-	"github.com/sluicehq/sluice/internal/relay/backend/clustered"
 	"github.com/sluicehq/sluice/internal/relay/backend/sluiceagent"
 	"github.com/sluicehq/sluice/internal/relay/deliver"
 	"github.com/sluicehq/sluice/internal/relay/store"
@@ -224,7 +223,7 @@ func setUpAgent(ctx context.Context, cfg Config, pg *pgstore.Store) (agentSetup,
 }
 
 // newBackend makes the agent backend. In cluster mode the sluice agent's
-// sessions are the cluster's (package clustered): run by the node holding
+// sessions are the cluster's (sluiceagent.Cluster): run by the node holding
 // each one's lease, restored by any node, listed and opened by
 // `sluice serve` nodes.
 func newBackend(cfg Config, a agentSetup, st *store.Store, log *slog.Logger) backend.Backend {
@@ -234,7 +233,10 @@ func newBackend(cfg Config, a agentSetup, st *store.Store, log *slog.Logger) bac
 			Command: cfg.ClaudeBin, WorkDir: a.workDir, PermissionMode: cfg.PermissionMode, Model: cfg.Model, KV: st, Logger: log,
 		})
 	case a.host != nil:
-		return clustered.New(clustered.Config{Host: a.host, Options: a.options, WorkDir: a.workDir, KV: st, Logger: log})
+		return sluiceagent.New(sluiceagent.Config{
+			KV: st, Logger: log,
+			Cluster: &sluiceagent.Cluster{Host: a.host, Options: a.options, WorkDir: a.workDir},
+		})
 	}
 	return sluiceagent.New(sluiceagent.Config{
 		KV: st, Logger: log,
