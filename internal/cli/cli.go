@@ -73,6 +73,9 @@ type AgentFlags struct {
 	NoSettingsFiles bool
 
 	fs *flag.FlagSet // to tell the flags given from the defaults
+	// shadowed are the face's flags of our names (Register): given, they
+	// say nothing of ours.
+	shadowed []string
 }
 
 type stringList []string
@@ -80,9 +83,23 @@ type stringList []string
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
-// Register adds the flags to fs.
+// Register adds the flags to fs, but for those fs defines already: a
+// face's own flag of the same name wins (the relay's --base-url is the
+// chat platform's).
 func (f *AgentFlags) Register(fs *flag.FlagSet) {
 	f.fs = fs
+	own := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	f.register(own)
+	own.VisitAll(func(fl *flag.Flag) {
+		if fs.Lookup(fl.Name) == nil {
+			fs.Var(fl.Value, fl.Name, fl.Usage)
+		} else {
+			f.shadowed = append(f.shadowed, fl.Name)
+		}
+	})
+}
+
+func (f *AgentFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.Provider, "provider", "", "model provider: "+strings.Join(provider.Names, ", ")+" (default: picked from the API keys in the environment; demo without any; OPENAI_WIRE_API=responses makes an OpenAI key use openai-responses)")
 	fs.StringVar(&f.Model, "model", "", "model name (default: the provider's)")
 	fs.StringVar(&f.BaseURL, "base-url", "", "API base URL (default: ANTHROPIC_BASE_URL / OPENAI_BASE_URL / GEMINI_BASE_URL, else the provider's)")
@@ -101,6 +118,17 @@ func (f *AgentFlags) Register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.AutoCompact, "auto-compact", 0, "compact the session when the context passes this share of the window (default 0.85; negative: never)")
 	fs.Var(&f.MCPConfigs, "mcp-config", "MCP servers from a JSON file or string in Claude Code's format (repeatable)")
 	f.ChildEnv.Register(fs)
+}
+
+// CheckChildEnv reports a child-environment policy (flags and settings
+// file) that cannot be applied, before anything is set up.
+func (f *AgentFlags) CheckChildEnv(getenv func(string) string) error {
+	conf, err := LoadConfig(ConfigPath(getenv))
+	if err != nil {
+		return err
+	}
+	_, err = f.ChildEnv.Policy(conf)
+	return err
 }
 
 // Setup is a configured agent: its options, the provider chosen and the
@@ -130,7 +158,11 @@ func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Se
 	if err != nil {
 		return nil, err
 	}
-	f.applyConfig(conf, setFlags(f.fs))
+	given := setFlags(f.fs)
+	for _, n := range f.shadowed {
+		delete(given, n)
+	}
+	f.applyConfig(conf, given)
 	childEnv, err := f.ChildEnv.Policy(conf)
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/printmode/printmodetest"
+	"github.com/sluicehq/sluice/internal/provider"
 	"github.com/sluicehq/sluice/internal/provider/anthropic"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/protocol"
@@ -143,6 +144,8 @@ func newErrorSession(t *testing.T, maxTurns int, answers []printmodetest.Answer)
 		Model:    "claude-sonnet-4-5", WorkDir: t.TempDir(), MaxTurns: maxTurns,
 		PermissionMode: protocol.ModeBypassPermissions, Subagents: []agent.Subagent{},
 		Stream: model.StreamOptions{MaxRetries: 2, BaseDelay: 1, MaxDelay: 1},
+		// The providers' prices, as every face's sessions have them.
+		Catalogue: provider.Catalogue,
 	})
 	if err != nil {
 		t.Fatal(err)

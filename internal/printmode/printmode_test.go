@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/printmode/printmodetest"
+	"github.com/sluicehq/sluice/internal/provider"
 	"github.com/sluicehq/sluice/internal/provider/anthropic"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/protocol"
@@ -600,6 +601,8 @@ func TestMaxBudget(t *testing.T) {
 	sess, err := agent.New(agent.Options{
 		Provider: anthropic.New(anthropic.Config{APIKey: "sk-test", BaseURL: srv.URL}),
 		Model:    "claude-sonnet-4-6", WorkDir: t.TempDir(), Stream: model.StreamOptions{MaxRetries: -1},
+		// The providers' prices, as every face's sessions have them.
+		Catalogue: provider.Catalogue,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -127,73 +127,11 @@ func Open(cfg Config, getenv func(string) string) (*Selection, error) {
 	}
 	modelName := first(cfg.Model, getenv("SLUICE_MODEL"))
 	sel := &Selection{Name: name, Notice: notice, StreamOptions: opts}
-	switch name {
-	case Anthropic:
-		c := anthropic.Config{
-			APIKey:     first(cfg.APIKey, getenv("ANTHROPIC_API_KEY")),
-			BaseURL:    first(cfg.BaseURL, getenv("ANTHROPIC_BASE_URL")),
-			Model:      first(modelName, getenv("ANTHROPIC_MODEL")),
-			HTTPClient: cfg.HTTPClient,
-			Betas:      cfg.Betas,
-		}
-		if c.APIKey == "" {
-			// A gateway's bearer token, used only without a key: one
-			// credential per request.
-			c.AuthToken = getenv("ANTHROPIC_AUTH_TOKEN")
-		}
-		if c.APIKey == "" && c.AuthToken == "" && c.BaseURL == "" {
-			return nil, fmt.Errorf("provider anthropic: no API key: set ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for a server that needs none)")
-		}
-		if err := checkURL("ANTHROPIC_BASE_URL", c.BaseURL); err != nil {
-			return nil, err
-		}
-		p := anthropic.New(c)
-		sel.Provider, sel.Model = p, p.Model()
-		sel.BaseURL = first(c.BaseURL, anthropic.DefaultBaseURL)
-	case OpenAI:
-		c := openai.Config{
-			APIKey:     first(cfg.APIKey, getenv("OPENAI_API_KEY")),
-			BaseURL:    first(cfg.BaseURL, getenv("OPENAI_BASE_URL")),
-			Model:      first(modelName, getenv("OPENAI_MODEL")),
-			HTTPClient: cfg.HTTPClient,
-		}
-		if c.APIKey == "" && c.BaseURL == "" {
-			return nil, fmt.Errorf("provider openai: no API key: set OPENAI_API_KEY (or OPENAI_BASE_URL for a local server such as Ollama)")
-		}
-		if err := checkURL("OPENAI_BASE_URL", c.BaseURL); err != nil {
-			return nil, err
-		}
-		p := openai.New(c)
-		sel.Provider, sel.Model = p, p.Model()
-		sel.BaseURL = first(c.BaseURL, openai.DefaultBaseURL)
-	case OpenAIResponses:
-		c := responses.Config{
-			APIKey:     first(cfg.APIKey, getenv("OPENAI_API_KEY")),
-			BaseURL:    first(cfg.BaseURL, getenv("OPENAI_BASE_URL")),
-			Model:      first(modelName, getenv("OPENAI_MODEL")),
-			HTTPClient: cfg.HTTPClient,
-		}
-		if c.APIKey == "" && c.BaseURL == "" {
-			return nil, fmt.Errorf("provider openai-responses: no API key: set OPENAI_API_KEY (or OPENAI_BASE_URL for a server that needs none)")
-		}
-		if err := checkURL("OPENAI_BASE_URL", c.BaseURL); err != nil {
-			return nil, err
-		}
-		p := responses.New(c)
-		sel.Provider, sel.Model = p, p.Model()
-		sel.BaseURL = first(c.BaseURL, responses.DefaultBaseURL)
-	case Bedrock:
-		sel.Provider, sel.Model, sel.BaseURL, err = openBedrock(cfg, getenv, modelName)
-	case Vertex:
-		sel.Provider, sel.Model, sel.BaseURL, err = openVertex(cfg, getenv, modelName)
-	case Gemini:
-		sel.Provider, sel.Model, sel.BaseURL, err = openGemini(cfg, getenv, modelName)
-	case Demo:
-		p := demo.New(cfg.Demo)
-		sel.Provider, sel.Model = p, first(modelName, p.Model())
-	default:
+	f, ok := lookup(name)
+	if !ok {
 		return nil, fmt.Errorf("unknown provider %q: want one of %s", name, strings.Join(Names, ", "))
 	}
+	sel.Provider, sel.Model, sel.BaseURL, err = f.open(cfg, getenv, modelName)
 	if err != nil {
 		return nil, err
 	}
@@ -214,4 +152,72 @@ func checkURL(source, raw string) error {
 		return fmt.Errorf("base URL %q (%s or --base-url): want http:// or https:// and a host", u.Redacted(), source)
 	}
 	return nil
+}
+
+// opener builds a provider from cfg and the environment; modelName is the
+// model asked for ("": the provider's variable or default). It returns the
+// provider, its default model and where its requests go.
+type opener func(cfg Config, getenv func(string) string, modelName string) (model.Provider, string, string, error)
+
+func openAnthropic(cfg Config, getenv func(string) string, modelName string) (model.Provider, string, string, error) {
+	c := anthropic.Config{
+		APIKey:     first(cfg.APIKey, getenv("ANTHROPIC_API_KEY")),
+		BaseURL:    first(cfg.BaseURL, getenv("ANTHROPIC_BASE_URL")),
+		Model:      first(modelName, getenv("ANTHROPIC_MODEL")),
+		HTTPClient: cfg.HTTPClient,
+		Betas:      cfg.Betas,
+	}
+	if c.APIKey == "" {
+		// A gateway's bearer token, used only without a key: one
+		// credential per request.
+		c.AuthToken = getenv("ANTHROPIC_AUTH_TOKEN")
+	}
+	if c.APIKey == "" && c.AuthToken == "" && c.BaseURL == "" {
+		return nil, "", "", fmt.Errorf("provider anthropic: no API key: set ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for a server that needs none)")
+	}
+	if err := checkURL("ANTHROPIC_BASE_URL", c.BaseURL); err != nil {
+		return nil, "", "", err
+	}
+	p := anthropic.New(c)
+	return p, p.Model(), first(c.BaseURL, anthropic.DefaultBaseURL), nil
+}
+
+func openOpenAI(cfg Config, getenv func(string) string, modelName string) (model.Provider, string, string, error) {
+	c := openai.Config{
+		APIKey:     first(cfg.APIKey, getenv("OPENAI_API_KEY")),
+		BaseURL:    first(cfg.BaseURL, getenv("OPENAI_BASE_URL")),
+		Model:      first(modelName, getenv("OPENAI_MODEL")),
+		HTTPClient: cfg.HTTPClient,
+	}
+	if c.APIKey == "" && c.BaseURL == "" {
+		return nil, "", "", fmt.Errorf("provider openai: no API key: set OPENAI_API_KEY (or OPENAI_BASE_URL for a local server such as Ollama)")
+	}
+	if err := checkURL("OPENAI_BASE_URL", c.BaseURL); err != nil {
+		return nil, "", "", err
+	}
+	p := openai.New(c)
+	return p, p.Model(), first(c.BaseURL, openai.DefaultBaseURL), nil
+}
+
+func openResponses(cfg Config, getenv func(string) string, modelName string) (model.Provider, string, string, error) {
+	c := responses.Config{
+		APIKey:     first(cfg.APIKey, getenv("OPENAI_API_KEY")),
+		BaseURL:    first(cfg.BaseURL, getenv("OPENAI_BASE_URL")),
+		Model:      first(modelName, getenv("OPENAI_MODEL")),
+		HTTPClient: cfg.HTTPClient,
+	}
+	if c.APIKey == "" && c.BaseURL == "" {
+		return nil, "", "", fmt.Errorf("provider openai-responses: no API key: set OPENAI_API_KEY (or OPENAI_BASE_URL for a server that needs none)")
+	}
+	if err := checkURL("OPENAI_BASE_URL", c.BaseURL); err != nil {
+		return nil, "", "", err
+	}
+	p := responses.New(c)
+	return p, p.Model(), first(c.BaseURL, responses.DefaultBaseURL), nil
+}
+
+// openDemo is the offline demo; it sends no requests.
+func openDemo(cfg Config, _ func(string) string, modelName string) (model.Provider, string, string, error) {
+	p := demo.New(cfg.Demo)
+	return p, first(modelName, p.Model()), "", nil
 }

@@ -3,15 +3,20 @@ package relay
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/internal/relay/channel/telegram/telegramfake"
 	"github.com/sluicehq/sluice/internal/relay/channel/wechat/wechatfake"
+	"github.com/sluicehq/sluice/internal/testbin"
 )
 
 // syncBuffer is a bytes.Buffer safe to write from the command's goroutine.
@@ -32,13 +37,30 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// runRelay runs 'sluice relay args...' (the binary bin) until it exits or
+// ctx ends, which interrupts it, as Ctrl-C does; it returns the exit code.
+func runRelay(ctx context.Context, bin string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cmd := exec.CommandContext(ctx, bin, append([]string{"relay"}, args...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = time.Minute
+	err := cmd.Run()
+	if cmd.ProcessState != nil {
+		// An interrupted relay that exits 0 makes Run report ctx's error.
+		return cmd.ProcessState.ExitCode()
+	}
+	fmt.Fprintln(stderr, "running sluice relay:", err)
+	return -1
+}
+
 // mainInBackground runs 'sluice relay args...' until stop.
 func mainInBackground(t *testing.T, args ...string) (stop func() int, stderr *syncBuffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	stderr = &syncBuffer{}
 	code := make(chan int, 1)
-	go func() { code <- Main(ctx, args, strings.NewReader(""), &syncBuffer{}, stderr) }()
+	bin := testbin.Sluice(t)
+	go func() { code <- runRelay(ctx, bin, args, strings.NewReader(""), &syncBuffer{}, stderr) }()
 	var once sync.Once
 	var c int
 	stop = func() int {
@@ -60,7 +82,7 @@ func TestCommandLineWeChat(t *testing.T) {
 	t.Setenv("SLUICE_FAKE_CLAUDE_DIR", runs(t))
 
 	var out, errOut bytes.Buffer
-	if code := Main(context.Background(), []string{"wechat", "login", "--state-dir", state, "--base-url", srv.URL}, nil, &out, &errOut); code != 0 {
+	if code := runRelay(context.Background(), testbin.Sluice(t), []string{"wechat", "login", "--state-dir", state, "--base-url", srv.URL}, nil, &out, &errOut); code != 0 {
 		t.Fatalf("login: %d %s", code, errOut.String())
 	}
 	if !strings.Contains(out.String(), "Logged in") {
@@ -100,7 +122,7 @@ func TestCommandLineTelegram(t *testing.T) {
 	t.Setenv("TELEGRAM_BOT_TOKEN", telegramfake.Token)
 
 	var errOut bytes.Buffer
-	if code := Main(context.Background(), []string{"telegram", "--state-dir", t.TempDir(), "--base-url", srv.URL}, nil, &bytes.Buffer{}, &errOut); code != 1 || !strings.Contains(errOut.String(), "--allow") {
+	if code := runRelay(context.Background(), testbin.Sluice(t), []string{"telegram", "--state-dir", t.TempDir(), "--base-url", srv.URL}, nil, &bytes.Buffer{}, &errOut); code != 1 || !strings.Contains(errOut.String(), "--allow") {
 		t.Errorf("without --allow: %d %q", code, errOut.String())
 	}
 
@@ -125,14 +147,14 @@ func TestCommandLineTelegram(t *testing.T) {
 func TestSimulateCommand(t *testing.T) {
 	t.Parallel()
 	var out, errOut bytes.Buffer
-	if code := Main(context.Background(), []string{"simulate", "--channel", "telegram", "testdata/trace_d.ndjson"}, nil, &out, &errOut); code != 0 {
+	if code := runRelay(context.Background(), testbin.Sluice(t), []string{"simulate", "--channel", "telegram", "testdata/trace_d.ndjson"}, nil, &out, &errOut); code != 0 {
 		t.Fatalf("%d %s", code, errOut.String())
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != 5 || !strings.HasPrefix(lines[0], `{"kind":"interstitial","text":"我先看一下`) || !strings.Contains(lines[4], `"units":1375}`) {
 		t.Errorf("output:\n%s", out.String())
 	}
-	if code := Main(context.Background(), []string{"simulate", "--channel", "irc", "x"}, nil, &out, &errOut); code != 2 {
+	if code := runRelay(context.Background(), testbin.Sluice(t), []string{"simulate", "--channel", "irc", "x"}, nil, &out, &errOut); code != 2 {
 		t.Errorf("bad channel: %d", code)
 	}
 }

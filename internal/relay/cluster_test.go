@@ -440,7 +440,7 @@ func TestClusterCommandLine(t *testing.T) {
 			args := append([]string{"telegram", "--state-dir", t.TempDir(), "--base-url", srv.URL, "--allow", "42",
 				"--backend", "claude", "--claude-bin", os.Args[0]}, tt.args...)
 			var stderr bytes.Buffer
-			code := Main(waitCtx(t), args, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+			code := runRelay(waitCtx(t), testbin.Sluice(t), args, strings.NewReader(""), &bytes.Buffer{}, &stderr)
 			if code != tt.code || !strings.Contains(stderr.String(), tt.want) {
 				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr.String(), tt.code, tt.want)
 			}

@@ -9,8 +9,11 @@
 // package channel/wechat and channel/telegram speak the platforms' HTTP
 // APIs; package backend runs the agent (sluice's own, or Claude Code as a
 // process). This package wires them together (Relay), answers the chat
-// commands, and holds the preview tool (Simulate) and the command line
-// (Main).
+// commands, holds the preview tool (Simulate), the platforms' table
+// (Platforms: a new platform is its channel package, its file here and one
+// line there) and a configured run (Run). The command line is
+// cmd/sluice's, whose set-up builds the sluice backend's agent as every
+// face's: settings, MCP servers, memory files, subagents and hooks.
 //
 // Nothing is dropped silently: a question is stored (the store's inbox)
 // before it is acknowledged to the platform and leaves only with its

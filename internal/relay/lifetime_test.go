@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/internal/relay/channel"
 	"github.com/sluicehq/sluice/internal/relay/channel/telegram/telegramfake"
 	"github.com/sluicehq/sluice/internal/relay/split"
+	"github.com/sluicehq/sluice/internal/testbin"
 	"github.com/sluicehq/sluice/protocol"
 )
 
@@ -154,48 +155,12 @@ func TestCommandLineCannotReceive(t *testing.T) {
 			args := append([]string{"telegram", "--state-dir", t.TempDir(), "--base-url", srv.URL, "--allow", "42",
 				"--backend", "claude", "--claude-bin", os.Args[0]}, tt.args...)
 			var stderr bytes.Buffer
-			code := Main(waitCtx(t), args, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+			code := runRelay(waitCtx(t), testbin.Sluice(t), args, strings.NewReader(""), &bytes.Buffer{}, &stderr)
 			if code != 1 || !strings.Contains(stderr.String(), tt.want) {
 				t.Errorf("exit %d, stderr %q; want 1 and %q", code, stderr.String(), tt.want)
 			}
 			if strings.Contains(stderr.String(), tt.token) {
 				t.Error("the token is in the output")
-			}
-		})
-	}
-}
-
-// TestOpenProvider: the sluice backend picks its provider as sluice does
-// (provider.Open), and never falls back to the demo unasked.
-func TestOpenProvider(t *testing.T) {
-	t.Parallel()
-	for _, tt := range []struct {
-		name, provider, model string
-		env                   map[string]string
-		wantName, wantModel   string
-		wantErr               string
-	}{
-		{name: "ANTHROPIC_MODEL", env: map[string]string{"ANTHROPIC_API_KEY": "k", "ANTHROPIC_MODEL": "claude-x"}, wantName: "anthropic", wantModel: "claude-x"},
-		{name: "flag beats env", model: "m2", env: map[string]string{"ANTHROPIC_API_KEY": "k", "ANTHROPIC_MODEL": "claude-x"}, wantName: "anthropic", wantModel: "m2"},
-		{name: "openai from its key", env: map[string]string{"OPENAI_API_KEY": "k", "OPENAI_MODEL": "gpt-x"}, wantName: "openai", wantModel: "gpt-x"},
-		{name: "bad base URL", env: map[string]string{"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": "localhost:8080"}, wantErr: "want http:// or https://"},
-		{name: "no keys", env: map[string]string{}, wantErr: "--provider demo"},
-		{name: "demo asked for", provider: "demo", env: map[string]string{}, wantName: "demo", wantModel: "demo"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			sel, err := openProvider(tt.provider, tt.model, func(k string) string { return tt.env[k] })
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if sel.Name != tt.wantName || sel.Model != tt.wantModel {
-				t.Errorf("got %s %s, want %s %s", sel.Name, sel.Model, tt.wantName, tt.wantModel)
 			}
 		})
 	}

@@ -8,12 +8,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -40,19 +38,8 @@ import (
 	sessionstore "github.com/sluicehq/sluice/store"
 )
 
-// relayProcessEnv makes the test binary 'sluice relay' with its arguments,
-// for tests that kill a relay process.
-const relayProcessEnv = "SLUICE_TEST_RELAY_PROCESS"
-
 func TestMain(m *testing.M) {
-	if os.Getenv(relayProcessEnv) != "" {
-		// The relay's own children (the fake claude) are not relays.
-		os.Unsetenv(relayProcessEnv)
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-		stop()
-		os.Exit(code)
-	}
+	serveTestMCP()
 	fakeclaude.Main()
 	code := m.Run()
 	stopNATS()
@@ -408,8 +395,7 @@ func TestCrashWhileAnswering(t *testing.T) {
 			args := append([]string{p.name, "--state-dir", state, "--backend", "claude", "--claude-bin", os.Args[0], "--min-interval", "0"}, p.args...)
 
 			var stderr syncBuffer
-			cmd := exec.Command(os.Args[0], args...)
-			cmd.Env = append(os.Environ(), relayProcessEnv+"=1")
+			cmd := exec.Command(testbin.Sluice(t), append([]string{"relay"}, args...)...)
 			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
@@ -588,8 +574,7 @@ func TestCrashWhileSluiceAnswers(t *testing.T) {
 		"--min-interval", "0", "--chat-interval", "0"}
 
 	var stderr syncBuffer
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), relayProcessEnv+"=1")
+	cmd := exec.Command(testbin.Sluice(t), append([]string{"relay"}, args...)...)
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

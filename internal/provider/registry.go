@@ -20,19 +20,22 @@ type facts struct {
 	keyEnv []string
 	// catalogue holds its models' windows and prices.
 	catalogue model.Catalogue
+	// open builds it.
+	open opener
 }
 
-// registered is every provider, one line each, in the order help texts
+// registered is every provider, one line each (its facts and how it is
+// opened), in the order help texts
 // name them. Bedrock and Vertex serve Anthropic's models; their model ids
 // are priced by Anthropic's catalogue where the names match.
 var registered = []facts{
-	{Anthropic, anthropic.Offered, anthropic.KeyEnv, anthropic.Catalogue},
-	{OpenAI, openai.Offered, openai.KeyEnv, openai.Catalogue},
-	{OpenAIResponses, responses.Offered, responses.KeyEnv, responses.Catalogue},
-	{Bedrock, anthropic.Offered, nil, nil},
-	{Vertex, anthropic.Offered, nil, nil},
-	{Gemini, gemini.Offered, gemini.KeyEnv, gemini.Catalogue},
-	{Demo, []string{"demo"}, nil, nil},
+	{Anthropic, anthropic.Offered, anthropic.KeyEnv, anthropic.Catalogue, openAnthropic},
+	{OpenAI, openai.Offered, openai.KeyEnv, openai.Catalogue, openOpenAI},
+	{OpenAIResponses, responses.Offered, responses.KeyEnv, responses.Catalogue, openResponses},
+	{Bedrock, anthropic.Offered, nil, nil, openBedrock},
+	{Vertex, anthropic.Offered, nil, nil, openVertex},
+	{Gemini, gemini.Offered, gemini.KeyEnv, gemini.Catalogue, openGemini},
+	{Demo, []string{"demo"}, nil, nil, openDemo},
 }
 
 // Names lists the providers Open knows, for every help text.
