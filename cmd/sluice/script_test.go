@@ -15,6 +15,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/sluicehq/sluice/internal/printmode/printmodetest"
+	"github.com/sluicehq/sluice/internal/streamjson"
 )
 
 // The scripts in testdata/script run the real sluice binary (this test
@@ -35,8 +36,8 @@ import (
 //	    stream event's /type
 //	ccshape [-openai] FILE RECORDING
 //	    compare sluice's stream-json in FILE with Claude Code's RECORDING of
-//	    the same model answers (printmodetest.CompareWithClaudeCode), or
-//	    with the shape of one (RECORDING.shape.json: printmodetest.CompareShape)
+//	    the same model answers (streamjson.CompareWithClaudeCode), or
+//	    with the shape of one (RECORDING.shape.json: streamjson.CompareShape)
 //	exitcode N PROGRAM [ARGS...]
 //	    run PROGRAM as exec does and check that it exits with status N
 //	sessionid FILE
@@ -126,7 +127,7 @@ func cmdLineTypes(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: linetypes FILE")
 	}
-	kinds, err := printmodetest.LineKinds([]byte(ts.ReadFile(args[0])))
+	kinds, err := streamjson.LineKinds([]byte(ts.ReadFile(args[0])))
 	ts.Check(err)
 	for _, k := range kinds {
 		fmt.Fprintln(ts.Stdout(), k)
@@ -134,7 +135,7 @@ func cmdLineTypes(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func cmdCCShape(ts *testscript.TestScript, neg bool, args []string) {
-	opts := printmodetest.CompareOptions{}
+	opts := streamjson.CompareOptions{}
 	if len(args) > 0 && args[0] == "-openai" {
 		opts.OpenAI = true
 		args = args[1:]
@@ -144,9 +145,9 @@ func cmdCCShape(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	var diffs []string
 	if strings.HasSuffix(args[1], ".shape.json") { // a recording of the shape alone
-		diffs = printmodetest.CompareShape([]byte(ts.ReadFile(args[0])), []byte(ts.ReadFile(args[1])))
+		diffs = streamjson.CompareShape([]byte(ts.ReadFile(args[0])), []byte(ts.ReadFile(args[1])))
 	} else {
-		diffs = printmodetest.CompareWithClaudeCode([]byte(ts.ReadFile(args[0])), []byte(ts.ReadFile(args[1])), opts)
+		diffs = streamjson.CompareWithClaudeCode([]byte(ts.ReadFile(args[0])), []byte(ts.ReadFile(args[1])), opts)
 	}
 	switch {
 	case neg && len(diffs) == 0:

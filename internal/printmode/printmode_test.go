@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/printmode/printmodetest"
 	"github.com/sluicehq/sluice/internal/provider/anthropic"
+	"github.com/sluicehq/sluice/internal/streamjson"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/protocol"
 	"github.com/sluicehq/sluice/wire"
@@ -177,7 +178,7 @@ func TestInitAndRetryLines(t *testing.T) {
 	code := Run(t.Context(), sess, "hello", Config{
 		OutputFormat: FormatStreamJSON, Model: "test-model", PermissionMode: "default",
 		APIKeySource: "ANTHROPIC_API_KEY", Version: "1.2.3", AddDirs: []string{"/srv/data"},
-		MCPServers: []MCPServer{{Name: "files", Status: "connected", Source: SourceDynamic}, {Name: "broken", Status: "failed", Source: SourceDynamic}},
+		MCPServers: []streamjson.MCPServer{{Name: "files", Status: "connected", Source: streamjson.SourceDynamic}, {Name: "broken", Status: "failed", Source: streamjson.SourceDynamic}},
 		MaxRetries: 3, Stdout: &stdout, Stderr: &stderr,
 	})
 	if code != 0 {
