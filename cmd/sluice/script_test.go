@@ -14,7 +14,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/sluicehq/sluice/internal/printmode/printmodetest"
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/streamjson"
 )
 
@@ -26,10 +26,10 @@ import (
 //
 //	fakemodel anthropic|openai|openai-responses ANSWER...
 //	    start a fake model server answering the requests with ANSWERs in
-//	    order (see printmodetest.ParseAnswers) and point sluice at it
+//	    order (see fakemodel.ParseReplies) and point sluice at it
 //	    (ANTHROPIC_BASE_URL, or OPENAI_BASE_URL with /v1)
 //	fakemodel requests
-//	    print what each request carried (printmodetest.Summary)
+//	    print what each request carried (fakemodel.Summary)
 //	linetypes FILE
 //	    check that every line of FILE is a JSON object whose first field is
 //	    "type", and print each line's kind: type, then /subtype or the
@@ -79,7 +79,7 @@ type fakeKey struct{}
 
 // fakeModels is the script's fake model server, if it started one.
 type fakeModels struct {
-	srv    *printmodetest.Server
+	srv    *fakemodel.Script
 	format string
 }
 
@@ -95,7 +95,7 @@ func cmdFakeModel(ts *testscript.TestScript, neg bool, args []string) {
 		if fm.srv == nil {
 			ts.Fatalf("fakemodel requests: no fake model started")
 		}
-		s, err := printmodetest.Summary(fm.format, fm.srv.Requests())
+		s, err := fakemodel.Summary(fm.format, fm.srv.Requests())
 		ts.Check(err)
 		fmt.Fprint(ts.Stdout(), s)
 		return
@@ -110,13 +110,13 @@ func cmdFakeModel(ts *testscript.TestScript, neg bool, args []string) {
 			specs[i] = ts.MkAbs(a)
 		}
 	}
-	answers, err := printmodetest.ParseAnswers(specs)
+	answers, err := fakemodel.ParseReplies(specs)
 	ts.Check(err)
-	srv, err := printmodetest.NewServer(args[0], answers)
+	srv, err := fakemodel.NewScript(args[0], answers)
 	ts.Check(err)
 	ts.Defer(srv.Close)
 	fm.srv, fm.format = srv, args[0]
-	if args[0] == printmodetest.OpenAI || args[0] == printmodetest.OpenAIResponses {
+	if args[0] == fakemodel.OpenAI || args[0] == fakemodel.OpenAIResponses {
 		ts.Setenv("OPENAI_BASE_URL", srv.URL)
 	} else {
 		ts.Setenv("ANTHROPIC_BASE_URL", srv.URL)

@@ -1,4 +1,4 @@
-package printmodetest
+package fakemodel
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 
 func TestParseAnswers(t *testing.T) {
 	t.Parallel()
-	as, err := ParseAnswers([]string{"say:héllo wörld, a text of more than sixteen bytes", "bash:ls > out.txt", "status:529", "../../streamjson/testdata/tool_use_bash.ndjson"})
+	as, err := ParseReplies([]string{"say:héllo wörld, a text of more than sixteen bytes", "bash:ls > out.txt", "status:529", "../streamjson/testdata/tool_use_bash.ndjson"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,8 +41,8 @@ func TestParseAnswers(t *testing.T) {
 		t.Errorf("status: %+v", as[2])
 	}
 	for _, bad := range []string{"status:200", "status:x", "shout:hi", "missing.ndjson", "missing.sse"} {
-		if _, err := ParseAnswers([]string{bad}); err == nil {
-			t.Errorf("ParseAnswers(%q) did not fail", bad)
+		if _, err := ParseReplies([]string{bad}); err == nil {
+			t.Errorf("ParseReplies(%q) did not fail", bad)
 		}
 	}
 }
