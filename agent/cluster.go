@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/protocol"
@@ -50,11 +51,11 @@ func cutAnswer(snap protocol.Snapshot) bool {
 // last write, ahead when the log was down or the process died before it
 // published what it had written. shown is the truth — the next owner's
 // clients hold it — so from the first message where they part, the
-// context is dropped and rebuilt from shown: user messages and the text of
-// answers, the cut answer as a crash leaves it (crashContext). Tool calls
-// there are left out: they either never ran or their results were never
-// shown. A parting before the last compaction, rewind or clear (base) is
-// left as the records have it: the context was rebuilt there.
+// context is dropped and rebuilt from shown: user messages, the text of
+// answers and their tool calls with the results shown (messageContext), the
+// cut answer as its clients were shown it ended, then the note that it was
+// interrupted. A parting before the last compaction, rewind or clear (base)
+// is left as the records have it: the context was rebuilt there.
 func (s *Session) reconcile(display []protocol.Message, recorded map[string]bool, ctxAt map[string]int, base int, shown protocol.Snapshot) {
 	cut := cutAnswer(shown)
 	k := 0
@@ -62,7 +63,7 @@ func (s *Session) reconcile(display []protocol.Message, recorded map[string]bool
 		sm, dm := shown.Messages[k], display[k]
 		sCut := cut && k == len(shown.Messages)-1
 		dCut := dm.Role == protocol.RoleAssistant && !recorded[dm.ID]
-		if sm.ID != dm.ID || sm.Text() != dm.Text() || sCut != dCut {
+		if !sameShown(sm, dm) || sCut != dCut {
 			break
 		}
 	}
@@ -80,18 +81,35 @@ func (s *Session) reconcile(display []protocol.Message, recorded map[string]bool
 		}
 	}
 	for i, m := range shown.Messages[k:] {
-		if cut && k+i == len(shown.Messages)-1 {
-			s.ctxMsgs = append(s.ctxMsgs, crashContext(m)...)
-			break
-		}
-		if t := m.Text(); t != "" {
-			role := model.RoleUser
-			if m.Role == protocol.RoleAssistant {
-				role = model.RoleAssistant
-			}
-			s.ctxMsgs = append(s.ctxMsgs, model.Message{Role: role, Content: []model.Content{{Type: model.ContentText, Text: t}}})
+		last := cut && k+i == len(shown.Messages)-1
+		s.ctxMsgs = append(s.ctxMsgs, messageContext(m, last)...)
+		if last {
+			s.ctxMsgs = append(s.ctxMsgs, model.Message{Role: model.RoleUser, Content: []model.Content{{Type: model.ContentText, Text: crashPrompt}}})
 		}
 	}
+}
+
+// sameShown reports whether the stored display message d says what the
+// shown message sm said: the same text, and the same tool calls with the
+// same results (a call whose result the store missed parts them).
+func sameShown(sm, d protocol.Message) bool {
+	if sm.ID != d.ID || sm.Text() != d.Text() {
+		return false
+	}
+	return slices.EqualFunc(toolCalls(sm), toolCalls(d), func(a, b protocol.Block) bool {
+		return a.ToolID == b.ToolID && a.Name == b.Name && a.Parameters == b.Parameters && a.Stage == b.Stage &&
+			a.Result == b.Result && (a.Success != nil && *a.Success) == (b.Success != nil && *b.Success)
+	})
+}
+
+func toolCalls(m protocol.Message) []protocol.Block {
+	var out []protocol.Block
+	for _, b := range m.Blocks {
+		if b.Type == protocol.BlockTool {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // StopInterrupted is the stop reason of a turn that the process running it

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -323,6 +324,107 @@ func TestContinueSendsWhatWasShown(t *testing.T) {
 			}
 			if got := contextTexts(p.Request(0).Messages); !slices.Equal(got, tc.want) {
 				t.Fatalf("the model was sent\n%q\nwant\n%q", got, tc.want)
+			}
+		})
+	}
+}
+
+// contextShape writes what a context holds for the model, tool calls and
+// results included.
+func contextShape(msgs []model.Message) []string {
+	var out []string
+	for _, m := range msgs {
+		t := string(m.Role) + ":"
+		for _, c := range m.Content {
+			switch c.Type {
+			case model.ContentText:
+				t += c.Text
+			case model.ContentToolUse:
+				t += fmt.Sprintf("[use %s %s %s]", c.ID, c.Name, c.Input)
+			case model.ContentToolResult:
+				t += fmt.Sprintf("[result %s %q error=%v]", c.ID, c.Text, c.IsError)
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// TestContinueSendsToolsThatWereShown: where the store missed the end of a
+// session, the model's next request after a takeover holds the tool calls
+// and results the clients were shown, as the live session would have sent
+// them; a call the cut answer was running is sent as interrupted, as it was
+// shown, and one whose parameters were still streaming (it never ran) is
+// left out.
+func TestContinueSendsToolsThatWereShown(t *testing.T) {
+	t.Parallel()
+	// What the clients were shown past the store: a live session's answer
+	// with a tool call mid-answer, and the request that session sent next.
+	live := modeltest.NewScript(
+		modeltest.Response(modeltest.Start("m1"), modeltest.Text(0, "Listing."), modeltest.ToolUse(1, "t1", "Bash", map[string]any{"command": "printf 'a\\nb\\n'"}), modeltest.Stop("tool_use")),
+		modeltest.Answer("m2", "Two files."),
+		modeltest.Answer("m3", "ok"))
+	ls := newSession(t, live, func(o *agent.Options) { o.PermissionMode = protocol.ModeBypassPermissions })
+	if _, err := ls.Run(bg(t), "list"); err != nil {
+		t.Fatal(err)
+	}
+	after := ls.Messages().Messages
+	if _, err := ls.Run(bg(t), "go on"); err != nil {
+		t.Fatal(err)
+	}
+	liveNext := contextShape(live.Request(2).Messages)
+	running := after[1].Clone()
+	running.StopReason = ""
+	running.Blocks[1].Stage, running.Blocks[1].Result, running.Blocks[1].Success = protocol.StageRunning, "a\n", nil
+	streaming := running.Clone()
+	streaming.Blocks[1].Stage, streaming.Blocks[1].Parameters = protocol.StageStreaming, `{"comm`
+	const interrupted = "interrupted: sluice stopped while the tool was running; its output is lost"
+	for _, tc := range []struct {
+		name  string
+		shown []protocol.Message // after the stored messages
+		run   bool
+		want  []string // after the stored context
+	}{{
+		name:  "the store missed a tool call and its result",
+		shown: after,
+		want:  liveNext,
+	}, {
+		name:  "cut while the tool ran",
+		shown: []protocol.Message{after[0], running},
+		run:   true,
+		want: []string{"user:list", `assistant:Listing.[use t1 Bash {"command":"printf 'a\\nb\\n'"}]`,
+			fmt.Sprintf("user:[result t1 %q error=true]", interrupted),
+			"user:[Response interrupted: sluice stopped before it was finished]", "user:go on"},
+	}, {
+		name:  "cut while the tool's parameters streamed",
+		shown: []protocol.Message{after[0], streaming},
+		run:   true,
+		want:  []string{"user:list", "assistant:Listing.", "user:[Response interrupted: sluice stopped before it was finished]", "user:go on"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			st, dir := store.NewJSONL(t.TempDir()), t.TempDir()
+			s := newSession(t, modeltest.NewScript(modeltest.Answer("m0", "first answer")), func(o *agent.Options) { o.Store, o.WorkDir, o.SessionID = st, dir, "s" })
+			if _, err := s.Run(bg(t), "q"); err != nil {
+				t.Fatal(err)
+			}
+			stored := s.Messages().Messages
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			shown := protocol.Snapshot{Seq: 50, Running: tc.run, Messages: append(slices.Clone(stored), tc.shown...)}
+			p := modeltest.NewScript(modeltest.Answer("m4", "ok"))
+			r, err := agent.Continue(agent.Options{Provider: p, Store: st, WorkDir: dir, Stream: modeltest.StreamOptions()}, "s", shown, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			if _, err := r.Run(bg(t), "go on"); err != nil {
+				t.Fatal(err)
+			}
+			want := append([]string{"user:q", "assistant:first answer"}, tc.want...)
+			if got := contextShape(p.Request(0).Messages); !slices.Equal(got, want) {
+				t.Fatalf("the model was sent\n%q\nwant\n%q", got, want)
 			}
 		})
 	}

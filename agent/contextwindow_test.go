@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/provider"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/model/modeltest"
 )
 
-// Auto-compaction's threshold (85 %) is of the model's own window when none
-// is configured, as sluice -p --provider openai-responses runs gpt-5 (its
+// Auto-compaction's threshold (85 %) is of the model's own window (in the
+// providers' catalogue) when none is configured, as sluice -p --provider openai-responses runs gpt-5 (its
 // default): a 300K context fits gpt-5's 400K and is kept, where the 200K
 // default would have compacted it; past 340K it is compacted. The 128K
 // models compact before the default's threshold.
@@ -39,7 +40,7 @@ func TestAutoCompactAtModelWindow(t *testing.T) {
 				modeltest.Answer("sum", "Summary."),
 				modeltest.Answer("m2", "Next."),
 			)
-			s := newSession(t, p, func(o *agent.Options) { o.Model = tt.model })
+			s := newSession(t, p, func(o *agent.Options) { o.Model, o.Catalogue = tt.model, provider.Catalogue })
 			if _, err := s.Run(bg(t), "read a lot"); err != nil {
 				t.Fatal(err)
 			}

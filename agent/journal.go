@@ -14,8 +14,10 @@ import (
 )
 
 // ErrNotSaved is returned (wrapped, with the store's error) by a run during
-// which the session could not be written to its store: a full disk, a
-// store that went away. The session goes on in memory.
+// which the session could not be written to its store (a full disk, a
+// store that went away) and the store had not taken what it refused by the
+// run's end. The session goes on in memory, and the journal keeps writing
+// what the store refused, in order, until it takes it.
 var ErrNotSaved = errors.New("the session could not be saved")
 
 // journalDelay is how long a streamed event may wait before it is written:
@@ -52,6 +54,12 @@ type journal struct {
 	// the log, so no message may be committed by reference any more.
 	inLog map[string]bool
 	lost  bool
+	// unsent is a batch the log refused (the store was down), written
+	// before the next one: the store catches up by itself once it is
+	// back, in order, rather than missing the batch for good. Its bytes
+	// are bounded by journalUnsentMax.
+	unsent      []json.RawMessage
+	unsentBytes int
 
 	kick chan struct{} // capacity 1: "pending is not empty"
 	// urgent (capacity 1) says that more than journalBatchMax is queued:
@@ -90,6 +98,16 @@ const journalMergeMax = 64 << 10
 // journalBatchMax is the queued size past which the flusher writes at
 // once rather than journalDelay after the batch's first event.
 const journalBatchMax = 1 << 20
+
+// journalUnsentMax bounds what a journal holds for a store that is down;
+// past it the oldest unsent batch is dropped for good (the session then
+// goes on in memory, as ErrNotSaved says).
+const journalUnsentMax = 64 << 20
+
+// journalRetry is how soon a journal writes again after the store refused
+// a batch: a retry's pace while the store is down, not a correctness
+// bound.
+const journalRetry = 250 * time.Millisecond
 
 func newJournal(log store.Log) *journal {
 	j := &journal{log: log, kick: make(chan struct{}, 1), urgent: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), inLog: map[string]bool{}}
@@ -206,21 +224,48 @@ func (j *journal) flush() error {
 	j.pending, j.pendingBytes = nil, 0
 	j.merger.Reset()
 	j.mu.Unlock()
-	if len(batch) == 0 {
+	if len(batch) == 0 && len(j.unsent) == 0 {
 		return nil
 	}
-	raw := make([]json.RawMessage, 0, len(batch))
+	raw := j.unsent
+	var encErr error
 	for _, e := range batch {
 		b, err := j.encode(e)
 		if err != nil {
-			return j.fail(err)
+			j.lost = true // this entry is missing from the log for good
+			encErr = errors.Join(encErr, j.fail(err))
+			continue
 		}
 		raw = append(raw, b)
+		j.unsentBytes += len(b)
 	}
+	j.unsent = nil
 	if err := j.log.Append(context.Background(), raw...); err != nil {
-		return j.fail(err)
+		j.keepUnsent(raw)
+		signal(j.kick) // the flusher tries again, once the store may be back
+		return errors.Join(encErr, j.fail(err))
 	}
-	return nil
+	j.unsentBytes = 0
+	return encErr
+}
+
+// keepUnsent keeps a batch the log refused for the next write, dropping
+// the oldest records past journalUnsentMax: those the store then misses
+// for good. Called with wmu held.
+func (j *journal) keepUnsent(raw []json.RawMessage) {
+	for len(raw) > 0 && j.unsentBytes > journalUnsentMax {
+		j.unsentBytes -= len(raw[0])
+		raw = raw[1:]
+		j.lost = true
+	}
+	j.unsent = raw
+}
+
+// behind reports whether a batch waits for the store to come back.
+func (j *journal) behind() bool {
+	j.wmu.Lock()
+	defer j.wmu.Unlock()
+	return len(j.unsent) > 0
 }
 
 // encode is the line of e. Called with wmu held, in the order of the log.
@@ -250,7 +295,6 @@ func (j *journal) encode(e journalEntry) (json.RawMessage, error) {
 
 // fail keeps err for takeErr. Called with wmu held.
 func (j *journal) fail(err error) error {
-	j.lost = true
 	err = fmt.Errorf("%w: %w", ErrNotSaved, err)
 	j.mu.Lock()
 	if j.err == nil {
@@ -260,12 +304,20 @@ func (j *journal) fail(err error) error {
 	return err
 }
 
-// takeErr returns the first write failure since the last call, if any.
+// takeErr returns the first write failure since the last call, if any,
+// unless it was made good since: the batches the store refused were all
+// written once it came back.
 func (j *journal) takeErr() error {
+	j.wmu.Lock()
+	good := len(j.unsent) == 0 && !j.lost
+	j.wmu.Unlock()
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	err := j.err
 	j.err = nil
+	if good {
+		return nil
+	}
 	return err
 }
 
@@ -275,12 +327,16 @@ func (j *journal) flusher() {
 	t := time.NewTimer(journalDelay)
 	t.Stop()
 	for {
+		delay := journalDelay
 		select {
 		case <-j.kick:
 		case <-j.stop:
 			return
 		}
-		t.Reset(journalDelay)
+		if j.behind() {
+			delay = journalRetry
+		}
+		t.Reset(delay)
 		select {
 		case <-t.C:
 		case <-j.urgent:
@@ -289,7 +345,7 @@ func (j *journal) flusher() {
 			t.Stop()
 			return
 		}
-		_ = j.flush() // a failure is kept for takeErr
+		_ = j.flush() // a failure is kept for takeErr, and tried again
 	}
 }
 

@@ -84,9 +84,13 @@ type Options struct {
 	// MaxContinuations bounds automatic continuations after max_tokens
 	// (0: 3; negative: none).
 	MaxContinuations int
-	// ContextWindow is the model's context in tokens (0: the model's as
-	// known, else 200,000).
+	// ContextWindow is the model's context in tokens (0: the model's in
+	// Catalogue, else model.DefaultContextWindow).
 	ContextWindow int
+	// Catalogue holds the models' context windows and list prices, as the
+	// providers state them (sluice's faces set the providers' catalogue);
+	// nil knows no model: windows are the default and costs 0.
+	Catalogue model.Catalogue
 	// AutoCompact is the share of the context window past which the
 	// session compacts before the next request (0: 0.85; negative: never).
 	AutoCompact float64
@@ -114,7 +118,7 @@ func (o *Options) setDefaults() {
 		o.MaxContinuations = 3
 	}
 	if o.ContextWindow <= 0 {
-		o.ContextWindow = contextWindow(o.Model)
+		o.ContextWindow = o.Catalogue.ContextWindow(o.Model)
 	}
 	if o.AutoCompact == 0 {
 		o.AutoCompact = 0.85

@@ -570,41 +570,65 @@ func deriveContext(display []protocol.Message) []model.Message {
 		}
 	}
 	for _, m := range display[start:] {
-		if m.Role == protocol.RoleUser {
-			var text string
-			if len(m.Blocks) > 1 && m.Blocks[1].Type == protocol.BlockTool {
-				cmd := m.Text()
-				if len(cmd) > 0 && cmd[0] == '!' {
-					cmd = cmd[1:]
-				}
-				text = bangContext(cmd, m.Blocks[1].Result, m.Blocks[1].Error)
-			} else {
-				text = m.Text()
+		out = append(out, messageContext(m, false)...)
+	}
+	return out
+}
+
+// messageContext is what the model is sent of one display message: a user
+// message's text (a bang command's with its output), an answer's text and
+// its tool calls with their results. Reasoning is left out (its signature
+// is not displayed). A tool call counts once it ended; of an answer cut
+// before it was finished (cut), also one that began to run or whose
+// response the model ended: the clients were shown it ended as
+// interrupted, and the model is sent the same. A call still streaming its
+// parameters never ran and is left out.
+func messageContext(m protocol.Message, cut bool) []model.Message {
+	if m.Role == protocol.RoleUser {
+		var text string
+		if len(m.Blocks) > 1 && m.Blocks[1].Type == protocol.BlockTool {
+			cmd := m.Text()
+			if len(cmd) > 0 && cmd[0] == '!' {
+				cmd = cmd[1:]
 			}
-			out = append(out, model.Message{Role: model.RoleUser, Content: []model.Content{{Type: model.ContentText, Text: text}}})
-			continue
+			text = bangContext(cmd, m.Blocks[1].Result, m.Blocks[1].Error)
+		} else {
+			text = m.Text()
 		}
-		var content, results []model.Content
-		for _, b := range m.Blocks {
-			switch b.Type {
-			case protocol.BlockText:
-				if b.Content != "" {
-					content = append(content, model.Content{Type: model.ContentText, Text: b.Content})
-				}
-			case protocol.BlockTool:
-				if b.Stage != protocol.StageEnd || !json.Valid([]byte(b.Parameters)) || b.ToolID == "" {
-					continue
-				}
-				content = append(content, model.Content{Type: model.ContentToolUse, ID: b.ToolID, Name: b.Name, Input: json.RawMessage(b.Parameters)})
-				results = append(results, model.Content{Type: model.ContentToolResult, ID: b.ToolID, Text: b.Result, IsError: b.Success == nil || !*b.Success})
+		if text == "" {
+			return nil // a compaction's or a refused message's: nothing to send
+		}
+		return []model.Message{{Role: model.RoleUser, Content: []model.Content{{Type: model.ContentText, Text: text}}}}
+	}
+	var out []model.Message
+	var content, results []model.Content
+	for _, b := range m.Blocks {
+		switch b.Type {
+		case protocol.BlockText:
+			if b.Content != "" {
+				content = append(content, model.Content{Type: model.ContentText, Text: b.Content})
 			}
+		case protocol.BlockTool:
+			if !json.Valid([]byte(b.Parameters)) || b.ToolID == "" {
+				continue
+			}
+			r := model.Content{Type: model.ContentToolResult, ID: b.ToolID, Text: b.Result, IsError: b.Success == nil || !*b.Success}
+			switch {
+			case b.Stage == protocol.StageEnd:
+			case cut && (b.Stage == protocol.StageRunning || m.StopReason != ""):
+				r.Text, r.IsError = interruptedTool, true
+			default:
+				continue
+			}
+			content = append(content, model.Content{Type: model.ContentToolUse, ID: b.ToolID, Name: b.Name, Input: json.RawMessage(b.Parameters)})
+			results = append(results, r)
 		}
-		if len(content) > 0 {
-			out = append(out, model.Message{Role: model.RoleAssistant, Content: content})
-		}
-		if len(results) > 0 {
-			out = append(out, model.Message{Role: model.RoleUser, Content: results})
-		}
+	}
+	if len(content) > 0 {
+		out = append(out, model.Message{Role: model.RoleAssistant, Content: content})
+	}
+	if len(results) > 0 {
+		out = append(out, model.Message{Role: model.RoleUser, Content: results})
 	}
 	return out
 }

@@ -215,7 +215,7 @@ func (s *Session) respond(ctx context.Context, res *Result, canCompact bool) res
 	att.finish(err, aborted)
 	u := att.totalUsage()
 	res.Usage = res.Usage.Add(u)
-	res.CostUSD += cost(req.Model, u)
+	res.CostUSD += s.cost(req.Model, u)
 	out := responseOutcome{att: att, err: err, aborted: aborted, stopReason: att.stopReason}
 	if err != nil {
 		s.interrupted(att, aborted)

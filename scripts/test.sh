@@ -50,8 +50,12 @@ npmdone() { wait "${npmjob[$1]}" || { cat "$bin/npm-$1.out" >&2; echo "npm ci of
 # find the work done, or finish it.
 (nice -n 19 go run ./internal/crosscheck darwin/arm64 >"$bin/crosscheck.out" 2>&1) &
 crosscheck=$!
+# Each package's fuzz test binary is linked once, here, and run once per
+# target below (a go test -fuzz per target linked it again every time).
+fuzzbin() { echo "$bin/fuzz/$(tr / _ <<<"${1#./}").test"; }
+mkdir "$bin/fuzz"
 (for pkg in $(awk '{print $1}' <<<"$targets" | xargs -n1 dirname | sort -u); do
-  nice -n 19 go test -c -ldflags=-w -fuzz=. -o /dev/null "./${pkg#./}" >/dev/null 2>&1 || true
+  nice -n 19 go test -c -ldflags=-w -fuzz=. -o "$(fuzzbin "$pkg")" "./${pkg#./}" >/dev/null 2>&1 || true
 done) &
 prebuild=$!
 
@@ -97,11 +101,18 @@ CGO_ENABLED=0 go run ./internal/web/cmd/loadcheck -sluice "$SLUICE_BIN" -session
 
 phase "fuzz (${fuzzexecs} executions each)"
 # The builds started before the race tests finish first (a build that
-# failed there fails again below, with its message).
+# failed there fails again below, with its message). Each binary runs in
+# its package's directory (testdata/fuzz holds the seed corpus) with the
+# flags go test would give it, the fuzz cache where go test keeps it.
 wait "$prebuild" || true
+fuzzcache=$(go env GOCACHE)/fuzz
 while read -r file target; do
   pkg=./$(dirname "${file#./}")
+  test=$(fuzzbin "$pkg")
+  [ -x "$test" ] || go test -c -ldflags=-w -fuzz=. -o "$test" "$pkg"
+  cachedir=$fuzzcache/$(go list "$pkg")
   echo "-- $pkg $target"
-  go test -ldflags=-w -run='^$' -fuzz="^${target}\$" -fuzztime="${fuzzexecs}x" "$pkg"
+  (cd "$pkg" && "$test" -test.paniconexit0 -test.timeout=10m -test.run='^$' \
+    -test.fuzz="^${target}\$" -test.fuzztime="${fuzzexecs}x" -test.fuzzcachedir="$cachedir")
 done <<<"$targets"
 phase ok

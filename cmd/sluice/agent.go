@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -21,12 +18,9 @@ import (
 	"github.com/sluicehq/sluice/internal/gctune"
 	"github.com/sluicehq/sluice/internal/printmode"
 	"github.com/sluicehq/sluice/internal/provider"
-	"github.com/sluicehq/sluice/internal/provider/demo"
 	"github.com/sluicehq/sluice/internal/streamjson"
-	"github.com/sluicehq/sluice/internal/tools"
 	"github.com/sluicehq/sluice/internal/tui"
 	"github.com/sluicehq/sluice/protocol"
-	"github.com/sluicehq/sluice/tool"
 )
 
 func init() {
@@ -64,147 +58,25 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 			defer restore()
 		}
 	}
-	if cf.Continue && cf.Resume != "" {
-		fmt.Fprintln(stdio.Err, "sluice: --continue and --resume exclude each other")
-		return 2
-	}
-	for _, n := range cf.Notes() {
-		fmt.Fprintln(stdio.Err, n)
-	}
-	if err := cf.ApplyTo(&af); err != nil {
-		fmt.Fprintln(stdio.Err, "sluice:", err)
-		return 2
-	}
-	if n := cf.SettingsNote(); n != "" {
-		fmt.Fprintln(stdio.Err, n)
-	}
-	if cf.ResumeSessionAt != "" && cf.Resume == "" && !cf.Continue {
-		fmt.Fprintln(stdio.Err, "sluice: --resume-session-at needs --resume or --continue")
-		return 2
-	}
-	baseSystem, err := cf.ReplacementSystemPrompt()
-	if err != nil {
-		fmt.Fprintln(stdio.Err, "sluice:", err)
-		return 2
-	}
-	flagAgents, err := agentdefs.ParseJSON(cf.Agents)
-	if err != nil {
-		fmt.Fprintln(stdio.Err, "sluice:", err)
-		return 2
-	}
-	// Claude Code's dontAsk and auto modes run as default; print mode
-	// reports them as given, and dontAsk never asks the host.
-	hostMode := af.PermissionMode
-	if hostMode == "dontAsk" || hostMode == "auto" {
-		af.PermissionMode = "default"
-	}
-	level := slog.LevelWarn
-	if cf.Verbose {
-		level = slog.LevelInfo
-	}
-	var logOut io.Writer = stdio.Err
-	if cf.Debug.On || cf.DebugFile != "" || cf.MCPDebug.On {
-		level = slog.LevelDebug
-	}
-	if cf.DebugFile != "" {
-		// Claude Code's --debug-file: the diagnostics go to the file, not stderr.
-		f, err := os.OpenFile(cf.DebugFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-		if err != nil {
-			fmt.Fprintln(stdio.Err, "sluice: --debug-file:", err)
-			return 2
-		}
-		defer f.Close()
-		logOut = f
-	}
-	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
-	setup, err := af.Setup(os.Getenv, logger)
+	setup, err := cf.Setup(ctx, &af, os.Getenv, stdio.Err)
 	if err != nil {
 		fmt.Fprintln(stdio.Err, "sluice:", err)
 		return 2
 	}
 	defer setup.Close()
-	setup.Options.BaseSystemPrompt = baseSystem
-	setup.Fork = cf.ForkSession
-	if cf.NoSessionPersistence {
-		setup.Options.Store = nil
-	}
-	setup.Options.SessionID = cf.SessionID
-	setup.Options.Title = cf.Name
-	if cf.Name != "" && (cf.Resume != "" || cf.Continue) {
-		fmt.Fprintln(stdio.Err, "sluice: --name names new sessions; the resumed session keeps its name")
-	}
-	if len(af.Betas) > 0 && setup.Selection.Name != provider.Anthropic {
-		fmt.Fprintf(stdio.Err, "sluice: --betas: sent to Anthropic's API only, not to %s\n", setup.Selection.Name)
-	}
-	setup.Options.Subagents = agentdefs.Merge(setup.Options.Subagents, flagAgents)
-	if cf.Restricted {
-		if setup.Options.PermissionMode == protocol.ModeBypassPermissions {
-			fmt.Fprintln(stdio.Err, "sluice: bypassPermissions is not supported in restricted mode")
-			return 2
-		}
-		if !cf.Tools.Given {
-			setup.Options.Tools = cli.RestrictedTools(setup.Options.WorkDir)
-		}
-		fmt.Fprintln(stdio.Err, "sluice: --restricted: writes to settings, git and tool configuration files are decided as any other write (by the mode, rules and host)")
-	}
-	if cf.Tools.Given {
-		ts, unknown := cli.SelectTools(setup.Options.WorkDir, cf.Tools.Value)
-		withAgent := false
-		for _, n := range unknown {
-			if n == "Agent" || n == "Task" {
-				withAgent = true
-				continue
-			}
-			fmt.Fprintf(stdio.Err, "sluice: --tools: no built-in tool %q; left out\n", n)
-		}
-		setup.Options.Tools = ts
-		if !withAgent && strings.TrimSpace(cf.Tools.Value) != "default" {
-			setup.Options.Subagents = nil
-		}
-	}
-	if cf.Agent != "" {
-		if err := runAs(&setup.Options, cf.Agent, baseSystem != ""); err != nil {
-			fmt.Fprintln(stdio.Err, "sluice:", err)
-			return 2
-		}
-	}
-	rules, err := cli.ParseRules(cf.AllowedTools, cf.DisallowedTools, setup.Options.WorkDir)
-	if err != nil {
-		fmt.Fprintln(stdio.Err, "sluice:", err)
-		return 2
-	}
-	if setup.Selection.Name == provider.Demo {
-		// The demo model's one tool call is its scripted, harmless loop.
-		// Print mode cannot ask anyone; denying it would tell the user
-		// they refused something they were never asked. (The terminal UI
-		// asks, which shows a permission prompt.)
-		rules.ExactBash = append(rules.ExactBash, demo.BashCommand)
-	}
-	var schema json.RawMessage
-	if cf.JSONSchema != "" {
-		if schema = json.RawMessage(cf.JSONSchema); !json.Valid(schema) {
-			fmt.Fprintln(stdio.Err, "sluice: --json-schema: not a JSON schema")
-			return 2
-		}
-	}
-	if n := setup.Selection.Notice; n != "" {
-		fmt.Fprintln(stdio.Err, n)
-	}
-	if err := setup.StartMCP(ctx); err != nil {
-		fmt.Fprintln(stdio.Err, "sluice: warning:", err)
-	}
+	rules := setup.Rules
 	prompt := strings.Join(pos, " ")
 
 	if !cf.WantsPrint(isTerminalWriter(stdio.Out)) {
-		return runTUI(ctx, setup, prompt, cf.Continue, cf.Resume, stdio)
+		return runTUI(ctx, setup.Setup, prompt, cf.Continue, cf.Resume, stdio)
 	}
 	cfg := printmode.Config{
 		OutputFormat: cf.OutputFormat, InputFormat: cf.InputFormat, IncludePartial: cf.Partial,
-		Model: setup.Selection.Model, PermissionMode: cmp.Or(hostMode, string(setup.Options.PermissionMode)),
-		APIKeySource: setup.APIKeySource(os.Getenv), Version: cli.Version,
+		Model: setup.Selection.Model, PermissionMode: cmp.Or(setup.HostMode, string(setup.Options.PermissionMode)),
+		APIKeySource: setup.Selection.APIKeySource(os.Getenv), Version: cli.Version,
 		AddDirs: af.AddDirs, MaxRetries: setup.Options.Stream.MaxRetries,
 		PermissionPromptStdio: cf.PermissionPromptTool == "stdio", ReplayUserMessages: cf.ReplayUserMessages,
-		Rules: rules.Decide, JSONSchema: schema, MaxBudgetUSD: cf.MaxBudgetUSD,
+		Rules: rules.Decide, JSONSchema: setup.JSONSchema, MaxBudgetUSD: cf.MaxBudgetUSD,
 		Models: provider.Models(setup.Selection.Name), ContextWindow: setup.Options.ContextWindow,
 		AwaitInitialize: cf.AwaitInitialize, IncludeHookEvents: cf.IncludeHookEvents, Restricted: cf.Restricted,
 		Effort: af.Effort, Betas: af.Betas, SessionState: sessionStateFromEnv(os.Getenv),
@@ -262,11 +134,11 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 	var sess *agent.Session
 	cfg.Open = func(init printmode.Init) (*agent.Session, error) {
 		// The settings' hooks first: applyInit joins the host's to them.
-		if err := applyInitRules(setup, init, rules, &cf, stdio.Err); err != nil {
+		if err := applyInitRules(setup.Setup, init, rules, &cf, stdio.Err); err != nil {
 			return nil, err
 		}
-		applyInit(ctx, setup, init, stdio.Err)
-		hideDisallowed(&setup.Options, rules)
+		applyInit(ctx, setup.Setup, init, stdio.Err)
+		rules.HideFrom(&setup.Options)
 		s, err := setup.OpenSession(cf.Continue, cf.Resume)
 		sess = s
 		if err == nil && cf.ResumeSessionAt != "" {
@@ -280,21 +152,6 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 		}
 	}()
 	return printmode.Run(ctx, nil, prompt, cfg)
-}
-
-// hideDisallowed leaves out of the session the tools a deny rule names as
-// a whole, as Claude Code does not offer them to the model (a rule with a
-// pattern, Bash(rm:*), leaves the tool offered and denies matching calls).
-func hideDisallowed(o *agent.Options, rules *cli.Rules) {
-	hidden := func(t tool.Tool) bool { return rules.Hides(t.Name()) }
-	if o.Tools == nil {
-		o.Tools = tools.BuiltinsIn(o.WorkDir)
-	}
-	o.Tools = slices.DeleteFunc(slices.Clone(o.Tools), hidden)
-	o.ExtraTools = slices.DeleteFunc(slices.Clone(o.ExtraTools), hidden)
-	if rules.Hides("Agent") {
-		o.Subagents = nil
-	}
 }
 
 // sessionStateFromEnv is who hears of session state changes, as the
@@ -501,29 +358,6 @@ func checkStdin(data []byte, err error) ([]byte, error) {
 		return nil, fmt.Errorf("the prompt on stdin is longer than %d MiB", maxStdinPrompt>>20)
 	}
 	return data, nil
-}
-
-// runAs makes the session the subagent named name (--agent): its prompt
-// (unless --system-prompt gave one), its tools and its model.
-func runAs(opts *agent.Options, name string, promptGiven bool) error {
-	d, ok := agentdefs.Find(opts.Subagents, name)
-	if !ok {
-		return fmt.Errorf("--agent: no agent %q (define it in .claude/agents/ or with --agents)", name)
-	}
-	if d.Prompt != "" && !promptGiven {
-		opts.BaseSystemPrompt = d.Prompt
-	}
-	if d.Tools != nil {
-		ts, _ := cli.SelectTools(opts.WorkDir, strings.Join(d.Tools, ","))
-		opts.Tools = ts
-		if !slices.Contains(d.Tools, "Agent") && !slices.Contains(d.Tools, "Task") {
-			opts.Subagents = nil
-		}
-	}
-	if d.Model != "" && d.Model != "inherit" {
-		opts.Model = agent.ResolveModel(d.Model, opts.Model)
-	}
-	return nil
 }
 
 func isTerminal(f *os.File) bool {

@@ -33,6 +33,13 @@ import (
 // Issue 21's goal: --version and the one-prompt run at most 1.0× Codex's
 // CPU and peak RSS, the 100 KB answer at most 0.2× its CPU and 0.25× its
 // peak RSS.
+//
+// After the table it prints what package initialisation costs `sluice
+// --version` (GODEBUG=inittrace=1): the number of inits, their heap bytes
+// and the heaviest packages. With SLUICE_BEFORE_BIN naming a binary built
+// from an earlier commit (git worktree add /tmp/before COMMIT &&
+// /tmp/before/scripts/build.sh /tmp/sluice-before), it prints that
+// binary's figures too, and the packages whose init came or went.
 func BenchmarkVsCodex(b *testing.B) {
 	codex := os.Getenv("CODEX_BIN")
 	if codex == "" {
@@ -78,6 +85,84 @@ func BenchmarkVsCodex(b *testing.B) {
 		b.ReportMetric(median(s.rss)/median(x.rss), "rss-ratio-"+strings.ReplaceAll(strings.Trim(c.name, "-"), " ", "-"))
 	}
 	fmt.Print(out.String())
+	fmt.Print(initReport(b, bin, os.Getenv("SLUICE_BEFORE_BIN")))
+}
+
+// initCost is one package's line of GODEBUG=inittrace=1.
+type initCost struct {
+	pkg   string
+	ms    float64 // clock
+	bytes int64
+}
+
+// initTrace runs bin --version with GODEBUG=inittrace=1 and returns its
+// packages' init costs, heaviest first.
+func initTrace(b *testing.B, bin string) []initCost {
+	b.Helper()
+	cmd := exec.Command(bin, "--version")
+	cmd.Env = []string{"GODEBUG=inittrace=1", "HOME=" + b.TempDir()}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("%s --version: %v\n%s", bin, err, stderr.String())
+	}
+	var costs []initCost
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		// init <package> @<t> ms, <t> ms clock, <n> bytes, <n> allocs
+		f := strings.Fields(line)
+		if len(f) < 9 || f[0] != "init" || f[8] != "bytes," {
+			continue
+		}
+		ms, err1 := strconv.ParseFloat(f[4], 64)
+		n, err2 := strconv.ParseInt(f[7], 10, 64)
+		if err1 != nil || err2 != nil {
+			b.Fatalf("inittrace line %q", line)
+		}
+		costs = append(costs, initCost{f[1], ms, n})
+	}
+	slices.SortFunc(costs, func(x, y initCost) int { return int(y.bytes - x.bytes) })
+	return costs
+}
+
+// initReport describes bin's init costs and, when before is set, before's
+// and what changed between them.
+func initReport(b *testing.B, bin, before string) string {
+	var out strings.Builder
+	summary := func(name string, costs []initCost) map[string]initCost {
+		var total int64
+		var ms float64
+		byPkg := map[string]initCost{}
+		for _, c := range costs {
+			total, ms = total+c.bytes, ms+c.ms
+			byPkg[c.pkg] = c
+		}
+		fmt.Fprintf(&out, "%s --version, GODEBUG=inittrace=1: %d inits, %d KB, %.1f ms clock; heaviest:", name, len(costs), total/1000, ms)
+		for _, c := range costs[:min(8, len(costs))] {
+			fmt.Fprintf(&out, " %s %dK", c.pkg, c.bytes/1000)
+		}
+		out.WriteString("\n")
+		return byPkg
+	}
+	now := summary("sluice", initTrace(b, bin))
+	if before == "" {
+		return out.String()
+	}
+	then := summary("before", initTrace(b, before))
+	var gone, came []string
+	for p, c := range then {
+		if _, ok := now[p]; !ok {
+			gone = append(gone, fmt.Sprintf("%s %dK", p, c.bytes/1000))
+		}
+	}
+	for p, c := range now {
+		if _, ok := then[p]; !ok {
+			came = append(came, fmt.Sprintf("%s %dK", p, c.bytes/1000))
+		}
+	}
+	slices.Sort(gone)
+	slices.Sort(came)
+	fmt.Fprintf(&out, "inits gone (%d): %s\ninits new (%d): %s\n", len(gone), strings.Join(gone, ", "), len(came), strings.Join(came, ", "))
+	return out.String()
 }
 
 // benchRun runs argv under GNU time, with a fresh home and, when answer

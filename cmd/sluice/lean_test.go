@@ -21,9 +21,12 @@ import (
 // heavyInit names packages whose initialisation every command of the
 // binary paid before the TUI stopped linking Glamour: chroma's lexer and
 // style registries parse hundreds of embedded XML files (3.9 MB, ~20 ms),
-// bluemonday and its CSS tables 0.8 MB; and goldmark's GFM extensions
+// bluemonday and its CSS tables 0.8 MB; goldmark's GFM extensions
 // (compiling the bare-link regular expressions, 264 KB) before termmd
-// parsed them itself.
+// parsed them itself; and aws-sdk-go-v2's config package, with the STS,
+// SSO, SSO-OIDC and Sign-In clients it links, whose endpoint and schema
+// tables (22 inits, 577 KB) Bedrock's credential chain cost before
+// bedrock/awsauth replaced it.
 var heavyInit = []string{
 	"github.com/yuin/goldmark/extension",
 	"github.com/alecthomas/chroma/v2/lexers",
@@ -32,17 +35,23 @@ var heavyInit = []string{
 	"github.com/alecthomas/chroma/v2/quick",
 	"charm.land/glamour/v2",
 	"github.com/microcosm-cc/bluemonday",
+	"github.com/aws/aws-sdk-go-v2/config",
+	"github.com/aws/aws-sdk-go-v2/service/sts",
+	"github.com/aws/aws-sdk-go-v2/service/sso",
+	"github.com/aws/aws-sdk-go-v2/service/ssooidc",
+	"github.com/aws/aws-sdk-go-v2/service/signin",
 }
 
-// initBudget bounds what package initialisation may allocate in all: 1.5
-// MB (9,900 allocations) since termmd stopped importing goldmark/extension
-// (1.8 MB before; 6.9 MB with Glamour linked). The AWS SDK's endpoint and
-// schema tables (~600 KB) are the largest part now: the config package
-// (Bedrock's standard credential chain) links the sts, sso, ssooidc and
-// signin clients for assume-role, web identity, SSO and login profiles.
-// Measured without it: 22 fewer inits, 577 KB less, and 1.7 MB less peak
-// RSS for --version.
-const initBudget = 13 << 17 // 1.625 MiB
+// initBudget bounds what package initialisation may allocate in all:
+// 1.125 MiB. Measured 995 KB in 205 inits since Bedrock's credential
+// chain stopped linking the AWS SDK's config package (1,588 KB in 227
+// before; 1.8 MB before termmd stopped importing goldmark/extension, 6.9
+// MB with Glamour linked). The largest parts now are third-party tables
+// of features in use: goldmark's HTML entities and parser (250 KB, the
+// TUI's Markdown), x/net/html's entities (127 KB, WebFetch's
+// HTML-to-Markdown), jsonschema-go (81 KB, tool schemas and MCP) and
+// Google's auth (77 KB, Vertex).
+const initBudget = 9 << 17 // 1.125 MiB
 
 // TestLeanStart fails when a package with a costly init comes back into
 // the binary, which runs every linked package's init for every command:
@@ -105,16 +114,17 @@ func traceBytes(t *testing.T, trace string) (total int64, n int, largest int64, 
 }
 
 // startupFileBudget bounds the binary's pages a headless run has mapped
-// by the time it sends its first model request, in kB. Measured: 17.4 MB
-// for the static build (scripts/build.sh): with the kernel's 64 KB
-// fault-around, the ~220 packages running init map most of the binary's
-// code, read-only data and function tables. (An earlier build unmapped
-// them after init, showing 10.7 MB; the pages stayed in the page cache
-// all the same, so that lowered the figure, not the memory spent, and it
-// was removed.) The headroom is for the page cache: when it holds the
-// binary in large folios (seen on ext4, Linux 6.18) a fault maps more of
-// it, up to ~3 MB more in all.
-const startupFileBudget = 21 << 10
+// by the time it sends its first model request, in kB. Measured: 16.6 MB
+// for the static build (scripts/build.sh), 18.2 MB before Bedrock's
+// credential chain stopped linking the AWS SDK's config package: with
+// the kernel's 64 KB fault-around, the ~200 packages running init map
+// most of the binary's code, read-only data and function tables. (An
+// earlier build unmapped them after init, showing 10.7 MB; the pages
+// stayed in the page cache all the same, so that lowered the figure, not
+// the memory spent, and it was removed.) The headroom is for the page
+// cache: when it holds the binary in large folios (seen on ext4, Linux
+// 6.18) a fault maps more of it, up to ~3 MB more in all.
+const startupFileBudget = 39 << 9 // 19.5 MB
 
 // TestHeadlessStartFilePages holds a headless run's first model
 // request until it has read the process's file-backed RSS (RssFile of

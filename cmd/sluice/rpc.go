@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/sluicehq/sluice/internal/rpc"
+	"github.com/sluicehq/sluice/session"
 	"github.com/sluicehq/sluice/wire"
 )
 
@@ -67,12 +68,12 @@ const rpcMaxQueued = 1 << 20
 //
 // With join (cluster mode) the sessions are stored where join says and run
 // by the node it starts.
-func hostServer(ctx context.Context, af *cli.AgentFlags, maxMessage, maxQueued int, log *slog.Logger, join func(*cli.Setup) (rpc.Host, error)) (*rpc.Server, *cli.Setup, error) {
+func hostServer(ctx context.Context, af *cli.AgentFlags, maxMessage, maxQueued int, log *slog.Logger, join func(*cli.Setup) (session.Host, error)) (*rpc.Server, *cli.Setup, error) {
 	setup, err := af.Setup(os.Getenv, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	var host rpc.Host
+	var host session.Host
 	if join != nil {
 		if host, err = join(setup); err != nil {
 			return nil, nil, err

@@ -12,8 +12,8 @@ import (
 	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/sluicehq/sluice/internal/gctune"
 	"github.com/sluicehq/sluice/internal/profdump"
-	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/internal/web"
+	"github.com/sluicehq/sluice/session"
 )
 
 func init() {
@@ -64,9 +64,9 @@ func serveMain(ctx context.Context, args []string, stdio Stdio) int {
 		return fail(err)
 	}
 	var node *clusterNode
-	var join func(*cli.Setup) (rpc.Host, error)
+	var join func(*cli.Setup) (session.Host, error)
 	if clustered {
-		join = func(setup *cli.Setup) (rpc.Host, error) {
+		join = func(setup *cli.Setup) (session.Host, error) {
 			node, err = joinCluster(ctx, &cf, setup, log)
 			if err != nil {
 				return nil, err

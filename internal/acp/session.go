@@ -228,7 +228,7 @@ func (ss *session) usageUpdate(last protocol.Usage) sdk.SessionUpdate {
 	used := last.InputTokens + last.CacheReadInputTokens + last.CacheCreationInputTokens + last.OutputTokens
 	total := usageOf(ss.ag.Messages().Messages)
 	u := &sdk.SessionUsageUpdate{Used: used, Size: ss.contextWindow()}
-	if c := agent.CostUSD(ss.ag.Model(), total); c > 0 {
+	if c := ss.ag.CostUSD(total); c > 0 {
 		u.Cost = &sdk.Cost{Amount: c, Currency: "USD"}
 	}
 	return sdk.SessionUpdate{UsageUpdate: u}
@@ -238,7 +238,7 @@ func (ss *session) contextWindow() int {
 	if w := ss.srv.opts.Agent.ContextWindow; w > 0 {
 		return w
 	}
-	return agent.ContextWindow(ss.ag.Model())
+	return ss.ag.ModelContextWindow()
 }
 
 func (ss *session) send(u sdk.SessionUpdate) bool {

@@ -250,6 +250,7 @@ func (f *AgentFlags) Setup(getenv func(string) string, logger *slog.Logger) (*Se
 			ContextWindow:    f.ContextWindow,
 			AutoCompact:      f.AutoCompact,
 			Stream:           so,
+			Catalogue:        provider.Catalogue,
 			Store:            st,
 			ChildEnv:         childEnv,
 			Hooks:            hookRunner.Agent(),
@@ -337,30 +338,6 @@ func (s *Setup) OpenSession(cont bool, resume string) (*agent.Session, error) {
 		return open(s.Options, list[0].ID)
 	}
 	return agent.New(s.Options)
-}
-
-// APIKeySource names where the provider's key came from, never the key.
-func (s *Setup) APIKeySource(getenv func(string) string) string {
-	switch s.Selection.Name {
-	case provider.Anthropic:
-		if getenv("ANTHROPIC_API_KEY") != "" {
-			return "ANTHROPIC_API_KEY"
-		}
-		if getenv("ANTHROPIC_AUTH_TOKEN") != "" {
-			return "ANTHROPIC_AUTH_TOKEN"
-		}
-	case provider.OpenAI, provider.OpenAIResponses:
-		if getenv("OPENAI_API_KEY") != "" {
-			return "OPENAI_API_KEY"
-		}
-	case provider.Gemini:
-		for _, k := range []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"} {
-			if getenv(k) != "" {
-				return k
-			}
-		}
-	}
-	return "none"
 }
 
 // ParseInterspersed parses fs over args allowing flags after positional

@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -124,7 +125,7 @@ func (f *ClusterFlags) WarnCommandLine(log *slog.Logger) {
 	if set["nats"] && Redact(f.NATS) != f.NATS {
 		log.Warn("the --nats URL holds a password, which ps shows to every user of this machine: give it in NATS_PASSWORD, NATS_TOKEN or a .creds file (--nats-creds)", "nats", Redact(f.NATS))
 	}
-	if set["postgres"] && (urlPassword(f.Postgres) || keywordPassword.MatchString(f.Postgres)) {
+	if set["postgres"] && (urlPassword(f.Postgres) || keywordPassword().MatchString(f.Postgres)) {
 		log.Warn("the --postgres connection string holds a password, which ps shows to every user of this machine: give it in PGPASSWORD, ~/.pgpass or --postgres-file", "postgres", Redact(f.Postgres))
 	}
 }
@@ -162,7 +163,11 @@ func (f *ClusterFlags) NATSOptions(getenv func(string) string, log *slog.Logger)
 }
 
 // keywordPassword finds the password of a key=value connection string.
-var keywordPassword = regexp.MustCompile(`(?i)(^|\s)password\s*=\s*('(\\.|[^'])*'|\S+)`)
+// Compiled when first needed: at package init every command paid for it
+// (about 10 KB), and only the cluster's options use it.
+var keywordPassword = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(^|\s)password\s*=\s*('(\\.|[^'])*'|\S+)`)
+})
 
 func urlPassword(s string) bool {
 	u, err := url.Parse(s)
@@ -195,5 +200,5 @@ func Redact(s string) string {
 		}
 		return strings.Join(parts, ",")
 	}
-	return keywordPassword.ReplaceAllString(s, "${1}password=xxxxx")
+	return keywordPassword().ReplaceAllString(s, "${1}password=xxxxx")
 }

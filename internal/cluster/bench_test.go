@@ -11,10 +11,10 @@ import (
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/natstest"
 	"github.com/sluicehq/sluice/internal/pgtest"
-	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/session"
 )
 
 // BenchmarkDeltaThroughTheLog is what the log adds to a delta's delivery:
@@ -25,7 +25,7 @@ import (
 func BenchmarkDeltaThroughTheLog(b *testing.B) {
 	l := benchLog(b)
 	const s = "bench"
-	w, err := l.Writer(b.Context(), s)
+	w, err := l.Writer(b.Context(), s, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -85,7 +85,7 @@ type reader struct {
 	next chan int
 }
 
-func readDeltas(b *testing.B, sub rpc.Subscription) *reader {
+func readDeltas(b *testing.B, sub session.Subscription) *reader {
 	r := &reader{at: make([]time.Time, b.N), next: make(chan int, b.N)}
 	go func() {
 		defer sub.Close()
@@ -131,7 +131,7 @@ func benchmarkDeltaAdded(b *testing.B, sessions int) {
 	owner := startNode(b, "a", url, dsn, modeltest.NewScript(answers...))
 	other := startNode(b, "b", url, dsn, modeltest.NewScript())
 	var local, onOwner, crossNode []*reader
-	var handles []rpc.Session
+	var handles []session.Session
 	for range sessions {
 		ha, err := owner.New(b.Context(), owner.options(dir))
 		if err != nil {

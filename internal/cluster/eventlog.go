@@ -33,6 +33,10 @@ const headerSeq = "Sluice-Seq"
 // session over. Its Sluice-Seq is the seq of the event before it.
 const headerFence = "Sluice-Fence"
 
+// headerEpoch carries the epoch of the lease under which an event was
+// appended, so that a fence never goes after the events of a newer owner.
+const headerEpoch = "Sluice-Epoch"
+
 // Errors of the event log.
 var (
 	// ErrFenced means another writer appended to the session's log since
@@ -43,6 +47,11 @@ var (
 	// reader asked for (they were trimmed after a checkpoint): load the
 	// checkpoint again.
 	ErrGap = errors.New("cluster: the log no longer holds the events asked for")
+	// ErrOutcomeUnknown means a publish may or may not have been stored
+	// (its answer did not come in time, or what the log holds could not
+	// be read to tell): not a fence. The same Append again finds out, and
+	// stores the event once either way.
+	ErrOutcomeUnknown = errors.New("cluster: whether the event was stored is not known yet")
 	// ErrBadSessionID means the id cannot be a subject token.
 	ErrBadSessionID = errors.New("cluster: session id not usable as a subject token")
 )
@@ -130,12 +139,31 @@ func msgSeq(h nats.Header) (int64, error) {
 // that started before it (an owner that lost its lease without noticing:
 // paused, partitioned) fails with ErrFenced from then on, since the subject
 // no longer ends where it expects; what such a writer stored before the
-// fence is in the log, ahead of it, for the new owner to read.
+// fence is in the log, ahead of it, for the new owner to read. The fence
+// itself is fenced by epoch: it fails with ErrFenced when the log already
+// ends with a newer lease's fence or events, and the check and the append
+// are one step (the append expects the message checked to be the last), so
+// a node paused between taking a lease and fencing never fences a newer
+// owner out.
 func (l *Log) Fence(ctx context.Context, session string, epoch int64) (Position, error) {
+	if err := checkID(session); err != nil {
+		return Position{}, err
+	}
 	for {
-		pos, err := l.Last(ctx, session)
-		if err != nil {
-			return Position{}, err
+		var pos Position
+		m, err := l.stream.GetLastMsgForSubject(ctx, Subject(session))
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+		case err != nil:
+			return Position{}, fmt.Errorf("cluster: last event of %s: %w", session, err)
+		default:
+			if pos.Seq, err = msgSeq(m.Header); err != nil {
+				return Position{}, err
+			}
+			pos.Stream = m.Sequence
+			if e := msgEpoch(m.Header); e > epoch {
+				return Position{}, fmt.Errorf("%w: %s was fenced by epoch %d, after %d", ErrFenced, session, e, epoch)
+			}
 		}
 		msg := &nats.Msg{Subject: Subject(session), Header: nats.Header{
 			headerSeq:                           {strconv.FormatInt(pos.Seq, 10)},
@@ -146,13 +174,25 @@ func (l *Log) Fence(ctx context.Context, session string, epoch int64) (Position,
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
-			continue // the old owner appended meanwhile: fence after it
+			continue // appended to meanwhile: check it again, fence after it
 		}
 		if err != nil {
 			return Position{}, fmt.Errorf("cluster: fence %s: %w", session, err)
 		}
 		return Position{Seq: pos.Seq, Stream: ack.Sequence}, nil
 	}
+}
+
+// msgEpoch is the epoch of the lease a log message was written under: a
+// fence's, or an event's (0 for an event written before events carried
+// it).
+func msgEpoch(h nats.Header) int64 {
+	v := h.Get(headerFence)
+	if v == "" {
+		v = h.Get(headerEpoch)
+	}
+	e, _ := strconv.ParseInt(v, 10, 64)
+	return e
 }
 
 // Writer appends one session's events. Only the session's owner has one;
@@ -185,8 +225,9 @@ type Writer struct {
 const ackBuffer = 16
 
 // Writer returns a writer that continues the session's log where it ends
-// now. Its first Append fails with ErrFenced if anyone appends before it.
-func (l *Log) Writer(ctx context.Context, session string) (*Writer, error) {
+// now, for the holder of the lease of epoch (its events carry it). Its
+// first Append fails with ErrFenced if anyone appends before it.
+func (l *Log) Writer(ctx context.Context, session string, epoch int64) (*Writer, error) {
 	pos, err := l.Last(ctx, session)
 	if err != nil {
 		return nil, err
@@ -200,6 +241,7 @@ func (l *Log) Writer(ctx context.Context, session string) (*Writer, error) {
 	w := &Writer{log: l, session: session, pos: pos, acks: acks, acksSub: sub, inbox: inbox + "."}
 	w.msg = nats.Msg{Subject: Subject(session), Header: nats.Header{
 		headerSeq:                           {""},
+		headerEpoch:                         {strconv.FormatInt(epoch, 10)},
 		jetstream.MsgIDHeader:               {""},
 		jetstream.ExpectedLastSubjSeqHeader: {""},
 	}}
@@ -254,7 +296,7 @@ func (w *Writer) Append(ctx context.Context, ev protocol.Event) error {
 		select {
 		case resp = <-w.acks:
 		case <-ctx.Done():
-			return fmt.Errorf("cluster: publish %s seq %d: %w", w.session, h.Seq, ctx.Err())
+			return fmt.Errorf("%w: publish %s seq %d: %w", ErrOutcomeUnknown, w.session, h.Seq, ctx.Err())
 		}
 		if resp.Subject == reply {
 			break
@@ -273,10 +315,18 @@ func (w *Writer) Append(ctx context.Context, ev protocol.Event) error {
 	case ack.Error != nil && (ack.Error.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 		ack.Error.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
 		// The subject moved on: by this very event, when an earlier
-		// attempt's ack was lost (the server checks the expected sequence
-		// before the message id), or by another writer.
+		// attempt's ack was lost or not waited for (the server checks the
+		// expected sequence before the message id), or by another writer.
+		// Only the subject's last message tells which; unread, it is not
+		// known yet — not a fence: a loaded server that answered a
+		// publish late and the read after it later still made the owner
+		// give its session up mid-run.
 		last, lerr := w.log.stream.GetLastMsgForSubject(ctx, msg.Subject)
-		if lerr == nil && last.Header.Get(headerSeq) == seq && bytes.Equal(last.Data, data) {
+		if lerr != nil {
+			return fmt.Errorf("%w: publish %s seq %d: the log moved past %d, and its end could not be read: %w",
+				ErrOutcomeUnknown, w.session, h.Seq, w.pos.Stream, lerr)
+		}
+		if last.Header.Get(headerSeq) == seq && bytes.Equal(last.Data, data) {
 			w.pos = Position{Seq: h.Seq, Stream: last.Sequence}
 			return nil
 		}
@@ -290,7 +340,7 @@ func (w *Writer) Append(ctx context.Context, ev protocol.Event) error {
 		// ack was lost, or by another owner that got there first.
 		stored, err := w.log.stream.GetMsg(ctx, ack.Seq)
 		if err != nil {
-			return fmt.Errorf("cluster: check the stored copy of %s seq %d: %w", w.session, h.Seq, err)
+			return fmt.Errorf("%w: check the stored copy of %s seq %d: %w", ErrOutcomeUnknown, w.session, h.Seq, err)
 		}
 		if !bytes.Equal(stored.Data, data) {
 			return fmt.Errorf("%w: %s seq %d was written by another owner", ErrFenced, w.session, h.Seq)
@@ -365,17 +415,28 @@ func (l *Log) Follow(ctx context.Context, session string, after int64, fn func(p
 }
 
 // Trim drops the session's messages stored before stream sequence keep
-// (those a checkpoint covers). The last message always stays: it is what
-// fences the next writer.
-func (l *Log) Trim(ctx context.Context, session string, keep uint64) error {
+// (those a checkpoint covers), for the holder of the lease of epoch. The
+// last message always stays: it is what fences the next writer. It fails
+// with ErrFenced, trimming nothing, when the log ends with a newer lease's
+// fence or events. JetStream's purge cannot be made conditional, so a
+// holder paused between that check and the purge can still purge late;
+// what it purges then is only what precedes its own last append, before
+// the newer owner's fence, and covered by a checkpoint it saved.
+func (l *Log) Trim(ctx context.Context, session string, keep uint64, epoch int64) error {
 	if err := checkID(session); err != nil {
 		return err
 	}
-	last, err := l.Last(ctx, session)
-	if err != nil {
-		return err
+	m, err := l.stream.GetLastMsgForSubject(ctx, Subject(session))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil
 	}
-	keep = min(keep, last.Stream)
+	if err != nil {
+		return fmt.Errorf("cluster: last event of %s: %w", session, err)
+	}
+	if e := msgEpoch(m.Header); e > epoch {
+		return fmt.Errorf("%w: %s was fenced by epoch %d, after %d", ErrFenced, session, e, epoch)
+	}
+	keep = min(keep, m.Sequence)
 	if err := l.stream.Purge(ctx, jetstream.WithPurgeSubject(Subject(session)), jetstream.WithPurgeSequence(keep)); err != nil {
 		return fmt.Errorf("cluster: trim %s: %w", session, err)
 	}

@@ -108,7 +108,7 @@ func TestFollowCatchesUpThenTails(t *testing.T) {
 	l := testLog(t)
 	const s = "s1"
 	evs := answer(s, 20)
-	w, err := l.Writer(t.Context(), s)
+	w, err := l.Writer(t.Context(), s, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestMergedEventsKeepTheirRange(t *testing.T) {
 		}
 	}
 	logged := []protocol.Event{evs[0], evs[1], merged, evs[6], evs[7]}
-	w, err := l.Writer(t.Context(), s)
+	w, err := l.Writer(t.Context(), s, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestStaleWriterIsFenced(t *testing.T) {
 	l := testLog(t)
 	const s = "fenced"
 	evs := answer(s, 4)
-	old, err := l.Writer(t.Context(), s)
+	old, err := l.Writer(t.Context(), s, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestStaleWriterIsFenced(t *testing.T) {
 
 	// A new owner takes over where the log ends; the old one, which does
 	// not know yet, tries to go on.
-	cur, err := l.Writer(t.Context(), s)
+	cur, err := l.Writer(t.Context(), s, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,8 +233,8 @@ func TestStaleWriterIsFenced(t *testing.T) {
 	}
 
 	// Two writers created at the same position: the first append wins.
-	a, _ := l.Writer(t.Context(), s)
-	b, _ := l.Writer(t.Context(), s)
+	a, _ := l.Writer(t.Context(), s, 1)
+	b, _ := l.Writer(t.Context(), s, 1)
 	if err := a.Append(t.Context(), chunk(s, 5, "a")); err != nil {
 		t.Fatal(err)
 	}
@@ -247,10 +247,50 @@ func TestStaleWriterIsFenced(t *testing.T) {
 	}
 }
 
+// TestStaleFenceFails: a node that took a lease and was paused before it
+// fenced the log (its lease expired, another node took the session over
+// and wrote) cannot fence the newer owner out when it resumes, whether the
+// log ends with the newer owner's fence or with its events.
+func TestStaleFenceFails(t *testing.T) {
+	t.Parallel()
+	l := testLog(t)
+	const s = "stalefence"
+	evs := answer(s, 2)
+	if _, err := l.Fence(t.Context(), s, 1); err != nil {
+		t.Fatal(err)
+	}
+	// Epoch 3 fences; the paused holder of epoch 2 resumes.
+	if _, err := l.Fence(t.Context(), s, 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Fence(t.Context(), s, 2); !errors.Is(err, ErrFenced) {
+		t.Fatalf("a fence of epoch 2 after one of epoch 3: %v, want ErrFenced", err)
+	}
+	cur, err := l.Writer(t.Context(), s, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendAll(t, cur, evs)
+	end := cur.Position()
+	if _, err := l.Fence(t.Context(), s, 2); !errors.Is(err, ErrFenced) {
+		t.Fatalf("a fence of epoch 2 after the events of epoch 3: %v, want ErrFenced", err)
+	}
+	if pos, err := l.Last(t.Context(), s); err != nil || pos != end {
+		t.Fatalf("the log ends at %+v (%v), want %+v: the stale fence was appended", pos, err, end)
+	}
+	// The owner goes on; a newer one still fences it.
+	if err := cur.Append(t.Context(), chunk(s, end.Seq+1, "x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Fence(t.Context(), s, 4); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // writerAt is a writer that believes the log ends at pos.
 func writerAt(t *testing.T, l *Log, session string, pos Position) *Writer {
 	t.Helper()
-	w, err := l.Writer(t.Context(), session)
+	w, err := l.Writer(t.Context(), session, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +304,7 @@ func TestRetriedAppendIsStoredOnce(t *testing.T) {
 	l := testLog(t)
 	const s = "retry"
 	evs := answer(s, 2)
-	w, err := l.Writer(t.Context(), s)
+	w, err := l.Writer(t.Context(), s, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,14 +385,14 @@ func TestTrimKeepsWhatACheckpointDoesNotCover(t *testing.T) {
 	l := testLog(t)
 	const s = "trim"
 	evs := answer(s, 8) // seq 1..10
-	w, err := l.Writer(t.Context(), s)
+	w, err := l.Writer(t.Context(), s, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	appendAll(t, w, evs[:6])
 	checkpoint := w.Position() // a checkpoint at seq 6 covers what is before
 	appendAll(t, w, evs[6:])
-	if err := l.Trim(t.Context(), s, checkpoint.Stream); err != nil {
+	if err := l.Trim(t.Context(), s, checkpoint.Stream, 1); err != nil {
 		t.Fatal(err)
 	}
 	// A reader at the checkpoint gets the rest.
@@ -369,7 +409,7 @@ func TestTrimKeepsWhatACheckpointDoesNotCover(t *testing.T) {
 		t.Fatalf("from the start: %d events from seq %d", len(got), got[0].Head().Seq)
 	}
 	// Trimming everything keeps the last message, which fences writers.
-	if err := l.Trim(t.Context(), s, w.Position().Stream+1); err != nil {
+	if err := l.Trim(t.Context(), s, w.Position().Stream+1, 1); err != nil {
 		t.Fatal(err)
 	}
 	if pos, err := l.Last(t.Context(), s); err != nil || pos != w.Position() {
@@ -377,11 +417,36 @@ func TestTrimKeepsWhatACheckpointDoesNotCover(t *testing.T) {
 	}
 }
 
+// TestStaleTrimFails: once a newer owner fenced the log, the trim of an
+// owner that lost its lease without noticing fails and drops nothing.
+func TestStaleTrimFails(t *testing.T) {
+	t.Parallel()
+	l := testLog(t)
+	const s = "staletrim"
+	w, err := l.Writer(t.Context(), s, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendAll(t, w, answer(s, 4))
+	if _, err := l.Fence(t.Context(), s, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Trim(t.Context(), s, w.Position().Stream, 1); !errors.Is(err, ErrFenced) {
+		t.Fatalf("the stale owner's trim: %v, want ErrFenced", err)
+	}
+	if got := collect(t, l, s, 0, 6); len(got) != 6 {
+		t.Fatalf("the log holds %d events after a stale trim, want 6", len(got))
+	}
+	if err := l.Trim(t.Context(), s, w.Position().Stream, 2); err != nil {
+		t.Fatalf("the owner's trim: %v", err)
+	}
+}
+
 func TestSessionIDsMustBeSubjectTokens(t *testing.T) {
 	t.Parallel()
 	l := testLog(t)
 	for _, id := range []string{"", "a.b", "a*", "a>", "a b"} {
-		if _, err := l.Writer(t.Context(), id); !errors.Is(err, ErrBadSessionID) {
+		if _, err := l.Writer(t.Context(), id, 1); !errors.Is(err, ErrBadSessionID) {
 			t.Errorf("Writer(%q): %v, want ErrBadSessionID", id, err)
 		}
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/sluicehq/sluice/agent"
-	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/session"
 	"github.com/sluicehq/sluice/wire"
 )
 
@@ -254,7 +254,7 @@ func takeoverCause(node string) string {
 // own starts publishing sess's events (from the mirror's seq on) and
 // answering the session's commands, under lease, asked for at asked.
 func (h *handle) own(ctx context.Context, lease Lease, asked time.Time, sess *agent.Session) error {
-	w, err := h.n.elog.Writer(ctx, h.id)
+	w, err := h.n.elog.Writer(ctx, h.id, lease.Epoch)
 	if err != nil {
 		return err
 	}
@@ -269,7 +269,7 @@ func (h *handle) own(ctx context.Context, lease Lease, asked time.Time, sess *ag
 	}
 	octx, cancel := context.WithCancel(h.n.ctx)
 	o := &owned{h: h, sess: sess, lease: lease, validUntil: h.n.validUntil(asked), w: w, sub: sub, ctx: octx, cancel: cancel,
-		published: make(chan struct{}), keepKick: make(chan struct{}, 1), replies: map[string][]byte{}, jobs: map[string]rpc.Job{}}
+		published: make(chan struct{}), keepKick: make(chan struct{}, 1), replies: map[string][]byte{}, jobs: map[string]session.Job{}}
 	o.cmds, err = h.n.cfg.NATS.Subscribe(commandSubject(h.id), o.serve)
 	if err != nil {
 		cancel()
@@ -280,7 +280,7 @@ func (h *handle) own(ctx context.Context, lease Lease, asked time.Time, sess *ag
 	m := sessionMeta{WorkDir: sess.WorkDir(), Model: sess.Model(), PermissionMode: sess.PermissionMode(),
 		Tools: sess.Tools(), Node: h.n.cfg.NodeID, Running: h.mirror.Running()}
 	h.setMeta(m)
-	if err := h.n.putMeta(ctx, h.id, m); err != nil {
+	if err := h.n.putMeta(ctx, h.id, m, lease.Epoch); err != nil {
 		o.leave()
 		cancel()
 		sub.Close()
@@ -400,7 +400,7 @@ func (h *handle) Close() error {
 	return err
 }
 
-// rpc.Session.
+// session.Session.
 
 func (h *handle) ID() string { return h.id }
 
@@ -433,12 +433,12 @@ func (h *handle) Messages() protocol.Snapshot { return h.mirror.Messages() }
 func (h *handle) Seq() int64                  { return h.mirror.Seq() }
 func (h *handle) Running() bool               { return h.mirror.Running() }
 
-func (h *handle) SnapshotAndSubscribe() (protocol.Snapshot, rpc.Subscription) {
+func (h *handle) SnapshotAndSubscribe() (protocol.Snapshot, session.Subscription) {
 	snap, sub := h.mirror.SnapshotAndSubscribe(agent.SubscribeOptions{})
 	return snap, sub
 }
 
-func (h *handle) SubscribeFrom(seq int64) (rpc.Subscription, error) {
+func (h *handle) SubscribeFrom(seq int64) (session.Subscription, error) {
 	sub, err := h.mirror.SubscribeFrom(seq, agent.SubscribeOptions{})
 	if err != nil {
 		return nil, err
@@ -454,38 +454,49 @@ func (h *handle) Submit(ctx context.Context, text string, force bool) (string, e
 	return res.MessageID, err
 }
 
+func (h *handle) SubmitMessage(ctx context.Context, text string) (string, session.Job, error) {
+	var res struct {
+		Job       string `json:"job"`
+		MessageID string `json:"messageId"`
+	}
+	if err := h.call(ctx, command{Method: cmdSubmitJob, Text: text}, &res); err != nil {
+		return "", nil, err
+	}
+	return res.MessageID, newRemoteJob(h, res.Job), nil
+}
+
 func (h *handle) Abort(ctx context.Context, reason string) error {
 	return h.call(ctx, command{Method: cmdAbort, Text: reason}, nil)
 }
 
 func (h *handle) Rewind(ctx context.Context, messageID string) (int64, error) {
-	var res rpc.JobResult
+	var res session.JobResult
 	err := h.call(ctx, command{Method: cmdRewind, Text: messageID}, &res)
 	return res.Seq, err
 }
 
 func (h *handle) Clear(ctx context.Context) (int64, error) {
-	var res rpc.JobResult
+	var res session.JobResult
 	err := h.call(ctx, command{Method: cmdClear}, &res)
 	return res.Seq, err
 }
 
-func (h *handle) SubmitCompact(ctx context.Context) (rpc.Job, error) {
+func (h *handle) SubmitCompact(ctx context.Context) (session.Job, error) {
 	return h.submitJob(ctx, command{Method: cmdCompact})
 }
 
-func (h *handle) SubmitBang(ctx context.Context, cmd string) (rpc.Job, error) {
+func (h *handle) SubmitBang(ctx context.Context, cmd string) (session.Job, error) {
 	return h.submitJob(ctx, command{Method: cmdBang, Text: cmd})
 }
 
-func (h *handle) submitJob(ctx context.Context, c command) (rpc.Job, error) {
+func (h *handle) submitJob(ctx context.Context, c command) (session.Job, error) {
 	var res struct {
 		Job string `json:"job"`
 	}
 	if err := h.call(ctx, c, &res); err != nil {
 		return nil, err
 	}
-	return remoteJob{h: h, id: res.Job}, nil
+	return newRemoteJob(h, res.Job), nil
 }
 
 func (h *handle) SetModel(ctx context.Context, name string) error {
@@ -508,20 +519,55 @@ func (h *handle) Ask(ctx context.Context, question string) (string, error) {
 	return res.Answer, err
 }
 
-// remoteJob waits for work queued on whichever node ran it.
+// remoteJob waits for work queued on whichever node ran it. Its first
+// Wait or Done starts one wait that both share: the owner forgets the
+// work once it answered its end.
 type remoteJob struct {
-	h  *handle
-	id string
+	h    *handle
+	id   string
+	once sync.Once
+	done chan struct{}
+	res  session.JobResult
+	err  error
 }
 
-func (j remoteJob) Wait(ctx context.Context) (rpc.JobResult, error) {
+func newRemoteJob(h *handle, id string) *remoteJob {
+	return &remoteJob{h: h, id: id, done: make(chan struct{})}
+}
+
+// start waits for the work's end until the handle's node stops.
+func (j *remoteJob) start() {
+	j.once.Do(func() {
+		go func() {
+			j.res, j.err = j.wait(j.h.n.ctx)
+			close(j.done)
+		}()
+	})
+}
+
+func (j *remoteJob) Done() <-chan struct{} {
+	j.start()
+	return j.done
+}
+
+func (j *remoteJob) Wait(ctx context.Context) (session.JobResult, error) {
+	j.start()
+	select {
+	case <-j.done:
+		return j.res, j.err
+	case <-ctx.Done():
+		return session.JobResult{}, ctx.Err()
+	}
+}
+
+func (j *remoteJob) wait(ctx context.Context) (session.JobResult, error) {
 	for {
 		var res struct {
-			rpc.JobResult
+			session.JobResult
 			Pending bool `json:"pending"`
 		}
 		if err := j.h.call(ctx, command{Method: cmdWait, Job: j.id}, &res); err != nil {
-			return rpc.JobResult{}, err
+			return res.JobResult, err
 		}
 		if !res.Pending {
 			return res.JobResult, nil
@@ -591,11 +637,14 @@ func (h *handle) call(ctx context.Context, c command, out any) error {
 			}
 			continue
 		}
+		if out != nil && len(r.Result) > 0 {
+			// With an error too: a failed job's result says how far it got.
+			if err := json.Unmarshal(r.Result, out); err != nil && r.Error == nil {
+				return err
+			}
+		}
 		if r.Error != nil {
 			return r.Error
-		}
-		if out != nil && len(r.Result) > 0 {
-			return json.Unmarshal(r.Result, out)
 		}
 		return nil
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sluicehq/sluice/agent"
-	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/session"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -83,7 +83,7 @@ type Config struct {
 
 // Node is one sluice process of a cluster: it runs the sessions it holds
 // leases on and mirrors the others from the event log, for the clients
-// attached to it. It is an rpc.Host. The rule for working directories: a
+// attached to it. It is an session.Host. The rule for working directories: a
 // node runs a session (takes its lease) only if the session's working
 // directory is a directory on this node — a shared volume, or the same
 // path on every node; a node that cannot see it still serves the
@@ -117,6 +117,9 @@ type sessionMeta struct {
 	Tools          []string                `json:"tools"`
 	Node           string                  `json:"node"`
 	Running        bool                    `json:"running"`
+	// Epoch is the epoch of the lease whose holder wrote the entry: no
+	// holder of an older lease may replace it (putMeta).
+	Epoch int64 `json:"epoch,omitempty"`
 }
 
 // Start joins the cluster: it creates the stream and the bucket if need be
@@ -187,7 +190,7 @@ func visible(dir string) bool {
 
 // New starts a session on this node: it takes the new session's lease and
 // runs its agent here.
-func (n *Node) New(ctx context.Context, opts agent.Options) (rpc.Session, error) {
+func (n *Node) New(ctx context.Context, opts agent.Options) (session.Session, error) {
 	if opts.SessionID == "" {
 		opts.SessionID = uuid.NewString()
 	}
@@ -228,7 +231,7 @@ func (n *Node) New(ctx context.Context, opts agent.Options) (rpc.Session, error)
 // Open returns a handle on session id: run here if this node holds its
 // lease or can take it (free or expired, and its working directory is
 // visible here), mirrored from the log otherwise.
-func (n *Node) Open(ctx context.Context, id string, options func(workDir string) (agent.Options, error)) (rpc.Session, error) {
+func (n *Node) Open(ctx context.Context, id string, options func(workDir string) (agent.Options, error)) (session.Session, error) {
 	if err := checkID(id); err != nil {
 		return nil, fmt.Errorf("%w: %w", store.ErrNotFound, err)
 	}
@@ -345,13 +348,37 @@ func (n *Node) loadMeta(ctx context.Context, id string) (sessionMeta, error) {
 	return m, nil
 }
 
-func (n *Node) putMeta(ctx context.Context, id string, m sessionMeta) error {
+// putMeta records a session's description as the holder of the lease of
+// epoch. It is fenced by epoch: it fails with ErrFenced once the entry was
+// written under a newer lease, and the check and the write are one step,
+// the write replacing only the revision checked. So an owner that lost
+// its lease without noticing (paused past the TTL, cut off) writes nothing
+// over its successor's entry, however late it wakes.
+func (n *Node) putMeta(ctx context.Context, id string, m sessionMeta, epoch int64) error {
+	m.Epoch = epoch
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err
 	}
-	_, err = n.meta.Put(ctx, id, b)
-	return err
+	for {
+		e, err := n.meta.Get(ctx, id)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+			_, err = n.meta.Create(ctx, id, b)
+		case err != nil:
+			return err
+		default:
+			var cur sessionMeta
+			if json.Unmarshal(e.Value(), &cur) == nil && cur.Epoch > epoch {
+				return fmt.Errorf("%w: the description of %s was written under epoch %d, after %d", ErrFenced, id, cur.Epoch, epoch)
+			}
+			_, err = n.meta.Update(ctx, id, b, e.Revision())
+		}
+		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
+			return err
+		}
+		// Written in between: check the new entry's epoch.
+	}
 }
 
 // sweep looks, every quarter of the lease TTL, for running sessions that

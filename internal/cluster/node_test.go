@@ -18,10 +18,11 @@ import (
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/natstest"
 	"github.com/sluicehq/sluice/internal/pgtest"
-	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/session"
+	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/store/pgstore"
 )
 
@@ -71,7 +72,7 @@ func (tn *testNode) options(dir string) agent.Options {
 	return agent.Options{Provider: tn.p, Store: tn.pg, WorkDir: dir, Stream: modeltest.StreamOptions()}
 }
 
-func (tn *testNode) open(t testing.TB, id string) rpc.Session {
+func (tn *testNode) open(t testing.TB, id string) session.Session {
 	t.Helper()
 	h, err := tn.Open(t.Context(), id, func(dir string) (agent.Options, error) { return tn.options(dir), nil })
 	if err != nil {
@@ -82,7 +83,7 @@ func (tn *testNode) open(t testing.TB, id string) rpc.Session {
 
 // follow reduces what sub delivers onto snap until the session is idle at
 // or after seq min, checking that seq never skips or repeats.
-func follow(t *testing.T, snap protocol.Snapshot, sub rpc.Subscription, min int64) protocol.Snapshot {
+func follow(t *testing.T, snap protocol.Snapshot, sub session.Subscription, min int64) protocol.Snapshot {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -130,7 +131,7 @@ func TestCommandsFromAnyNodeReachTheOwner(t *testing.T) {
 		t.Fatalf("b's client reduced %q", text)
 	}
 	// The owner's state, b's mirror and b's client agree.
-	for _, s := range []rpc.Session{ha, hb} {
+	for _, s := range []session.Session{ha, hb} {
 		if err := waitSeq(t, s, got.Seq); err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +242,7 @@ func checkpointAt(t *testing.T, n *testNode, id string, want protocol.Snapshot) 
 }
 
 // waitSeq waits until s holds seq (a mirror applies the log as it comes).
-func waitSeq(t *testing.T, s rpc.Session, seq int64) error {
+func waitSeq(t *testing.T, s session.Session, seq int64) error {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for s.Seq() < seq {
@@ -392,7 +393,7 @@ func TestForwardedCommandsChangeEveryNodesView(t *testing.T) {
 	if err := waitSeq(t, hb, seq); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []rpc.Session{ha, hb} {
+	for _, s := range []session.Session{ha, hb} {
 		if err := waitSeq(t, s, seq); err != nil {
 			t.Fatal(err)
 		}
@@ -583,5 +584,168 @@ func TestCutRunEndsNamingItsCause(t *testing.T) {
 	}
 	if hb.Owner() != "b" {
 		t.Fatalf("owner %q after the takeover, want b", hb.Owner())
+	}
+}
+
+// TestStaleMetaWriteFails: a session's description in the bucket is fenced
+// by epoch. Once a newer owner wrote it, the older owner's write fails
+// with ErrFenced (it was paused past the TTL and resumed), and the entry
+// stays the newer owner's; the newer owner goes on writing.
+func TestStaleMetaWriteFails(t *testing.T) {
+	t.Parallel()
+	url, dsn, dir := natstest.URL(t), pgtest.DSN(t), t.TempDir()
+	a := startNode(t, "a", url, dsn, modeltest.NewScript())
+	b := startNode(t, "b", url, dsn, modeltest.NewScript())
+	h, err := a.New(t.Context(), a.options(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, old := h.ID(), h.(*handle).owner().currentLease().Epoch
+	m, err := b.loadMeta(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := m
+	newer.Node, newer.Running = "b", true
+	if err := b.putMeta(t.Context(), id, newer, old+1); err != nil {
+		t.Fatal(err)
+	}
+	stale := m
+	stale.Node, stale.Running = "a", false
+	if err := a.putMeta(t.Context(), id, stale, old); !errors.Is(err, ErrFenced) {
+		t.Fatalf("the older owner's write: %v, want ErrFenced", err)
+	}
+	if got, err := a.loadMeta(t.Context(), id); err != nil || got.Node != "b" || !got.Running || got.Epoch != old+1 {
+		t.Fatalf("the entry is %+v (%v), want the newer owner's", got, err)
+	}
+	newer.Running = false
+	if err := b.putMeta(t.Context(), id, newer, old+1); err != nil {
+		t.Fatalf("the newer owner's next write: %v", err)
+	}
+}
+
+// readOnly is a store whose logs take no write: a look at what a store
+// holds through agent.Open, which would otherwise end the cut run in it.
+type readOnly struct{ store.Store }
+
+func (r readOnly) Open(context.Context, store.Key) (store.Log, error) { return discard{}, nil }
+
+type discard struct{}
+
+func (discard) Append(context.Context, ...json.RawMessage) error { return nil }
+func (discard) Close() error                                     { return nil }
+
+// storedTexts is the text of each message of session id as PostgreSQL's
+// copy of it rebuilds them.
+func storedTexts(t *testing.T, dsn, dir, id string) []string {
+	t.Helper()
+	pg, err := pgstore.Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	s, err := agent.Open(agent.Options{Provider: modeltest.NewScript(), Store: readOnly{pg}, WorkDir: dir}, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var out []string
+	for _, m := range s.Messages().Messages {
+		out = append(out, m.Text())
+	}
+	return out
+}
+
+// TestPostgresCatchesUpAfterAnOutage: the records the owner could not
+// write while PostgreSQL was down are written once it is back, by the same
+// owner, without a takeover: PostgreSQL's copy of the session says what
+// the clients were shown while the answer still streams, and the run ends
+// saved.
+func TestPostgresCatchesUpAfterAnOutage(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Own(t)
+	url, dsn, dir := natstest.URL(t), pg.DSN(t), t.TempDir()
+	delta := func(s string) []modeltest.Step {
+		return []modeltest.Step{{Part: model.Part{Type: model.PartBlockDelta, Delta: model.DeltaText, Text: s}}}
+	}
+	down, back, end := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	a := startNode(t, "a", url, dsn, modeltest.NewScript(modeltest.Response(modeltest.Start("m1"),
+		[]modeltest.Step{{Part: model.Part{Type: model.PartBlockStart, Block: model.BlockText}}}, delta("Before, "),
+		modeltest.Gate(down), delta("during the outage, "), modeltest.Gate(back), delta("after."),
+		modeltest.Gate(end), modeltest.Stop("end_turn"))),
+		// Long enough that the outage costs no lease: the same node owns
+		// the session throughout.
+		func(c *Config) { c.LeaseTTL = time.Minute })
+	h, err := a.New(t.Context(), a.options(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, sub := h.SnapshotAndSubscribe()
+	defer sub.Close()
+	if _, err := h.Submit(t.Context(), "q", false); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	l := protocol.NewList(snap)
+	until := func(text string) {
+		for {
+			ms := l.Snapshot().Messages
+			if len(ms) > 0 && ms[len(ms)-1].Text() == text {
+				return
+			}
+			ev, err := sub.Next(ctx)
+			if err != nil {
+				t.Fatalf("at seq %d: %v", l.Seq(), err)
+			}
+			if err := l.Apply(ev); err != nil {
+				t.Fatalf("%s at seq %d: %v", ev.Method(), l.Seq(), err)
+			}
+		}
+	}
+	until("Before, ")
+	pg.Stop()
+	close(down)
+	until("Before, during the outage, ")
+	// The journal's writes fail while the server is down (it writes
+	// every 50 ms); the outage lasts a few of them.
+	time.Sleep(time.Second)
+	if err := pg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	close(back)
+	until("Before, during the outage, after.")
+	want := []string{"q", "Before, during the outage, after."}
+	var got []string
+	// A bound for the wait, far past the journal's retry pace.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		if got = storedTexts(t, dsn, dir, h.ID()); slices.Equal(got, want) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond) // the journal's retry comes at its own pace
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("PostgreSQL's copy holds %q while the answer streams, want %q", got, want)
+	}
+	if owner := h.Owner(); owner != "a" {
+		t.Fatalf("owner %q, want a: the outage must not cost the lease", owner)
+	}
+	close(end)
+	for l.Running() || l.Seq() < 1 {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatalf("at seq %d: %v", l.Seq(), err)
+		}
+		if err := l.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	final := l.Snapshot().Messages
+	last := final[len(final)-1].Blocks
+	if b := last[len(last)-1]; b.Type == protocol.BlockError {
+		t.Fatalf("the run ended with an error block %q: it was saved once PostgreSQL was back", b.Content)
+	}
+	if got := storedTexts(t, dsn, dir, h.ID()); !slices.Equal(got, want) {
+		t.Fatalf("PostgreSQL's copy after the run holds %q, want %q", got, want)
 	}
 }

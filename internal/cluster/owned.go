@@ -12,14 +12,15 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/sluicehq/sluice/agent"
-	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/session"
 	"github.com/sluicehq/sluice/wire"
 )
 
 // Command methods forwarded to a session's owner.
 const (
 	cmdSubmit            = "submit"
+	cmdSubmitJob         = "submitJob"
 	cmdAbort             = "abort"
 	cmdRewind            = "rewind"
 	cmdClear             = "clear"
@@ -93,7 +94,7 @@ type owned struct {
 	validUntil time.Time
 	replies    map[string][]byte // request id → answer
 	order      []string
-	jobs       map[string]rpc.Job
+	jobs       map[string]session.Job
 }
 
 func (o *owned) currentLease() Lease {
@@ -220,18 +221,20 @@ func (o *owned) keep(kept chan<- struct{}) {
 			if !meta && cp == nil {
 				break
 			}
+			var err error
 			if meta && o.valid() {
-				if err := h.n.putMeta(o.ctx, h.id, h.getMeta()); err != nil {
+				if err = h.n.putMeta(o.ctx, h.id, h.getMeta(), o.currentLease().Epoch); err != nil {
 					h.n.log.Warn("cannot record a session's run state", "session", h.id, "err", err)
 				}
 			}
-			if cp != nil {
-				if err := o.checkpoint(cp); errors.Is(err, ErrLeaseLost) {
-					go h.lost(o, err)
-					for range o.keepKick { // the publisher stops soon
-					}
-					return
+			if cp != nil && !errors.Is(err, ErrFenced) {
+				err = o.checkpoint(cp)
+			}
+			if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrFenced) {
+				go h.lost(o, err)
+				for range o.keepKick { // the publisher stops soon
 				}
+				return
 			}
 		}
 	}
@@ -288,7 +291,7 @@ func (o *owned) checkpoint(cp *checkpointOf) error {
 	// The log keeps the events since the checkpoint before this one: a
 	// follower a little behind still finds the events after its seq.
 	if o.trimmable > 0 {
-		if err := h.n.elog.Trim(ctx, h.id, o.trimmable); err != nil {
+		if err := h.n.elog.Trim(ctx, h.id, o.trimmable, o.currentLease().Epoch); err != nil {
 			h.n.log.Warn("cannot trim a session's log", "session", h.id, "err", err)
 		}
 	}
@@ -355,7 +358,8 @@ func reply(result any, err error) []byte {
 			werr = wire.Errorf(wire.CodeRequestFailed, "%v", err)
 		}
 		r.Error = werr
-	} else if result != nil {
+	}
+	if result != nil {
 		r.Result, _ = json.Marshal(result)
 	}
 	b, _ := json.Marshal(r)
@@ -381,17 +385,23 @@ func (o *owned) exec(c command) []byte {
 		return reply(nil, nil)
 	case cmdRewind:
 		err := s.Rewind(ctx, c.Text)
-		return reply(rpc.JobResult{Seq: s.Seq()}, err)
+		return reply(session.JobResult{Seq: s.Seq()}, err)
 	case cmdClear:
 		err := s.Clear(ctx)
-		return reply(rpc.JobResult{Seq: s.Seq()}, err)
-	case cmdCompact, cmdBang:
-		var job rpc.Job
-		var err error
-		if c.Method == cmdCompact {
-			job, err = rpc.Local(s).SubmitCompact(ctx)
-		} else {
-			job, err = rpc.Local(s).SubmitBang(ctx, c.Text)
+		return reply(session.JobResult{Seq: s.Seq()}, err)
+	case cmdCompact, cmdBang, cmdSubmitJob:
+		var (
+			job session.Job
+			mid string
+			err error
+		)
+		switch c.Method {
+		case cmdCompact:
+			job, err = session.Local(s).SubmitCompact(ctx)
+		case cmdBang:
+			job, err = session.Local(s).SubmitBang(ctx, c.Text)
+		default:
+			mid, job, err = session.Local(s).SubmitMessage(ctx, c.Text)
 		}
 		if err != nil {
 			return reply(nil, err)
@@ -400,7 +410,7 @@ func (o *owned) exec(c command) []byte {
 		o.mu.Lock()
 		o.jobs[id] = job
 		o.mu.Unlock()
-		return reply(map[string]string{"job": id}, nil)
+		return reply(map[string]string{"job": id, "messageId": mid}, nil)
 	case cmdWait:
 		return o.wait(c)
 	case cmdSetModel:
@@ -431,19 +441,26 @@ func (o *owned) wait(c command) []byte {
 	if job == nil {
 		return reply(nil, wire.Errorf(wire.CodeRequestFailed, "the node that ran this work stopped before it ended"))
 	}
-	ctx, cancel := context.WithTimeout(o.ctx, o.h.n.cfg.LeaseTTL/2)
-	defer cancel()
-	res, err := job.Wait(ctx)
-	if err != nil && ctx.Err() != nil && o.ctx.Err() == nil {
+	// The asker waits in rounds shorter than the lease. A round's end must
+	// not reach the work: a local job's Wait aborts it when its ctx ends.
+	t := time.NewTimer(o.h.n.cfg.LeaseTTL / 2)
+	defer t.Stop()
+	select {
+	case <-job.Done():
+	case <-t.C:
 		return reply(map[string]bool{"pending": true}, nil)
+	case <-o.ctx.Done():
 	}
-	if err != nil {
+	res, err := job.Wait(o.ctx)
+	if err != nil && o.ctx.Err() != nil {
 		return reply(nil, err)
 	}
 	o.mu.Lock()
 	delete(o.jobs, c.Job)
 	o.mu.Unlock()
-	return reply(res, nil)
+	// A failed job's result goes with its error: it says how far the work
+	// got, and whether it ran at all.
+	return reply(res, err)
 }
 
 // recordMeta stores the session's description after a change.
@@ -451,7 +468,9 @@ func (o *owned) recordMeta() {
 	m := o.h.getMeta()
 	m.Model, m.PermissionMode = o.sess.Model(), o.sess.PermissionMode()
 	o.h.setMeta(m)
-	if err := o.h.n.putMeta(o.ctx, o.h.id, m); err != nil {
+	if err := o.h.n.putMeta(o.ctx, o.h.id, m, o.currentLease().Epoch); errors.Is(err, ErrFenced) {
+		go o.h.lost(o, err)
+	} else if err != nil {
 		o.h.n.log.Warn("cannot record a session's description", "session", o.h.id, "err", err)
 	}
 }
@@ -496,7 +515,7 @@ func (o *owned) close() error {
 		defer cancel()
 		m := o.h.getMeta()
 		m.Running, m.Node = false, ""
-		if perr := o.h.n.putMeta(ctx, o.h.id, m); perr != nil {
+		if perr := o.h.n.putMeta(ctx, o.h.id, m, o.currentLease().Epoch); perr != nil {
 			o.h.n.log.Warn("cannot record a session's run state", "session", o.h.id, "err", perr)
 		}
 		if rerr := o.h.n.cfg.Leases.ReleaseLease(ctx, o.currentLease()); rerr != nil && !errors.Is(rerr, ErrLeaseLost) {

@@ -552,7 +552,7 @@ func (h *host) contextUsage(sess *agent.Session) map[string]any {
 	h.mu.Unlock()
 	window := h.cfg.ContextWindow
 	if window <= 0 {
-		window = agent.ContextWindow(sess.Model())
+		window = sess.ModelContextWindow()
 	}
 	free := max(window-used, 0)
 	return map[string]any{

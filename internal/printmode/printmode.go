@@ -441,7 +441,7 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 		if it.Event != nil {
 			hst.tasks.take(lines, it.Event, time.Now)
 		}
-		if e, ok := it.Event.(protocol.TurnEnded); ok && e.Usage != nil && hst.spend(agent.CostUSD(sess.Model(), *e.Usage)) {
+		if e, ok := it.Event.(protocol.TurnEnded); ok && e.Usage != nil && hst.spend(sess.CostUSD(*e.Usage)) {
 			sess.Abort(fmt.Sprintf("the budget of $%g is spent", cfg.MaxBudgetUSD))
 		}
 		rs, ok := it.Event.(protocol.RunStateChanged)

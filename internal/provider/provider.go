@@ -38,9 +38,6 @@ const (
 	OpenAIResponses = responses.Name
 )
 
-// Names lists the providers Open knows.
-var Names = []string{Anthropic, OpenAI, OpenAIResponses, Bedrock, Vertex, Gemini, Demo}
-
 // Config is what the user set explicitly (flags, a config file); empty
 // fields are taken from the environment, then from defaults.
 type Config struct {
@@ -90,24 +87,6 @@ type Selection struct {
 	// (SLUICE_STREAM_IDLE_TIMEOUT, SLUICE_STREAM_STALL_WARNING,
 	// SLUICE_STREAM_MAX_RETRIES); flags may override fields.
 	StreamOptions model.StreamOptions
-}
-
-// Models lists well-known model names of a provider, for a face to offer
-// (/model); any other name the provider accepts works too.
-func Models(name string) []string {
-	switch name {
-	case Anthropic, Bedrock, Vertex:
-		return []string{"claude-sonnet-4-6", "claude-opus-4-5", "claude-haiku-4-5"}
-	case OpenAI:
-		return []string{"gpt-4.1", "gpt-4.1-mini", "gpt-4o", "o4-mini"}
-	case Gemini:
-		return []string{"gemini-2.5-pro", "gemini-2.5-flash", "gemini-2.5-flash-lite", "gemini-3-pro-preview"}
-	case OpenAIResponses:
-		return []string{"gpt-5", "gpt-5-mini", "gpt-5-codex", "o3", "o4-mini"}
-	case Demo:
-		return []string{"demo"}
-	}
-	return nil
 }
 
 // DemoNotice is Selection.Notice when the demo was chosen for want of keys.

@@ -24,7 +24,6 @@ import (
 	"github.com/sluicehq/sluice/internal/provider"
 	"github.com/sluicehq/sluice/internal/relay/backend"
 	"github.com/sluicehq/sluice/internal/relay/backend/claudecode"
-	"github.com/sluicehq/sluice/internal/relay/backend/clustered"
 	"github.com/sluicehq/sluice/internal/relay/backend/sluiceagent"
 	"github.com/sluicehq/sluice/internal/relay/channel"
 	"github.com/sluicehq/sluice/internal/relay/channel/telegram"
@@ -496,7 +495,7 @@ func setUpAgent(f runFlags, pg *pgstore.Store, log *slog.Logger) (agentSetup, er
 }
 
 // newBackend makes the agent backend. In cluster mode the sluice agent's
-// sessions are the cluster's (package clustered): run by the node holding
+// sessions are the cluster's (sluiceagent.Cluster): run by the node holding
 // each one's lease, restored by any node, listed and opened by
 // `sluice serve` nodes.
 func newBackend(f runFlags, a agentSetup, st *store.Store, log *slog.Logger) backend.Backend {
@@ -506,7 +505,10 @@ func newBackend(f runFlags, a agentSetup, st *store.Store, log *slog.Logger) bac
 			Command: f.claudeBin, WorkDir: a.workDir, PermissionMode: f.permissionMode, Model: f.model, KV: st, Logger: log,
 		})
 	case a.host != nil:
-		return clustered.New(clustered.Config{Host: a.host, Options: a.options, WorkDir: a.workDir, KV: st, Logger: log})
+		return sluiceagent.New(sluiceagent.Config{
+			KV: st, Logger: log,
+			Cluster: &sluiceagent.Cluster{Host: a.host, Options: a.options, WorkDir: a.workDir},
+		})
 	}
 	return sluiceagent.New(sluiceagent.Config{
 		KV: st, Logger: log,

@@ -16,7 +16,7 @@ import (
 	"github.com/sluicehq/sluice/internal/natstest"
 	"github.com/sluicehq/sluice/internal/pgtest"
 	"github.com/sluicehq/sluice/internal/relay/backend"
-	"github.com/sluicehq/sluice/internal/relay/backend/clustered"
+	"github.com/sluicehq/sluice/internal/relay/backend/sluiceagent"
 	"github.com/sluicehq/sluice/internal/relay/route"
 	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/store/pgstore"
@@ -82,8 +82,7 @@ func answerIn(t *testing.T, conv backend.Conversation, text string) []string {
 	return out
 }
 
-// TestChatAcrossNodes: with backend/clustered (cluster mode's sluice
-// backend), a chat's session is a cluster session. The node
+// TestChatAcrossNodes: with backend/sluiceagent in cluster mode, a chat's session is a cluster session. The node
 // that opens it first runs it; another relay node, given the same store,
 // opens the same session — whose agent still runs on the first node —
 // and its question is answered there, the events reaching it through the
@@ -102,8 +101,8 @@ func TestChatAcrossNodes(t *testing.T) {
 	kv := openStore(t, filepath.Join(t.TempDir(), "relay.db"))
 	defer kv.Close()
 	work := t.TempDir()
-	beA := clustered.New(clustered.Config{Host: nodeA, Options: optsA, WorkDir: work, KV: kv})
-	beB := clustered.New(clustered.Config{Host: nodeB, Options: optsB, WorkDir: work, KV: kv})
+	beA := sluiceagent.New(sluiceagent.Config{Cluster: &sluiceagent.Cluster{Host: nodeA, Options: optsA, WorkDir: work}, KV: kv})
+	beB := sluiceagent.New(sluiceagent.Config{Cluster: &sluiceagent.Cluster{Host: nodeB, Options: optsB, WorkDir: work}, KV: kv})
 	defer beB.Close()
 	defer beA.Close()
 	ctx := t.Context()

@@ -24,7 +24,7 @@
 // leases, with an epoch and a TTL) is the relay above, its state in
 // PostgreSQL and every write fenced by the lease; the others stand by and
 // one takes over, as a restart would, when the lease expires. The chats'
-// sessions are the cluster's (backend/clustered on internal/cluster's
+// sessions are the cluster's (backend/sluiceagent on internal/cluster's
 // Node), so they survive their node and `sluice serve` nodes see them. Webhook
 // updates posted to a node that does not hold the channel are forwarded
 // to the holder over NATS and acknowledged only once stored.

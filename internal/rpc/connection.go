@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/session"
 	"github.com/sluicehq/sluice/wire"
 )
 
@@ -235,7 +236,7 @@ func (c *connection) attach(req *Request, e *entry, lastSeq *int64, epoch string
 	}
 
 	res := c.s.describe(e)
-	var sub Subscription
+	var sub session.Subscription
 	if lastSeq != nil && (epoch == "" || epoch == e.epoch) {
 		if s, err := e.sess.SubscribeFrom(*lastSeq); err == nil {
 			sub, res.Seq, res.Resumed = s, *lastSeq, true
@@ -286,7 +287,7 @@ func (c *connection) detach(id string) bool {
 // goroutine (pump) that writes its events.
 type attachment struct {
 	c      *connection
-	sess   Session
+	sess   session.Session
 	epoch  string
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -296,7 +297,7 @@ type attachment struct {
 	// writer, so that responses ordered against its events (snapshots,
 	// barriers) cannot interleave with them.
 	mu      sync.Mutex
-	sub     Subscription
+	sub     session.Subscription
 	sent    int64     // seq of the last event (or snapshot) handed to the writer
 	waiting []barrier // answers to send once sent >= their seq
 	ended   bool      // the pump has returned

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/session"
 	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/wire"
 )
@@ -61,7 +62,7 @@ type Options struct {
 	Version string
 	// Host, when set, runs the sessions: the server is a node of a
 	// cluster. Nil: sessions run in this process.
-	Host Host
+	Host session.Host
 }
 
 // Server serves the host protocol to any number of connections and holds
@@ -87,7 +88,7 @@ type Server struct {
 // entry is a running session, or one being restored (ready not closed yet).
 type entry struct {
 	ready chan struct{}
-	sess  Session
+	sess  session.Session
 	epoch string
 	err   error
 }
@@ -186,7 +187,7 @@ func (s *Server) newSession(ctx context.Context, cfg SessionConfig) (*entry, *wi
 	if rerr != nil {
 		return nil, rerr
 	}
-	var sess Session
+	var sess session.Session
 	if s.opts.Host != nil {
 		sess, err := s.opts.Host.New(ctx, opts)
 		if err != nil {
@@ -273,7 +274,7 @@ func (s *Server) session(ctx context.Context, id string, cfg SessionConfig) (*en
 	return e, nil
 }
 
-func (s *Server) restore(ctx context.Context, id string, cfg SessionConfig) (Session, error) {
+func (s *Server) restore(ctx context.Context, id string, cfg SessionConfig) (session.Session, error) {
 	if s.opts.Host != nil {
 		return s.opts.Host.Open(ctx, id, func(dir string) (agent.Options, error) {
 			cfg.WorkingDirectory = dir
@@ -318,10 +319,10 @@ func (s *Server) live(id string) bool {
 }
 
 // liveSessions returns the running sessions.
-func (s *Server) liveSessions() []Session {
+func (s *Server) liveSessions() []session.Session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []Session
+	var out []session.Session
 	for _, e := range s.sessions {
 		if e.sess != nil {
 			out = append(out, e.sess)

@@ -125,12 +125,13 @@ func (s *Store) RenewLease(ctx context.Context, l Lease, ttl time.Duration) (Lea
 	if err := checkLease(l.Session, l.Node, ttl); err != nil {
 		return Lease{}, err
 	}
-	renewed, err := s.scanLease(ctx, `
+	var renewed Lease
+	err := s.renew.QueryRow(ctx, `
 		UPDATE leases SET expires_at = c.t + $5 * interval '1 microsecond', renewed_at = c.t
 		FROM (SELECT `+clock+` AS t) c
 		WHERE session = $2 AND node = $3 AND epoch = $4
 		RETURNING session, node, epoch, expires_at`,
-		s.offset(), l.Session, l.Node, l.Epoch, ttl.Microseconds())
+		s.offset(), l.Session, l.Node, l.Epoch, ttl.Microseconds()).Scan(&renewed.Session, &renewed.Node, &renewed.Epoch, &renewed.Expires)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Lease{}, ErrLeaseLost
 	}
@@ -145,7 +146,9 @@ func (s *Store) RenewLease(ctx context.Context, l Lease, ttl time.Duration) (Lea
 // (same node and epoch), and returned with its new expiry. A lease missing
 // from the result was lost (ErrLeaseLost for RenewLease). A node renews
 // all its sessions' leases this way: one round trip per period rather than
-// one per session, which at thousands of sessions outlasts the TTL.
+// one per session, which at thousands of sessions outlasts the TTL. Both
+// renew on connections of their own (RenewConns), never waiting for one
+// behind the sessions' record appends.
 func (s *Store) RenewLeases(ctx context.Context, ls []Lease, ttl time.Duration) ([]Lease, error) {
 	if len(ls) == 0 {
 		return nil, nil
@@ -157,7 +160,7 @@ func (s *Store) RenewLeases(ctx context.Context, ls []Lease, ttl time.Duration) 
 		}
 		sessions[i], nodes[i], epochs[i] = l.Session, l.Node, l.Epoch
 	}
-	rows, err := s.pool.Query(ctx, `
+	rows, err := s.renew.Query(ctx, `
 		UPDATE leases AS l SET expires_at = c.t + $5 * interval '1 microsecond', renewed_at = c.t
 		FROM (SELECT `+clock+` AS t) c, unnest($2::text[], $3::text[], $4::bigint[]) AS u(session, node, epoch)
 		WHERE l.session = u.session AND l.node = u.node AND l.epoch = u.epoch

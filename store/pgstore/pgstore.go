@@ -19,11 +19,13 @@
 package pgstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,6 +43,11 @@ const headRecords = 8
 // Store is a store.Store on a PostgreSQL database.
 type Store struct {
 	pool *pgxpool.Pool
+	// renew is the lease renewals' own pool: on the shared one they
+	// queued behind every session's record appends (a node streaming
+	// 1,000 sessions keeps ~1,000 appends waiting for its few
+	// connections), and leases expired while they waited.
+	renew *pgxpool.Pool
 	// clockOffset moves the clock leases are judged by; only this
 	// package's tests set it, to let a lease's TTL pass without waiting.
 	clockOffset time.Duration
@@ -59,11 +66,26 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &Store{pool: pool}, nil
+	cfg := pool.Config()
+	cfg.MaxConns, cfg.MinConns = RenewConns, 0
+	renew, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	return &Store{pool: pool, renew: renew}, nil
 }
 
+// RenewConns is how many connections the store keeps for renewing leases
+// (RenewLease, RenewLeases), apart from those of everything else: as many
+// renewal statements as a node has in flight at once.
+const RenewConns = 4
+
 // Close closes the store's connections; logs opened from it fail after.
-func (s *Store) Close() { s.pool.Close() }
+func (s *Store) Close() {
+	s.pool.Close()
+	s.renew.Close()
+}
 
 // key is a store.Key as the tables hold it: the working directory made
 // absolute, as the JSONL store does, so that "." and its path name one
@@ -201,6 +223,18 @@ type log struct {
 
 	mu     sync.Mutex
 	closed bool
+	// count is the session's number of records after this log's last
+	// append (known once one succeeded).
+	count int64
+	known bool
+	// doubt is the batch of an append that failed without an answer from
+	// the server (the connection broke, the server stopped): it may have
+	// been committed. The next append checks before it writes the batch
+	// again, so that a retry does not store it twice.
+	doubt []json.RawMessage
+	// lostAck makes the next append that commits fail as a lost answer
+	// would (tests).
+	lostAck bool
 }
 
 // Append inserts records after the session's last in one transaction.
@@ -212,6 +246,19 @@ func (l *log) Append(ctx context.Context, records ...json.RawMessage) error {
 	}
 	if len(records) == 0 {
 		return nil
+	}
+	if l.doubt != nil {
+		landed, err := l.landed(ctx)
+		if err != nil {
+			return err
+		}
+		if landed && len(records) >= len(l.doubt) && sameRecords(records[:len(l.doubt)], l.doubt) {
+			records = records[len(l.doubt):]
+		}
+		l.doubt = nil
+		if len(records) == 0 {
+			return nil
+		}
 	}
 	data := make([]string, len(records))
 	var size int64
@@ -230,24 +277,73 @@ func (l *log) Append(ctx context.Context, records ...json.RawMessage) error {
 		fence = ` AND EXISTS (SELECT 1 FROM leases WHERE session = $2 AND node = $7 AND epoch = $6 FOR SHARE)`
 		args = append(args[:5], l.lease.Epoch, l.lease.Node)
 	}
-	tag, err := l.pool.Exec(ctx, `
+	// The records' statement runs whether or not the answer reads it.
+	var last int64
+	err := l.pool.QueryRow(ctx, `
 		WITH s AS (
 			UPDATE sessions SET records = records + $3, size = size + $4, modified_at = clock_timestamp()
 			WHERE cwd = $1 AND id = $2`+fence+`
-			RETURNING records - $3 AS last)
-		INSERT INTO records (cwd, id, seq, data, epoch)
-		SELECT $1, $2, s.last + u.n, u.d::json, $6
-		FROM s, unnest($5::text[]) WITH ORDINALITY AS u(d, n)`, args...)
-	if err == nil && tag.RowsAffected() == 0 {
+			RETURNING records - $3 AS last),
+		r AS (
+			INSERT INTO records (cwd, id, seq, data, epoch)
+			SELECT $1, $2, s.last + u.n, u.d::json, $6
+			FROM s, unnest($5::text[]) WITH ORDINALITY AS u(d, n))
+		SELECT last FROM s`, args...).Scan(&last)
+	if errors.Is(err, pgx.ErrNoRows) {
 		err = fmt.Errorf("%w: %s", store.ErrNotFound, l.id)
 		if l.lease != nil {
 			err = fmt.Errorf("%w (or %w)", ErrLeaseLost, err)
 		}
-	}
-	if err != nil {
 		return fmt.Errorf("pgstore: append to %s: %w", l.id, err)
 	}
+	if err == nil && l.lostAck {
+		l.lostAck, err = false, errors.New("the connection broke before the answer (test)")
+	}
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) {
+			// No answer from the server: committed or not, the next
+			// append finds out.
+			l.doubt = slices.Clone(records)
+		}
+		return fmt.Errorf("pgstore: append to %s: %w", l.id, err)
+	}
+	l.count, l.known = last+int64(len(records)), true
 	return nil
+}
+
+// landed reports whether the batch in doubt was committed: the session
+// ends with exactly its records, after the count this log last saw (when
+// it saw one).
+func (l *log) landed(ctx context.Context) (bool, error) {
+	var count int64
+	if err := l.pool.QueryRow(ctx, `SELECT records FROM sessions WHERE cwd = $1 AND id = $2`, l.cwd, l.id).Scan(&count); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, nil // the append says what is wrong
+		}
+		return false, fmt.Errorf("pgstore: append to %s: %w", l.id, err)
+	}
+	n := int64(len(l.doubt))
+	if count < n || (l.known && count != l.count+n) {
+		return false, nil
+	}
+	rows, err := l.pool.Query(ctx, `SELECT data::text FROM records WHERE cwd = $1 AND id = $2 AND seq > $3 ORDER BY seq`, l.cwd, l.id, count-n)
+	if err != nil {
+		return false, fmt.Errorf("pgstore: append to %s: %w", l.id, err)
+	}
+	tail, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (json.RawMessage, error) {
+		var b []byte
+		err := r.Scan(&b)
+		return json.RawMessage(b), err
+	})
+	if err != nil {
+		return false, fmt.Errorf("pgstore: append to %s: %w", l.id, err)
+	}
+	return sameRecords(tail, l.doubt), nil
+}
+
+func sameRecords(a, b []json.RawMessage) bool {
+	return slices.EqualFunc(a, b, func(x, y json.RawMessage) bool { return bytes.Equal(x, y) })
 }
 
 // Close marks the log closed; it holds nothing else to release.

@@ -120,6 +120,48 @@ func TestAppendAllOrNone(t *testing.T) {
 	}
 }
 
+// TestRetryAfterALostAnswer: an append whose answer was lost (the
+// connection broke after the commit) is retried with more records after
+// it, as the agent's journal retries a batch the store refused; the batch
+// is stored once, not twice. A batch that was not committed is written by
+// the retry.
+func TestRetryAfterALostAnswer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := open(t)
+	key := store.Key{WorkDir: t.TempDir(), ID: "s"}
+	l, err := st.Create(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	a, b, c := json.RawMessage(`{"a":1}`), json.RawMessage(`{"b":2}`), json.RawMessage(`{"c":3}`)
+	if err := l.Append(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	pgstore.LoseNextAck(l)
+	if err := l.Append(ctx, b, b); err == nil {
+		t.Fatal("the append whose answer was lost succeeded")
+	}
+	if err := l.Append(ctx, b, b, c); err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := st.Load(ctx, key)
+	if err != nil || len(recs) != 4 || string(recs[1]) != `{"b":2}` || string(recs[3]) != `{"c":3}` {
+		t.Fatalf("records %s, %v; want a, b, b, c", recs, err)
+	}
+	// A batch refused for good (the server answered) is written again.
+	if err := l.Append(ctx, a, json.RawMessage(`{torn`)); err == nil {
+		t.Fatal("a batch holding invalid JSON was appended")
+	}
+	if err := l.Append(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if recs, _, err = st.Load(ctx, key); err != nil || len(recs) != 5 {
+		t.Fatalf("records %s, %v; want 5", recs, err)
+	}
+}
+
 // TestAppendToAGoneSession: an append whose session row is gone fails
 // with ErrNotFound and leaves no record behind.
 func TestAppendToAGoneSession(t *testing.T) {

@@ -5,9 +5,9 @@
 //
 // Requests are signed with SigV4 from the standard AWS credential chain
 // (environment, shared config and credentials files, SSO, web identity,
-// container and instance credentials), or carry a Bedrock API key as a
-// bearer token. Only aws-sdk-go-v2's config, signer and event-stream
-// packages are used: no service client.
+// container and instance credentials: package awsauth), or carry a
+// Bedrock API key as a bearer token. Only aws-sdk-go-v2's credential
+// types, signer and event-stream packages are used: no service client.
 package bedrock
 
 import (
@@ -25,9 +25,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
-	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/sluicehq/sluice/internal/provider/anthropic"
+	"github.com/sluicehq/sluice/internal/provider/bedrock/awsauth"
 	"github.com/sluicehq/sluice/internal/provider/httpapi"
 	"github.com/sluicehq/sluice/model"
 )
@@ -102,24 +102,18 @@ type Provider struct {
 func New(ctx context.Context, cfg Config) (*Provider, error) {
 	creds := cfg.Credentials
 	if cfg.BearerToken == "" && creds == nil && !cfg.SkipAuth || cfg.Region == "" {
-		var opts []func(*config.LoadOptions) error
-		if cfg.Region != "" {
-			opts = append(opts, config.WithRegion(cfg.Region))
-		}
-		if cfg.Profile != "" {
-			opts = append(opts, config.WithSharedConfigProfile(cfg.Profile))
-		}
-		if creds != nil {
-			opts = append(opts, config.WithCredentialsProvider(creds))
-		}
-		shared, err := config.LoadDefaultConfig(ctx, opts...)
-		if err != nil {
+		region, chain, err := awsauth.Load(ctx, awsauth.Options{Region: cfg.Region, Profile: cfg.Profile, HTTPClient: cfg.HTTPClient,
+			RegionOnly: cfg.BearerToken != "" || creds != nil || cfg.SkipAuth})
+		switch {
+		case errors.Is(err, awsauth.ErrNoRegion):
+			return nil, errors.New("bedrock: no AWS region: set AWS_REGION (or a region in the AWS profile)")
+		case err != nil:
 			return nil, fmt.Errorf("bedrock: loading the AWS configuration: %w", err)
 		}
-		cfg.Region, creds = shared.Region, shared.Credentials
-	}
-	if cfg.Region == "" {
-		return nil, errors.New("bedrock: no AWS region: set AWS_REGION (or a region in the AWS profile)")
+		cfg.Region = region
+		if creds == nil {
+			creds = chain
+		}
 	}
 	if cfg.Model == "" {
 		cfg.Model = anthropic.DefaultModel

@@ -1,4 +1,4 @@
-package agent
+package provider
 
 import (
 	"math"
@@ -7,7 +7,7 @@ import (
 	"github.com/sluicehq/sluice/protocol"
 )
 
-// Prices by the most specific prefix: a mini model is not priced as its
+// The catalogue prices by the most specific prefix: a mini model is not priced as its
 // big sibling, and an unknown model costs nothing rather than a guess.
 func TestCostAndContextWindow(t *testing.T) {
 	t.Parallel()
@@ -34,10 +34,11 @@ func TestCostAndContextWindow(t *testing.T) {
 		{"gpt-4o-mini", 0.15 + 0.6 + 0.015, 128_000},
 		{"unknown-model", 0, 200_000},
 	} {
-		if got := CostUSD(tt.model, u); math.Abs(got-tt.usd) > 1e-9 {
+		p, _ := Catalogue.Price(tt.model)
+		if got := p.USD(u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens); math.Abs(got-tt.usd) > 1e-9 {
 			t.Errorf("%s: $%v, want $%v", tt.model, got, tt.usd)
 		}
-		if got := contextWindow(tt.model); got != tt.window {
+		if got := Catalogue.ContextWindow(tt.model); got != tt.window {
 			t.Errorf("%s: window %d, want %d", tt.model, got, tt.window)
 		}
 	}

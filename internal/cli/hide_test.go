@@ -1,18 +1,17 @@
-package main
+package cli
 
 import (
 	"slices"
 	"testing"
 
 	"github.com/sluicehq/sluice/agent"
-	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/sluicehq/sluice/tool"
 )
 
 // A tool disallowed as a whole is not offered to the model (Claude Code
 // 2.1.328 leaves Bash out of the request's tools with --disallowedTools
 // Bash); one disallowed with a pattern stays offered.
-func TestHideDisallowed(t *testing.T) {
+func TestRulesHideFrom(t *testing.T) {
 	t.Parallel()
 	wd := t.TempDir()
 	for _, tc := range []struct {
@@ -23,12 +22,12 @@ func TestHideDisallowed(t *testing.T) {
 		{deny: []string{"Bash(rm:*)"}, offered: map[string]bool{"Bash": true, "Read": true}},
 		{deny: []string{"Read", "Task"}, offered: map[string]bool{"Read": false, "Glob": true, "Bash": true, "Agent": false}},
 	} {
-		rules, err := cli.ParseRules(nil, tc.deny, wd)
+		rules, err := ParseRules(nil, tc.deny, wd)
 		if err != nil {
 			t.Fatal(err)
 		}
 		o := agent.Options{WorkDir: wd, Subagents: []agent.Subagent{}}
-		hideDisallowed(&o, rules)
+		rules.HideFrom(&o)
 		names := []string{}
 		for _, tl := range o.Tools {
 			names = append(names, tl.Name())
@@ -44,9 +43,9 @@ func TestHideDisallowed(t *testing.T) {
 		}
 	}
 	// An MCP server's tools go with the server's name.
-	rules, _ := cli.ParseRules(nil, []string{"mcp__srv"}, wd)
+	rules, _ := ParseRules(nil, []string{"mcp__srv"}, wd)
 	o := agent.Options{WorkDir: wd, ExtraTools: []tool.Tool{namedTool{name: "mcp__srv__a"}, namedTool{name: "mcp__other__b"}}}
-	hideDisallowed(&o, rules)
+	rules.HideFrom(&o)
 	if len(o.ExtraTools) != 1 || o.ExtraTools[0].Name() != "mcp__other__b" {
 		t.Errorf("extra tools after deny mcp__srv: %v", o.ExtraTools)
 	}
