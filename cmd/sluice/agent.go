@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/internal/gctune"
 	"github.com/sluicehq/sluice/internal/printmode"
 	"github.com/sluicehq/sluice/internal/provider"
+	"github.com/sluicehq/sluice/internal/streamjson"
 	"github.com/sluicehq/sluice/internal/tui"
 	"github.com/sluicehq/sluice/protocol"
 )
@@ -89,11 +90,11 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 		fmt.Fprintf(stdio.Err, "sluice: --permission-prompt-tool %s: only stdio is supported; calls that need approval are denied\n", t)
 	}
 	cfg.SDKMCPServers = setup.SDKMCPServers()
-	cfg.MCPStatus = func() []printmode.MCPServer {
-		var out []printmode.MCPServer
+	cfg.MCPStatus = func() []streamjson.MCPServer {
+		var out []streamjson.MCPServer
 		for _, st := range setup.MCPStatus() {
 			// sluice's servers come from --mcp-config or initialize.
-			out = append(out, printmode.MCPServer{Name: st.Name, Status: st.State, Source: printmode.SourceDynamic})
+			out = append(out, streamjson.MCPServer{Name: st.Name, Status: st.State, Source: streamjson.SourceDynamic})
 		}
 		return out
 	}

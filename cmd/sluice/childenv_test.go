@@ -7,8 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/testbin"
-	"github.com/sluicehq/sluice/internal/web/fakemodel"
 )
 
 // TestBashChildEnvironment runs the built binary (-p) with a model that

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/printmode/printmodetest"
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/testbin"
 )
 
@@ -21,7 +21,7 @@ import (
 // (the native binary, not the npm package's node wrapper) for three
 // commands: --version, a one-prompt headless run, and a headless run
 // streaming a 100 KB answer, each against a local fake model server
-// (printmodetest: Anthropic's Messages stream for sluice, OpenAI's
+// (fakemodel.Script: Anthropic's Messages stream for sluice, OpenAI's
 // Responses API for Codex). Each iteration runs every command once with
 // each program, one after the other (paired runs, so a change of load
 // meets both); at the end it prints the medians and ranges and the ratios
@@ -173,16 +173,16 @@ func benchRun(b *testing.B, codex bool, answer string, argv []string) (cpuMS, rs
 	home := b.TempDir()
 	env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}
 	if answer != "" {
-		format := printmodetest.Anthropic
+		format := fakemodel.Anthropic
 		if codex {
-			format = printmodetest.OpenAIResponses
+			format = fakemodel.OpenAIResponses
 		}
 		// Spare answers: a client may make requests of its own.
-		answers, err := printmodetest.ParseAnswers([]string{"say:" + answer, "say:ok", "say:ok", "say:ok"})
+		answers, err := fakemodel.ParseReplies([]string{"say:" + answer, "say:ok", "say:ok", "say:ok"})
 		if err != nil {
 			b.Fatal(err)
 		}
-		srv, err := printmodetest.NewServer(format, answers)
+		srv, err := fakemodel.NewScript(format, answers)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -14,7 +14,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/sluicehq/sluice/internal/printmode/printmodetest"
+	"github.com/sluicehq/sluice/internal/fakemodel"
+	"github.com/sluicehq/sluice/internal/streamjson"
 )
 
 // The scripts in testdata/script run the real sluice binary (this test
@@ -25,18 +26,18 @@ import (
 //
 //	fakemodel anthropic|openai|openai-responses ANSWER...
 //	    start a fake model server answering the requests with ANSWERs in
-//	    order (see printmodetest.ParseAnswers) and point sluice at it
+//	    order (see fakemodel.ParseReplies) and point sluice at it
 //	    (ANTHROPIC_BASE_URL, or OPENAI_BASE_URL with /v1)
 //	fakemodel requests
-//	    print what each request carried (printmodetest.Summary)
+//	    print what each request carried (fakemodel.Summary)
 //	linetypes FILE
 //	    check that every line of FILE is a JSON object whose first field is
 //	    "type", and print each line's kind: type, then /subtype or the
 //	    stream event's /type
 //	ccshape [-openai] FILE RECORDING
 //	    compare sluice's stream-json in FILE with Claude Code's RECORDING of
-//	    the same model answers (printmodetest.CompareWithClaudeCode), or
-//	    with the shape of one (RECORDING.shape.json: printmodetest.CompareShape)
+//	    the same model answers (streamjson.CompareWithClaudeCode), or
+//	    with the shape of one (RECORDING.shape.json: streamjson.CompareShape)
 //	exitcode N PROGRAM [ARGS...]
 //	    run PROGRAM as exec does and check that it exits with status N
 //	sessionid FILE
@@ -78,7 +79,7 @@ type fakeKey struct{}
 
 // fakeModels is the script's fake model server, if it started one.
 type fakeModels struct {
-	srv    *printmodetest.Server
+	srv    *fakemodel.Script
 	format string
 }
 
@@ -94,7 +95,7 @@ func cmdFakeModel(ts *testscript.TestScript, neg bool, args []string) {
 		if fm.srv == nil {
 			ts.Fatalf("fakemodel requests: no fake model started")
 		}
-		s, err := printmodetest.Summary(fm.format, fm.srv.Requests())
+		s, err := fakemodel.Summary(fm.format, fm.srv.Requests())
 		ts.Check(err)
 		fmt.Fprint(ts.Stdout(), s)
 		return
@@ -109,13 +110,13 @@ func cmdFakeModel(ts *testscript.TestScript, neg bool, args []string) {
 			specs[i] = ts.MkAbs(a)
 		}
 	}
-	answers, err := printmodetest.ParseAnswers(specs)
+	answers, err := fakemodel.ParseReplies(specs)
 	ts.Check(err)
-	srv, err := printmodetest.NewServer(args[0], answers)
+	srv, err := fakemodel.NewScript(args[0], answers)
 	ts.Check(err)
 	ts.Defer(srv.Close)
 	fm.srv, fm.format = srv, args[0]
-	if args[0] == printmodetest.OpenAI || args[0] == printmodetest.OpenAIResponses {
+	if args[0] == fakemodel.OpenAI || args[0] == fakemodel.OpenAIResponses {
 		ts.Setenv("OPENAI_BASE_URL", srv.URL)
 	} else {
 		ts.Setenv("ANTHROPIC_BASE_URL", srv.URL)
@@ -126,7 +127,7 @@ func cmdLineTypes(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: linetypes FILE")
 	}
-	kinds, err := printmodetest.LineKinds([]byte(ts.ReadFile(args[0])))
+	kinds, err := streamjson.LineKinds([]byte(ts.ReadFile(args[0])))
 	ts.Check(err)
 	for _, k := range kinds {
 		fmt.Fprintln(ts.Stdout(), k)
@@ -134,7 +135,7 @@ func cmdLineTypes(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func cmdCCShape(ts *testscript.TestScript, neg bool, args []string) {
-	opts := printmodetest.CompareOptions{}
+	opts := streamjson.CompareOptions{}
 	if len(args) > 0 && args[0] == "-openai" {
 		opts.OpenAI = true
 		args = args[1:]
@@ -144,9 +145,9 @@ func cmdCCShape(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	var diffs []string
 	if strings.HasSuffix(args[1], ".shape.json") { // a recording of the shape alone
-		diffs = printmodetest.CompareShape([]byte(ts.ReadFile(args[0])), []byte(ts.ReadFile(args[1])))
+		diffs = streamjson.CompareShape([]byte(ts.ReadFile(args[0])), []byte(ts.ReadFile(args[1])))
 	} else {
-		diffs = printmodetest.CompareWithClaudeCode([]byte(ts.ReadFile(args[0])), []byte(ts.ReadFile(args[1])), opts)
+		diffs = streamjson.CompareWithClaudeCode([]byte(ts.ReadFile(args[0])), []byte(ts.ReadFile(args[1])), opts)
 	}
 	switch {
 	case neg && len(diffs) == 0:

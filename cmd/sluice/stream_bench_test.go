@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/printmode/printmodetest"
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/testbin"
 )
 
@@ -41,11 +41,11 @@ func headlessRun(b *testing.B, answer string, argv []string, env []string) (cpu 
 	b.Helper()
 	// A few answers: a client may make requests of its own besides the
 	// prompt's (the first request gets the large answer).
-	answers, err := printmodetest.ParseAnswers([]string{"say:" + answer, "say:ok", "say:ok", "say:ok"})
+	answers, err := fakemodel.ParseReplies([]string{"say:" + answer, "say:ok", "say:ok", "say:ok"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := printmodetest.NewServer(printmodetest.Anthropic, answers)
+	srv, err := fakemodel.NewScript(fakemodel.Anthropic, answers)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/testbin"
-	"github.com/sluicehq/sluice/internal/web/fakemodel"
 )
 
 // TestTypeScriptSDK runs the official ACP TypeScript SDK

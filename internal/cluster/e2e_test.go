@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/cluster/clustertest"
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/natstest"
 	"github.com/sluicehq/sluice/internal/pgtest"
 	"github.com/sluicehq/sluice/internal/testbin"
-	"github.com/sluicehq/sluice/internal/web/fakemodel"
 	"github.com/sluicehq/sluice/protocol"
 )
 

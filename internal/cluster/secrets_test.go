@@ -13,10 +13,10 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/sluicehq/sluice/internal/cluster/clustertest"
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/natstest"
 	"github.com/sluicehq/sluice/internal/pgtest"
 	"github.com/sluicehq/sluice/internal/testbin"
-	"github.com/sluicehq/sluice/internal/web/fakemodel"
 )
 
 // natsConf is the NATS configuration the README shows for a cluster: the

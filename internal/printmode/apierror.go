@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/provider/anthropic/api"
+	"github.com/sluicehq/sluice/internal/streamjson"
 	"github.com/sluicehq/sluice/model"
 )
 
@@ -20,25 +21,6 @@ import (
 // whose result is that text, is_error true and subtype success, without
 // errors. Programs built on the SDK show result to their user: the
 // server's message reaches them.
-
-// apiErrorLine is the assistant line of a run that failed on the API.
-type apiErrorLine struct {
-	Type            string           `json:"type"`
-	Message         assistantMessage `json:"message"`
-	ParentToolUseID *string          `json:"parent_tool_use_id"`
-	SessionID       string           `json:"session_id"`
-	UUID            string           `json:"uuid"`
-	Timestamp       string           `json:"timestamp"`
-	// Error is the kind of failure, in the Agent SDK's words
-	// (SDKAssistantMessageError).
-	Error             string `json:"error"`
-	IsAPIErrorMessage bool   `json:"is_api_error_message"`
-	APIErrorStatus    *int   `json:"api_error_status,omitempty"`
-	APIErrorType      string `json:"api_error_type,omitempty"`
-}
-
-// syntheticModel is the model Claude Code names on a message no model wrote.
-const syntheticModel = "<synthetic>"
 
 // apiFailure reports whether err ended a run on the model's API (or on
 // the way to it), rather than on one of the run's own limits.
@@ -95,17 +77,17 @@ func apiErrorType(err error) string {
 	return ""
 }
 
-func newAPIErrorLine(sessionID string, err error, now time.Time) apiErrorLine {
+func newAPIErrorLine(sessionID string, err error, now time.Time) streamjson.APIErrorLine {
 	_, status := errorKind(err)
 	stop, seq := "stop_sequence", ""
-	return apiErrorLine{
+	return streamjson.APIErrorLine{
 		Type: "assistant",
-		Message: assistantMessage{Message: api.Message{
-			ID: uuid.NewString(), Type: "message", Role: "assistant", Model: syntheticModel,
+		Message: streamjson.AssistantMessage{Message: api.Message{
+			ID: uuid.NewString(), Type: "message", Role: "assistant", Model: streamjson.SyntheticModel,
 			Content:    []any{api.TextBlock{Type: "text", Text: apiErrorText(err)}},
 			StopReason: &stop, StopSequence: &seq,
 		}},
-		SessionID: sessionID, UUID: uuid.NewString(), Timestamp: timestamp(now),
+		SessionID: sessionID, UUID: uuid.NewString(), Timestamp: streamjson.Timestamp(now),
 		Error: assistantErrorKind(err), IsAPIErrorMessage: true,
 		APIErrorStatus: status, APIErrorType: apiErrorType(err),
 	}

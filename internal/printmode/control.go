@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/sluicehq/sluice/internal/streamjson"
 	"github.com/sluicehq/sluice/protocol"
 )
 
@@ -19,26 +20,6 @@ import (
 // asks the host whether a tool may run (can_use_tool), to run the hooks it
 // registered (hook_callback) and to reach its in-process MCP servers
 // (mcp_message).
-
-// controlRequestLine is a control_request, either way.
-type controlRequestLine struct {
-	Type      string `json:"type"`
-	RequestID string `json:"request_id"`
-	Request   any    `json:"request"`
-}
-
-// controlResponseLine answers a control_request, either way.
-type controlResponseLine struct {
-	Type     string          `json:"type"`
-	Response controlResponse `json:"response"`
-}
-
-type controlResponse struct {
-	Subtype   string          `json:"subtype"` // success or error
-	RequestID json.RawMessage `json:"request_id"`
-	Response  any             `json:"response,omitempty"`
-	Error     string          `json:"error,omitempty"`
-}
 
 // incoming is one control line from the host, as read.
 type incoming struct {
@@ -90,7 +71,7 @@ func (o *outbox) ask(ctx context.Context, request any) (json.RawMessage, error) 
 		delete(o.waiting, id)
 		o.mu.Unlock()
 	}()
-	o.w.line(controlRequestLine{Type: "control_request", RequestID: id, Request: request})
+	o.w.line(streamjson.ControlRequestLine{Type: "control_request", RequestID: id, Request: request})
 	o.w.flush()
 	select {
 	case in, ok := <-ch:
@@ -133,13 +114,13 @@ func (o *outbox) close() {
 
 // respond writes the answer to a host's request.
 func (w *writer) respond(id json.RawMessage, response any, err error) {
-	r := controlResponse{Subtype: "success", RequestID: id, Response: response}
+	r := streamjson.ControlResponse{Subtype: "success", RequestID: id, Response: response}
 	if err != nil {
-		r = controlResponse{Subtype: "error", RequestID: id, Error: err.Error()}
+		r = streamjson.ControlResponse{Subtype: "error", RequestID: id, Error: err.Error()}
 	} else if r.Response == nil {
 		r.Response = struct{}{}
 	}
-	w.line(controlResponseLine{Type: "control_response", Response: r})
+	w.line(streamjson.ControlResponseLine{Type: "control_response", Response: r})
 	w.flush()
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sluicehq/sluice/internal/provider/anthropic/api"
+	"github.com/sluicehq/sluice/internal/streamjson"
 	"github.com/sluicehq/sluice/model"
 )
 
@@ -42,7 +43,7 @@ func deltaLineMatches(t *testing.T, kind model.DeltaType, index int, text, sessi
 		t.Fatalf("deltaLine does not write delta kind %d", kind)
 	}
 	want := written(func(w *writer) {
-		w.line(streamEventLine{
+		w.line(streamjson.StreamEventLine{
 			Type: "stream_event", Event: api.ContentBlockDeltaEvent{Type: "content_block_delta", Index: index, Delta: delta},
 			SessionID: session, UUID: head.UUID, APIMessageID: msgID,
 		})

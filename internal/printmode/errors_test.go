@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/agent"
-	"github.com/sluicehq/sluice/internal/printmode/printmodetest"
 	"github.com/sluicehq/sluice/internal/provider"
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/provider/anthropic"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/protocol"
@@ -132,9 +132,9 @@ func TestErrorsAsClaudeCode(t *testing.T) {
 // newErrorSession is a session against a fake model that answers with
 // answers, retrying twice and running tools (the Agent tool too) without
 // asking.
-func newErrorSession(t *testing.T, maxTurns int, answers []printmodetest.Answer) *agent.Session {
+func newErrorSession(t *testing.T, maxTurns int, answers []fakemodel.Reply) *agent.Session {
 	t.Helper()
-	srv, err := printmodetest.NewServer(printmodetest.Anthropic, answers)
+	srv, err := fakemodel.NewScript(fakemodel.Anthropic, answers)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/agentdefs"
 	"github.com/sluicehq/sluice/internal/hooks"
+	"github.com/sluicehq/sluice/internal/streamjson"
 	"github.com/sluicehq/sluice/protocol"
 	"github.com/sluicehq/sluice/tool"
 )
@@ -97,7 +98,7 @@ type host struct {
 	disabled  map[string]bool          // MCP servers toggled off
 	mode      string                   // as the host named it (dontAsk, auto, ...)
 	lastInput int                      // the context's tokens, from the last response
-	sdkStatus []MCPServer              // the host's in-process servers
+	sdkStatus []streamjson.MCPServer   // the host's in-process servers
 	spent     float64                  // the session's cost so far, for MaxBudgetUSD
 	// sessionState is the last system/session_state_changed written.
 	sessionState string
@@ -105,7 +106,7 @@ type host struct {
 	results int
 	// decided are the permission decisions made here (hooks, rules, the
 	// host's can_use_tool), by tool call id, for tool_result_meta.
-	decided map[string]permissionDecision
+	decided map[string]decision
 	// deniedStop is the denial with interrupt: true that stopped the turn.
 	deniedStop *agent.Denial
 	// structured is the StructuredOutput tool, when a schema was given.
@@ -122,7 +123,7 @@ func newHost(cfg Config, w *writer, sess *agent.Session) *host {
 	h := &host{
 		cfg: cfg, w: w, out: newOutbox(w), open: cfg.Open, opened: make(chan struct{}), drained: make(chan struct{}),
 		hooks: map[string][]hookMatcher{}, disabled: map[string]bool{}, mode: cfg.PermissionMode,
-		decided: map[string]permissionDecision{},
+		decided: map[string]decision{},
 	}
 	if sess != nil {
 		h.sess, h.preset = sess, true
@@ -356,7 +357,7 @@ func (h *host) initialize(id, raw json.RawMessage) {
 		}
 		init.Tools = append(init.Tools, tools...)
 		h.mu.Lock()
-		h.sdkStatus = append(h.sdkStatus, MCPServer{Name: name, Status: status, Source: SourceSDK})
+		h.sdkStatus = append(h.sdkStatus, streamjson.MCPServer{Name: name, Status: status, Source: streamjson.SourceSDK})
 		h.mu.Unlock()
 	}
 	sess, err := h.openWith(init)
@@ -397,8 +398,8 @@ func (h *host) initializeResponse(sess *agent.Session, mcpApplied bool) map[stri
 		"hooks_applied":           true,
 		"sluice_version":          h.cfg.Version,
 		"pid":                     os.Getpid(),
-		"claude_code_version":     ClaudeCodeVersion,
-		"capabilities":            capabilities,
+		"claude_code_version":     streamjson.ClaudeCodeVersion,
+		"capabilities":            streamjson.Capabilities,
 		"analytics_disabled":      true,
 		"fast_mode_state":         "off",
 		// initialize is answered before any turn has started.
@@ -527,14 +528,14 @@ func (h *host) answer(_ context.Context, sess *agent.Session, subtype string, ra
 
 // mcpServers are the MCP servers with their states, as McpServerStatus
 // declares them.
-func (h *host) mcpServers() []MCPServer {
+func (h *host) mcpServers() []streamjson.MCPServer {
 	servers := h.cfg.MCPServers
 	if h.cfg.MCPStatus != nil {
 		servers = h.cfg.MCPStatus()
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := append(append([]MCPServer{}, servers...), h.sdkStatus...)
+	out := append(append([]streamjson.MCPServer{}, servers...), h.sdkStatus...)
 	for i, s := range out {
 		if h.disabled[s.Name] {
 			out[i].Status = "disabled"
@@ -644,10 +645,10 @@ func (h *host) permissionRequestHooks(ctx context.Context, req protocol.Permissi
 			if len(in) == 0 || string(in) == "null" {
 				in = nil
 			}
-			h.decide(req.ToolID, permissionDecision{Decision: "accept", Source: "hook"})
+			h.decide(req.ToolID, streamjson.PermissionDecision{Decision: "accept", Source: "hook"}, false)
 			return agent.Verdict{Decision: protocol.DecisionAllow, Input: in}, true
 		case "deny":
-			h.decide(req.ToolID, permissionDecision{Decision: "reject", Source: "hook", stopped: d.Interrupt})
+			h.decide(req.ToolID, streamjson.PermissionDecision{Decision: "reject", Source: "hook"}, d.Interrupt)
 			if d.Interrupt {
 				h.stopTurn(agent.Denial{ToolID: req.ToolID, Name: req.Name, Input: string(input)})
 			}
@@ -661,9 +662,9 @@ func (h *host) preToolUse(ctx context.Context, call agent.ToolCall) agent.Verdic
 	v, source, reason := h.preToolUseVerdict(ctx, call)
 	switch v.Decision {
 	case protocol.DecisionAllow:
-		h.decide(call.ID, permissionDecision{Decision: "accept", Source: source, ReasonType: reason})
+		h.decide(call.ID, streamjson.PermissionDecision{Decision: "accept", Source: source, ReasonType: reason}, false)
 	case protocol.DecisionDeny:
-		h.decide(call.ID, permissionDecision{Decision: "reject", Source: source, ReasonType: reason})
+		h.decide(call.ID, streamjson.PermissionDecision{Decision: "reject", Source: source, ReasonType: reason}, false)
 	}
 	return v
 }
@@ -699,14 +700,22 @@ func (h *host) preToolUseVerdict(ctx context.Context, call agent.ToolCall) (v ag
 	return v, "hook", ""
 }
 
-func (h *host) decide(toolID string, d permissionDecision) {
+// decision is a permission decision made here about a tool call, and
+// whether the denial also stopped the turn (interrupt: true), which Claude
+// Code reports as a user rejection, not a decision.
+type decision struct {
+	streamjson.PermissionDecision
+	stopped bool
+}
+
+func (h *host) decide(toolID string, d streamjson.PermissionDecision, stopped bool) {
 	h.mu.Lock()
-	h.decided[toolID] = d
+	h.decided[toolID] = decision{PermissionDecision: d, stopped: stopped}
 	h.mu.Unlock()
 }
 
 // decision is the permission decision made here about a tool call, if any.
-func (h *host) decision(toolID string) (permissionDecision, bool) {
+func (h *host) decision(toolID string) (decision, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	d, ok := h.decided[toolID]
@@ -757,10 +766,10 @@ func (h *host) canUseTool(ctx context.Context, req protocol.PermissionRequest) a
 		if len(in) == 0 || string(in) == "null" {
 			in = nil
 		}
-		h.decide(req.ToolID, permissionDecision{Decision: "accept", Source: "user_temporary"})
+		h.decide(req.ToolID, streamjson.PermissionDecision{Decision: "accept", Source: "user_temporary"}, false)
 		return agent.Verdict{Decision: protocol.DecisionAllow, Input: in}
 	}
-	h.decide(req.ToolID, permissionDecision{Decision: "reject", Source: "user_reject", stopped: ans.Interrupt})
+	h.decide(req.ToolID, streamjson.PermissionDecision{Decision: "reject", Source: "user_reject"}, ans.Interrupt)
 	if ans.Interrupt {
 		// As in Claude Code, the turn ends here: the denial is the
 		// call's result and the model is not asked again.

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/agent"
-	"github.com/sluicehq/sluice/internal/printmode/printmodetest"
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/provider/anthropic"
 	"github.com/sluicehq/sluice/model"
 )
@@ -16,7 +16,7 @@ import (
 // reaches the model as an image block after the text.
 func TestStreamJSONImageReachesTheModel(t *testing.T) {
 	t.Parallel()
-	srv, err := printmodetest.NewServer(printmodetest.Anthropic, answers(t, "say:A red square."))
+	srv, err := fakemodel.NewScript(fakemodel.Anthropic, answers(t, "say:A red square."))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/hooks"
+	"github.com/sluicehq/sluice/internal/streamjson"
 )
 
 // HookRelay carries the command hooks' lifecycle (hooks.Runner.Observe)
@@ -36,34 +37,6 @@ func (r *HookRelay) attach(to func(hooks.Lifecycle)) {
 	r.mu.Lock()
 	r.to = to
 	r.mu.Unlock()
-}
-
-// hookStartedLine and hookResponseLine are a hook command's start and end,
-// as Claude Code writes them with --include-hook-events.
-type hookStartedLine struct {
-	Type      string `json:"type"`
-	Subtype   string `json:"subtype"`
-	HookID    string `json:"hook_id"`
-	HookName  string `json:"hook_name"`
-	HookEvent string `json:"hook_event"`
-	UUID      string `json:"uuid"`
-	SessionID string `json:"session_id"`
-}
-
-type hookResponseLine struct {
-	Type      string `json:"type"`
-	Subtype   string `json:"subtype"`
-	HookID    string `json:"hook_id"`
-	HookName  string `json:"hook_name"`
-	HookEvent string `json:"hook_event"`
-	// Output is stderr then stdout, as Claude Code joins them.
-	Output    string `json:"output"`
-	Stdout    string `json:"stdout"`
-	Stderr    string `json:"stderr"`
-	ExitCode  int    `json:"exit_code"`
-	Outcome   string `json:"outcome"`
-	UUID      string `json:"uuid"`
-	SessionID string `json:"session_id"`
 }
 
 // hookLines puts a run's hook lines where Claude Code has them: after
@@ -173,13 +146,13 @@ func (h *hookLines) end() {
 func (w *writer) hookLine(l hooks.Lifecycle) {
 	session := w.sessionID()
 	if !l.Done {
-		w.line(hookStartedLine{
+		w.line(streamjson.HookStartedLine{
 			Type: "system", Subtype: "hook_started", HookID: l.ID, HookName: l.Name, HookEvent: string(l.Event),
 			UUID: uuid.NewString(), SessionID: session,
 		})
 		return
 	}
-	w.line(hookResponseLine{
+	w.line(streamjson.HookResponseLine{
 		Type: "system", Subtype: "hook_response", HookID: l.ID, HookName: l.Name, HookEvent: string(l.Event),
 		Output: l.Stderr + l.Stdout, Stdout: l.Stdout, Stderr: l.Stderr, ExitCode: l.ExitCode, Outcome: l.Outcome,
 		UUID: uuid.NewString(), SessionID: session,
@@ -203,15 +176,6 @@ const (
 	SessionStateAll = "all"
 )
 
-type sessionStateLine struct {
-	Type        string `json:"type"`
-	Subtype     string `json:"subtype"`
-	State       string `json:"state"`
-	SDKHostOnly bool   `json:"sdk_host_only,omitempty"`
-	UUID        string `json:"uuid"`
-	SessionID   string `json:"session_id"`
-}
-
 // state writes a system/session_state_changed line when the host wants
 // them and the state changed.
 func (h *host) state(s string) {
@@ -225,7 +189,7 @@ func (h *host) state(s string) {
 	if same {
 		return
 	}
-	h.w.line(sessionStateLine{
+	h.w.line(streamjson.SessionStateLine{
 		Type: "system", Subtype: "session_state_changed", State: s, SDKHostOnly: h.cfg.SessionState == SessionStateHost,
 		UUID: uuid.NewString(), SessionID: h.w.sessionID(),
 	})

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/hooks"
-	"github.com/sluicehq/sluice/internal/printmode/printmodetest"
 	"github.com/sluicehq/sluice/internal/provider/anthropic"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/protocol"
@@ -20,9 +20,9 @@ import (
 
 // fakeSession is a session on a fake Anthropic server answering with
 // answers, shaped by opts; it returns the server too, for the requests.
-func fakeSession(t *testing.T, opts agent.Options, specs ...string) (*agent.Session, *printmodetest.Server) {
+func fakeSession(t *testing.T, opts agent.Options, specs ...string) (*agent.Session, *fakemodel.Script) {
 	t.Helper()
-	srv, err := printmodetest.NewServer(printmodetest.Anthropic, answers(t, specs...))
+	srv, err := fakemodel.NewScript(fakemodel.Anthropic, answers(t, specs...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func fakeSession(t *testing.T, opts agent.Options, specs ...string) (*agent.Sess
 	return sess, srv
 }
 
-func requestModels(t *testing.T, srv *printmodetest.Server) []string {
+func requestModels(t *testing.T, srv *fakemodel.Script) []string {
 	t.Helper()
 	var out []string
 	for _, r := range srv.Requests() {
@@ -133,7 +133,7 @@ func TestToolResultMeta(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			srv, err := printmodetest.NewServer(printmodetest.Anthropic, answers(t, "bash:touch x", "say:Done."))
+			srv, err := fakemodel.NewScript(fakemodel.Anthropic, answers(t, "bash:touch x", "say:Done."))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -280,7 +280,7 @@ func TestResumeAt(t *testing.T) {
 func TestAwaitInitialize(t *testing.T) {
 	t.Parallel()
 	for _, await := range []bool{false, true} {
-		srv, err := printmodetest.NewServer(printmodetest.Anthropic, answers(t, "say:Hi."))
+		srv, err := fakemodel.NewScript(fakemodel.Anthropic, answers(t, "say:Hi."))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/internal/streamjson"
 )
 
 // written returns what write wrote through a new writer.
@@ -38,7 +40,7 @@ func TestLineWithIsLine(t *testing.T) {
 	for name, text := range long {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			line := resultLine{Type: "result", Subtype: "success", Result: &text, SessionID: "s"}
+			line := streamjson.ResultLine{Type: "result", Subtype: "success", Result: &text, SessionID: "s"}
 			want := written(func(w *writer) { w.line(line) })
 			got := written(func(w *writer) { w.lineWith(&line, line.Result) })
 			if got != want {
@@ -50,7 +52,7 @@ func TestLineWithIsLine(t *testing.T) {
 			// A text block in an assistant line, and a field that is not
 			// the line's own (written whole).
 			block := &textBlockLine{Type: "text", Text: text}
-			a := assistantLine{Type: "assistant", Message: assistantMessage{}, SessionID: "s"}
+			a := streamjson.AssistantLine{Type: "assistant", Message: streamjson.AssistantMessage{}, SessionID: "s"}
 			a.Message.Content = []any{block}
 			want = written(func(w *writer) { w.line(a) })
 			if got := written(func(w *writer) { w.lineWith(&a, &block.Text) }); got != want {

@@ -26,6 +26,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/streamjson"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/protocol"
 )
@@ -52,14 +53,14 @@ type Config struct {
 	Version      string
 	// MCPServers are the configured MCP servers (system/init's
 	// mcp_servers).
-	MCPServers []MCPServer
+	MCPServers []streamjson.MCPServer
 	// SDKMCPServers are the servers --mcp-config gives as "type": "sdk":
 	// the host's in-process servers, reached through mcp_message as those
 	// its initialize names (the Agent SDK names them in both places).
 	SDKMCPServers []string
 	// MCPStatus, when set, reports the MCP servers instead of MCPServers
 	// (servers the host's initialize adds start after Run begins).
-	MCPStatus func() []MCPServer
+	MCPStatus func() []streamjson.MCPServer
 	// AddDirs are the directories besides the working directory that the
 	// tools may use (system/init's additional_directories).
 	AddDirs []string
@@ -300,15 +301,15 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 	return code
 }
 
-func (h *host) initLine(s *agent.Session) initLine {
-	return initLine{
+func (h *host) initLine(s *agent.Session) streamjson.InitLine {
+	return streamjson.InitLine{
 		Type: "system", Subtype: "init", CWD: s.WorkDir(), SessionID: s.ID(),
 		Tools: initTools(s), MCPServers: h.mcpServers(), Model: s.Model(),
 		PermissionMode: h.reportedMode(s), SlashCommands: []string{}, APIKeySource: h.cfg.APIKeySource,
 		SluiceVersion: h.cfg.Version, OutputStyle: "default", Agents: s.SubagentNames(), Skills: []string{},
 		Plugins: []any{}, UUID: uuid.NewString(),
 		AdditionalDirs:    append([]string{}, h.cfg.AddDirs...),
-		ClaudeCodeVersion: ClaudeCodeVersion, Capabilities: capabilities, OriginalCWD: s.WorkDir(),
+		ClaudeCodeVersion: streamjson.ClaudeCodeVersion, Capabilities: streamjson.Capabilities, OriginalCWD: s.WorkDir(),
 		AnalyticsDisabled: true, ProductFeedbackDisabled: true, FastModeState: "off",
 		TerminalSlashCommands: []string{}, ViewMode: "default", PerTurnEffortActive: h.cfg.Effort != "",
 		Betas: h.cfg.Betas, Effort: h.cfg.Effort,
@@ -604,7 +605,7 @@ func (h *host) inputFailed(err error) {
 }
 
 // numbered gives a result line its index among the process's results.
-func (h *host) numbered(line resultLine) resultLine {
+func (h *host) numbered(line streamjson.ResultLine) streamjson.ResultLine {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	line.ResultIndex = h.results
@@ -624,13 +625,13 @@ func roundCost(usd float64) float64 { return math.Round(usd*1e9) / 1e9 }
 // true and the failure's text as its result (apiErrorText); one stopped
 // by a limit or aborted has an error_* subtype, no result and its cause
 // in errors.
-func newResultLine(sess *agent.Session, res agent.Result, answer string, err error, d time.Duration) resultLine {
-	line := resultLine{
+func newResultLine(sess *agent.Session, res agent.Result, answer string, err error, d time.Duration) streamjson.ResultLine {
+	line := streamjson.ResultLine{
 		Type: "result", Subtype: "success",
 		DurationMs: d.Milliseconds(), DurationAPIMs: res.APIDuration.Milliseconds(),
 		NumTurns: res.Turns, Result: &answer, StopReason: nullable(res.StopReason), ContinuedAfter: res.Continued,
 		SessionID: sess.ID(), TotalCostUSD: roundCost(res.CostUSD), Usage: sessionUsageOf(res.Usage),
-		ModelUsage: map[string]modelUsage{}, PermissionDenials: denials(res.Denials),
+		ModelUsage: map[string]streamjson.ModelUsage{}, PermissionDenials: denials(res.Denials),
 		FastModeState: "off", UUID: uuid.NewString(),
 	}
 	// total_cost_usd and modelUsage count the subagents' responses too;
@@ -640,14 +641,14 @@ func newResultLine(sess *agent.Session, res agent.Result, answer string, err err
 		own -= r.CostUSD
 	}
 	if res.Turns > 0 {
-		line.ModelUsage[cmp.Or(res.FallbackModel, sess.Model())] = modelUsage{
+		line.ModelUsage[cmp.Or(res.FallbackModel, sess.Model())] = streamjson.ModelUsage{
 			InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
 			CacheReadInputTokens: res.Usage.CacheReadInputTokens, CacheCreationInputTokens: res.Usage.CacheCreationInputTokens,
 			CostUSD: roundCost(own),
 		}
 	}
 	if len(res.Subagents) > 0 {
-		st := &subagentStats{ByType: map[string]int{}}
+		st := &streamjson.SubagentStats{ByType: map[string]int{}}
 		for _, r := range res.Subagents {
 			st.Spawned++
 			st.ByType[r.Type]++

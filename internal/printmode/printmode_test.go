@@ -17,9 +17,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluicehq/sluice/agent"
-	"github.com/sluicehq/sluice/internal/printmode/printmodetest"
 	"github.com/sluicehq/sluice/internal/provider"
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/provider/anthropic"
+	"github.com/sluicehq/sluice/internal/streamjson"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/protocol"
 	"github.com/sluicehq/sluice/wire"
@@ -29,14 +30,14 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // newSession starts a session on a fake Anthropic server that answers
 // with answers, without retries; both end with the test.
-func newSession(t *testing.T, answers ...printmodetest.Answer) *agent.Session {
+func newSession(t *testing.T, answers ...fakemodel.Reply) *agent.Session {
 	t.Helper()
 	return newSessionRetrying(t, -1, answers...)
 }
 
-func newSessionRetrying(t *testing.T, retries int, answers ...printmodetest.Answer) *agent.Session {
+func newSessionRetrying(t *testing.T, retries int, answers ...fakemodel.Reply) *agent.Session {
 	t.Helper()
-	srv, err := printmodetest.NewServer(printmodetest.Anthropic, answers)
+	srv, err := fakemodel.NewScript(fakemodel.Anthropic, answers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,9 +55,9 @@ func newSessionRetrying(t *testing.T, retries int, answers ...printmodetest.Answ
 	return sess
 }
 
-func answers(t *testing.T, specs ...string) []printmodetest.Answer {
+func answers(t *testing.T, specs ...string) []fakemodel.Reply {
 	t.Helper()
-	as, err := printmodetest.ParseAnswers(specs)
+	as, err := fakemodel.ParseReplies(specs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func TestInitAndRetryLines(t *testing.T) {
 	code := Run(t.Context(), sess, "hello", Config{
 		OutputFormat: FormatStreamJSON, Model: "test-model", PermissionMode: "default",
 		APIKeySource: "ANTHROPIC_API_KEY", Version: "1.2.3", AddDirs: []string{"/srv/data"},
-		MCPServers: []MCPServer{{Name: "files", Status: "connected", Source: SourceDynamic}, {Name: "broken", Status: "failed", Source: SourceDynamic}},
+		MCPServers: []streamjson.MCPServer{{Name: "files", Status: "connected", Source: streamjson.SourceDynamic}, {Name: "broken", Status: "failed", Source: streamjson.SourceDynamic}},
 		MaxRetries: 3, Stdout: &stdout, Stderr: &stderr,
 	})
 	if code != 0 {
@@ -255,7 +256,7 @@ func TestRecordedStreamsPassThrough(t *testing.T) {
 			}
 			// The tool use of tool_use_response.sse asks for a tool that
 			// does not exist; the model's second answer ends the run.
-			sess := newSession(t, printmodetest.Answer{Raw: body}, answers(t, "say:Done.")[0])
+			sess := newSession(t, fakemodel.Reply{Raw: body}, answers(t, "say:Done.")[0])
 			var stdout, stderr bytes.Buffer
 			code := Run(t.Context(), sess, "hello", Config{
 				OutputFormat: FormatStreamJSON, IncludePartial: true, Stdout: &stdout, Stderr: &stderr,
@@ -509,7 +510,7 @@ func (r repeatReader) Read(p []byte) (int, error) {
 // system/init.
 func TestControlProtocol(t *testing.T) {
 	t.Parallel()
-	srv, err := printmodetest.NewServer(printmodetest.Anthropic, answers(t, "say:Hi."))
+	srv, err := fakemodel.NewScript(fakemodel.Anthropic, answers(t, "say:Hi."))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -593,7 +594,7 @@ func TestControlProtocol(t *testing.T) {
 // without asking the model.
 func TestMaxBudget(t *testing.T) {
 	t.Parallel()
-	srv, err := printmodetest.NewServer(printmodetest.Anthropic, answers(t, "bash:echo hi", "say:never asked"))
+	srv, err := fakemodel.NewScript(fakemodel.Anthropic, answers(t, "bash:echo hi", "say:never asked"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/agent"
-	"github.com/sluicehq/sluice/internal/printmode/printmodetest"
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/provider/anthropic"
 )
 
@@ -92,9 +92,9 @@ func (f *fakeHost) serve(out io.Reader) {
 // runHost runs print mode with stream-json both ways against a fake model
 // answering specs; script writes the host's lines, and the input ends with
 // the first result.
-func runHost(t *testing.T, cfg Config, deny map[string]any, specs []string, script func(*fakeHost), onResult ...func(*fakeHost)) (code int, f *fakeHost, srv *printmodetest.Server, stderr string) {
+func runHost(t *testing.T, cfg Config, deny map[string]any, specs []string, script func(*fakeHost), onResult ...func(*fakeHost)) (code int, f *fakeHost, srv *fakemodel.Script, stderr string) {
 	t.Helper()
-	srv, err := printmodetest.NewServer(printmodetest.Anthropic, answers(t, specs...))
+	srv, err := fakemodel.NewScript(fakemodel.Anthropic, answers(t, specs...))
 	if err != nil {
 		t.Fatal(err)
 	}

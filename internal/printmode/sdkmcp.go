@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/sluicehq/sluice/internal/streamjson"
 	"github.com/sluicehq/sluice/tool"
 )
 
@@ -56,7 +57,7 @@ func (h *host) unreachedSDKServers() {
 	for _, name := range h.cfg.SDKMCPServers {
 		fmt.Fprintf(h.cfg.Stderr, "sluice: MCP server %s: its type is sdk (served by the program driving sluice) and no initialize request came from that program\n", name)
 		h.sdkMCP = append(h.sdkMCP, name)
-		h.sdkStatus = append(h.sdkStatus, MCPServer{Name: name, Status: "failed"})
+		h.sdkStatus = append(h.sdkStatus, streamjson.MCPServer{Name: name, Status: "failed"})
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/agent"
-	"github.com/sluicehq/sluice/internal/printmode/printmodetest"
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/provider/anthropic"
 )
 
@@ -37,7 +37,7 @@ func TestStructuredOutputEndsTheRun(t *testing.T) {
 	if err := os.WriteFile(path, []byte(call), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := printmodetest.NewServer(printmodetest.Anthropic, answers(t, path, "say:Not asked again."))
+	srv, err := fakemodel.NewScript(fakemodel.Anthropic, answers(t, path, "say:Not asked again."))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sluicehq/sluice/internal/streamjson"
 	"github.com/sluicehq/sluice/protocol"
 )
 
@@ -47,60 +48,6 @@ func (tl *taskLines) running() []protocol.Task {
 	return tl.list.Tasks()
 }
 
-type backgroundTasksLine struct {
-	Type      string           `json:"type"`
-	Subtype   string           `json:"subtype"`
-	Tasks     []backgroundTask `json:"tasks"`
-	UUID      string           `json:"uuid"`
-	SessionID string           `json:"session_id"`
-}
-
-type backgroundTask struct {
-	TaskID      string `json:"task_id"`
-	TaskType    string `json:"task_type"`
-	Description string `json:"description"`
-}
-
-type bashTaskStartedLine struct {
-	Type           string `json:"type"`
-	Subtype        string `json:"subtype"`
-	TaskID         string `json:"task_id"`
-	ToolUseID      string `json:"tool_use_id"`
-	Description    string `json:"description"`
-	IsBackgrounded bool   `json:"is_backgrounded"`
-	TaskType       string `json:"task_type"`
-	UUID           string `json:"uuid"`
-	SessionID      string `json:"session_id"`
-}
-
-type taskUpdatedLine struct {
-	Type      string    `json:"type"`
-	Subtype   string    `json:"subtype"`
-	TaskID    string    `json:"task_id"`
-	Patch     taskPatch `json:"patch"`
-	UUID      string    `json:"uuid"`
-	SessionID string    `json:"session_id"`
-}
-
-type taskPatch struct {
-	Status  string `json:"status"`
-	EndTime int64  `json:"end_time"`
-}
-
-type bashTaskNotificationLine struct {
-	Type      string `json:"type"`
-	Subtype   string `json:"subtype"`
-	TaskID    string `json:"task_id"`
-	ToolUseID string `json:"tool_use_id"`
-	Status    string `json:"status"`
-	// OutputFile is "": sluice keeps a command's output for BashOutput,
-	// in no file.
-	OutputFile string `json:"output_file"`
-	Summary    string `json:"summary"`
-	UUID       string `json:"uuid"`
-	SessionID  string `json:"session_id"`
-}
-
 // take applies ev and, with w, writes the lines it calls for; now is
 // read only for a line that says when (a task's end).
 func (tl *taskLines) take(w *writer, ev protocol.Event, now func() time.Time) {
@@ -114,25 +61,25 @@ func (tl *taskLines) take(w *writer, ev protocol.Event, now func() time.Time) {
 		return
 	}
 	set := func() {
-		tasks := []backgroundTask{}
+		tasks := []streamjson.BackgroundTask{}
 		for _, t := range tl.list.Tasks() {
-			tasks = append(tasks, backgroundTask{TaskID: t.TaskID, TaskType: "local_bash", Description: t.Description})
+			tasks = append(tasks, streamjson.BackgroundTask{TaskID: t.TaskID, TaskType: "local_bash", Description: t.Description})
 		}
-		w.line(backgroundTasksLine{Type: "system", Subtype: "background_tasks_changed", Tasks: tasks, UUID: uuid.NewString(), SessionID: w.session})
+		w.line(streamjson.BackgroundTasksLine{Type: "system", Subtype: "background_tasks_changed", Tasks: tasks, UUID: uuid.NewString(), SessionID: w.session})
 	}
 	switch {
 	case e.State == protocol.TaskRunning && !held:
 		set()
-		w.line(bashTaskStartedLine{
+		w.line(streamjson.BashTaskStartedLine{
 			Type: "system", Subtype: "task_started", TaskID: e.TaskID, ToolUseID: e.ToolID,
 			Description: e.Description, IsBackgrounded: true, TaskType: "local_bash",
 			UUID: uuid.NewString(), SessionID: w.session,
 		})
 	case e.State == protocol.TaskEnded && held:
 		status, how := taskStatus(e.Status)
-		w.line(taskUpdatedLine{Type: "system", Subtype: "task_updated", TaskID: e.TaskID,
-			Patch: taskPatch{Status: status, EndTime: now().UnixMilli()}, UUID: uuid.NewString(), SessionID: w.session})
-		w.line(bashTaskNotificationLine{
+		w.line(streamjson.TaskUpdatedLine{Type: "system", Subtype: "task_updated", TaskID: e.TaskID,
+			Patch: streamjson.TaskPatch{Status: status, EndTime: now().UnixMilli()}, UUID: uuid.NewString(), SessionID: w.session})
+		w.line(streamjson.BashTaskNotificationLine{
 			Type: "system", Subtype: "task_notification", TaskID: e.TaskID, ToolUseID: e.ToolID, Status: status,
 			Summary: fmt.Sprintf("Background command %q %s", firstLine(e.Description), how),
 			UUID:    uuid.NewString(), SessionID: w.session,

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/streamjson"
 	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
 )
@@ -70,7 +71,7 @@ func TestBackgroundCommandsAtTheEndOfARun(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut.String())
 			}
-			var res resultLine
+			var res streamjson.ResultLine
 			if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 				t.Fatalf("%v: %s", err, out.String())
 			}

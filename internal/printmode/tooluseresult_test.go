@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/agent"
-	"github.com/sluicehq/sluice/internal/printmode/printmodetest"
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/provider/anthropic"
 	"github.com/sluicehq/sluice/protocol"
 )
@@ -143,7 +143,7 @@ func fileToolUseResults(t *testing.T, dir string, calls []string) []any {
 	if err := os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hello\nworld\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := printmodetest.NewServer(printmodetest.Anthropic, answers(t, append(calls, "say:done")...))
+	srv, err := fakemodel.NewScript(fakemodel.Anthropic, answers(t, append(calls, "say:done")...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/provider/anthropic/api"
+	"github.com/sluicehq/sluice/internal/streamjson"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/protocol"
 )
@@ -60,7 +61,7 @@ type translator struct {
 	tools map[string]bool // ids of the tool calls of this run
 	// decided, when set, is the permission decision print mode's host
 	// made about a tool call (tool_result_meta).
-	decided func(toolID string) (permissionDecision, bool)
+	decided func(toolID string) (decision, bool)
 
 	// parent is the Agent call whose subagent's lines this translator
 	// writes (nil for the session's own).
@@ -76,7 +77,7 @@ type translator struct {
 	toolUses int
 	prompt   string
 	call     string // the Agent call's parameters
-	who      subagentFields
+	who      streamjson.SubagentFields
 	// calls are the parameters of this stream's tool calls once they run.
 	calls map[string]string
 	// spliced keeps a retried attempt's stream events from repeating what
@@ -134,7 +135,7 @@ func (t *translator) subagent(id string) *translator {
 			SubagentType string `json:"subagent_type"`
 		}
 		_ = json.Unmarshal([]byte(sub.call), &in)
-		sub.who = subagentFields{AgentID: id, SubagentType: cmp.Or(in.SubagentType, agent.GeneralPurpose.Name), TaskDescription: in.Description}
+		sub.who = streamjson.SubagentFields{AgentID: id, SubagentType: cmp.Or(in.SubagentType, agent.GeneralPurpose.Name), TaskDescription: in.Description}
 		sub.decided = t.decided
 		sub.started = t.now()
 		t.subagents[id] = sub
@@ -175,22 +176,22 @@ func (t *translator) item(it agent.Item) {
 			content = e.Error
 		}
 		failed := e.Success == nil || !*e.Success
-		meta := toolResultMeta{ID: e.ToolID}
-		d, ok := permissionDecision{}, false
+		meta := streamjson.ToolResultMeta{ID: e.ToolID}
+		d, ok := decision{}, false
 		if t.decided != nil {
 			d, ok = t.decided(e.ToolID)
 		}
 		switch {
 		case ok:
-			meta.PermissionDecision = &d
+			meta.PermissionDecision = &d.PermissionDecision
 		case !failed || (e.Result != nil && *e.Result != ""):
 			// It ran: the permission mode let it.
-			meta.PermissionDecision = &permissionDecision{Decision: "accept", Source: "config", ReasonType: "mode"}
+			meta.PermissionDecision = &streamjson.PermissionDecision{Decision: "accept", Source: "config", ReasonType: "mode"}
 		default:
 			// Refused before it ran, by the mode (a call that cannot
 			// run at all, an unknown tool, is refused the same way).
-			d = permissionDecision{Decision: "reject", Source: "config", ReasonType: "mode"}
-			meta.PermissionDecision = &d
+			d = decision{PermissionDecision: streamjson.PermissionDecision{Decision: "reject", Source: "config", ReasonType: "mode"}}
+			meta.PermissionDecision = &d.PermissionDecision
 		}
 		if meta.PermissionDecision.Decision == "reject" {
 			meta.NonExecutionKind = "permission-rule"
@@ -202,7 +203,7 @@ func (t *translator) item(it agent.Item) {
 		case e.Name == "Bash":
 			// Claude Code's Bash result object; its stdout holds the
 			// command's output, stderr merged in, as sluice's does.
-			shown = bashResult{Stdout: content}
+			shown = streamjson.BashResult{Stdout: content}
 		case e.File != nil:
 			if r := fileResult(e.Name, e.Parameters, e.File); r != nil {
 				shown = r
@@ -214,23 +215,23 @@ func (t *translator) item(it agent.Item) {
 		if sub := t.subagents[e.ToolID]; sub != nil && (e.Name == "Agent" || e.Name == "Task") {
 			r := sub.result(e, content, failed)
 			shown = r
-			t.w.line(taskNotificationLine{
+			t.w.line(streamjson.TaskNotificationLine{
 				Type: "system", Subtype: "task_notification", TaskID: e.ToolID, ToolUseID: e.ToolID,
 				Status: r.Status, Summary: firstLine(content),
-				Usage:     taskUsage{TotalTokens: r.TotalTokens, ToolUses: r.TotalToolUseCount, DurationMs: r.TotalDurationMs},
+				Usage:     streamjson.TaskUsage{TotalTokens: r.TotalTokens, ToolUses: r.TotalToolUseCount, DurationMs: r.TotalDurationMs},
 				SessionID: t.w.session, UUID: uuid.NewString(),
 			})
 		}
-		t.w.line(userLine{
+		t.w.line(streamjson.UserLine{
 			Type: "user",
-			Message: userMessage{Role: "user", Content: []toolResult{{
+			Message: streamjson.UserMessage{Role: "user", Content: []streamjson.ToolResult{{
 				ToolUseID: e.ToolID, Type: "tool_result", Content: content,
 				IsError: failed,
 			}}},
 			ParentToolUseID: t.parent,
-			SessionID:       t.w.session, UUID: toolResultUUID(e.MessageID, e.ToolID), Timestamp: timestamp(t.now()),
-			ToolUseResult: shown, ToolResultMeta: []toolResultMeta{meta},
-			subagentFields: t.who,
+			SessionID:       t.w.session, UUID: toolResultUUID(e.MessageID, e.ToolID), Timestamp: streamjson.Timestamp(t.now()),
+			ToolUseResult: shown, ToolResultMeta: []streamjson.ToolResultMeta{meta},
+			SubagentFields: t.who,
 		})
 	}
 }
@@ -243,18 +244,18 @@ func (t *translator) childEvent(it agent.Item) {
 	case protocol.UserMessageAdded:
 		if t.prompt == "" {
 			t.prompt = e.Message.Text()
-			t.w.line(taskStartedLine{
+			t.w.line(streamjson.TaskStartedLine{
 				Type: "system", Subtype: "task_started", TaskID: *t.parent, ToolUseID: *t.parent,
 				Description: t.who.TaskDescription, SubagentType: t.who.SubagentType,
 				TaskType: "local_agent", SpawnDepth: 1, Prompt: t.prompt,
 				UUID: uuid.NewString(), SessionID: t.w.session,
 			})
 		}
-		t.w.line(promptLine{
+		t.w.line(streamjson.PromptLine{
 			Type:            "user",
-			Message:         promptMessage{Role: "user", Content: []textBlock{{Type: "text", Text: e.Message.Text()}}},
-			ParentToolUseID: t.parent, SessionID: t.w.session, UUID: uuid.NewString(), Timestamp: timestamp(t.now()),
-			subagentFields: t.who,
+			Message:         streamjson.PromptMessage{Role: "user", Content: []streamjson.TextBlock{{Type: "text", Text: e.Message.Text()}}},
+			ParentToolUseID: t.parent, SessionID: t.w.session, UUID: uuid.NewString(), Timestamp: streamjson.Timestamp(t.now()),
+			SubagentFields: t.who,
 		})
 		return
 	case protocol.TurnEnded:
@@ -271,14 +272,14 @@ func (t *translator) childEvent(it agent.Item) {
 
 // result is an Agent call's tool_use_result, from what its subagent's
 // events said.
-func (t *translator) result(e protocol.ToolBlockUpdated, content string, failed bool) subagentResult {
+func (t *translator) result(e protocol.ToolBlockUpdated, content string, failed bool) streamjson.SubagentResult {
 	var in struct {
 		SubagentType string `json:"subagent_type"`
 	}
 	_ = json.Unmarshal([]byte(e.Parameters), &in)
-	r := subagentResult{
+	r := streamjson.SubagentResult{
 		Status: "completed", Prompt: t.prompt, AgentType: cmp.Or(in.SubagentType, agent.GeneralPurpose.Name),
-		Content:           []textBlock{{Type: "text", Text: content}},
+		Content:           []streamjson.TextBlock{{Type: "text", Text: content}},
 		TotalDurationMs:   t.now().Sub(t.started).Milliseconds(),
 		TotalTokens:       t.spent.InputTokens + t.spent.CacheReadInputTokens + t.spent.CacheCreationInputTokens + t.spent.OutputTokens,
 		TotalToolUseCount: t.toolUses,
@@ -295,7 +296,7 @@ func (t *translator) event(ev any) {
 	if !t.cfg.IncludePartial {
 		return
 	}
-	t.w.line(streamEventLine{
+	t.w.line(streamjson.StreamEventLine{
 		Type: "stream_event", Event: ev, SessionID: t.w.session,
 		UUID: uuid.NewString(), APIMessageID: t.msgID,
 	})
@@ -384,11 +385,11 @@ func (t *translator) part(p model.Part) {
 		if b, ok := t.starts[p.Index]; ok && (t.parent == nil || b.kind == model.BlockToolUse) {
 			// Claude Code writes the finished block before its stop event.
 			block, text := t.finished(p.Index, b)
-			line := assistantLine{
-				Type: "assistant", Message: assistantMessage{Message: t.message([]any{block})},
+			line := streamjson.AssistantLine{
+				Type: "assistant", Message: streamjson.AssistantMessage{Message: t.message([]any{block})},
 				ParentToolUseID: t.parent,
-				SessionID:       t.w.session, UUID: assistantUUID(t.sessMsg, t.lines), Timestamp: timestamp(t.now()),
-				subagentFields: t.who,
+				SessionID:       t.w.session, UUID: assistantUUID(t.sessMsg, t.lines), Timestamp: streamjson.Timestamp(t.now()),
+				SubagentFields: t.who,
 			}
 			t.w.lineWith(&line, text)
 			t.lines++
@@ -406,7 +407,7 @@ func (t *translator) part(p model.Part) {
 		clear(t.display)
 		if r := p.Retry; r != nil && r.Model != "" {
 			trigger, _ := errorKind(r.Err)
-			t.w.line(modelFallbackLine{
+			t.w.line(streamjson.ModelFallbackLine{
 				Type: "system", Subtype: "model_fallback", UUID: uuid.NewString(), Trigger: trigger,
 				OriginalModel: t.requestModel, FallbackModel: r.Model,
 				Content:   fmt.Sprintf("Switched to %s: %s is unavailable (%s)", r.Model, t.requestModel, errText(r.Err)),
@@ -416,7 +417,7 @@ func (t *translator) part(p model.Part) {
 			return
 		}
 		t.spliced.retry()
-		line := apiRetryLine{
+		line := streamjson.APIRetryLine{
 			Type: "system", Subtype: "api_retry", MaxRetries: t.cfg.maxRetries(),
 			SessionID: t.w.session, UUID: uuid.NewString(),
 		}
@@ -439,18 +440,18 @@ func (t *translator) aborted(note string) {
 			continue
 		}
 		block, text := t.finished(i, b)
-		line := abortedLine{assistantLine: assistantLine{
-			Type: "assistant", Message: assistantMessage{Message: t.message([]any{block})},
-			SessionID: t.w.session, UUID: assistantUUID(t.sessMsg, t.lines), Timestamp: timestamp(t.now()),
+		line := streamjson.AbortedLine{AssistantLine: streamjson.AssistantLine{
+			Type: "assistant", Message: streamjson.AssistantMessage{Message: t.message([]any{block})},
+			SessionID: t.w.session, UUID: assistantUUID(t.sessMsg, t.lines), Timestamp: streamjson.Timestamp(t.now()),
 		}, Aborted: true}
 		t.w.lineWith(&line, text)
 		t.lines++
 	}
 	clear(t.open)
-	t.w.line(promptLine{
+	t.w.line(streamjson.PromptLine{
 		Type:      "user",
-		Message:   promptMessage{Role: "user", Content: []textBlock{{Type: "text", Text: note}}},
-		SessionID: t.w.session, UUID: uuid.NewString(), Timestamp: timestamp(t.now()),
+		Message:   streamjson.PromptMessage{Role: "user", Content: []streamjson.TextBlock{{Type: "text", Text: note}}},
+		SessionID: t.w.session, UUID: uuid.NewString(), Timestamp: streamjson.Timestamp(t.now()),
 	})
 }
 
@@ -571,7 +572,7 @@ func fileResult(name, params string, f *protocol.ToolFile) any {
 		// Claude Code splits the text at newlines: a file that ends with
 		// one has an empty last line, which a read to the end includes,
 		// and the lines read are joined with newlines.
-		r := readFile{FilePath: f.Path, Content: f.Text, NumLines: f.Lines, StartLine: f.StartLine, TotalLines: f.TotalLines}
+		r := streamjson.ReadFile{FilePath: f.Path, Content: f.Text, NumLines: f.Lines, StartLine: f.StartLine, TotalLines: f.TotalLines}
 		if f.FinalNewline {
 			r.TotalLines++
 		}
@@ -580,15 +581,15 @@ func fileResult(name, params string, f *protocol.ToolFile) any {
 		} else {
 			r.Content = strings.TrimSuffix(r.Content, "\n")
 		}
-		return readResult{Type: "text", File: r}
+		return streamjson.ReadResult{Type: "text", File: r}
 	case "Write":
-		w := writeResult{Type: "create", FilePath: f.Path, Content: in.Content, StructuredPatch: patch}
+		w := streamjson.WriteResult{Type: "create", FilePath: f.Path, Content: in.Content, StructuredPatch: patch}
 		if !f.Created {
 			w.Type, w.OriginalFile = "update", &f.Original
 		}
 		return w
 	case "Edit":
-		return editResult{
+		return streamjson.EditResult{
 			FilePath: f.Path, OldString: in.OldString, NewString: in.NewString, OriginalFile: f.Original,
 			StructuredPatch: patch, ReplaceAll: in.ReplaceAll,
 		}

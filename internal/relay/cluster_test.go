@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/cluster/clustertest"
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/natstest"
 	"github.com/sluicehq/sluice/internal/pgtest"
 	"github.com/sluicehq/sluice/internal/relay/backend"
@@ -26,7 +27,6 @@ import (
 	"github.com/sluicehq/sluice/internal/relay/channel/wechat/wechatfake"
 	"github.com/sluicehq/sluice/internal/relay/store"
 	"github.com/sluicehq/sluice/internal/testbin"
-	"github.com/sluicehq/sluice/internal/web/fakemodel"
 	"github.com/sluicehq/sluice/protocol"
 	"github.com/sluicehq/sluice/store/pgstore"
 )

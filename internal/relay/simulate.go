@@ -9,7 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/relay/route"
 	"github.com/sluicehq/sluice/internal/relay/split"
-	"github.com/sluicehq/sluice/internal/relay/streamjson"
+	"github.com/sluicehq/sluice/internal/streamjson"
 )
 
 // Preview is one message the preview tool prints.

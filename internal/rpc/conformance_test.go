@@ -20,7 +20,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/txtar"
 
-	"github.com/sluicehq/sluice/internal/rpc/rpctest"
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/testbin"
 	"github.com/sluicehq/sluice/protocol"
 )
@@ -55,7 +55,7 @@ func TestConformance(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no transcripts: %v", err)
 	}
-	fake := rpctest.NewFakeAnthropic()
+	fake := fakemodel.NewEcho()
 	t.Cleanup(fake.Close)
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".txtar"), func(t *testing.T) {

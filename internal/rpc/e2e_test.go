@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/client"
-	"github.com/sluicehq/sluice/internal/rpc/rpctest"
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/testbin"
 	"github.com/sluicehq/sluice/protocol"
 	"github.com/sluicehq/sluice/wire"
@@ -24,7 +24,7 @@ import (
 func TestGoHostDrivesTheBinary(t *testing.T) {
 	sluiceBin := testbin.Sluice(t)
 	t.Parallel()
-	fake := rpctest.NewFakeAnthropic()
+	fake := fakemodel.NewEcho()
 	defer fake.Close()
 	work, home := t.TempDir(), t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/client"
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/rpc"
 	"github.com/sluicehq/sluice/internal/rpc/rpctest"
 	"github.com/sluicehq/sluice/internal/testbin"
@@ -122,7 +123,7 @@ func streamFigures(t testing.TB, lines [][]byte) (streamBytes, events int) {
 func TestLongSessionStreamsDeltasOnly(t *testing.T) {
 	sluiceBin := testbin.Sluice(t)
 	t.Parallel()
-	fake := rpctest.NewFakeAnthropic()
+	fake := fakemodel.NewEcho()
 	defer fake.Close()
 	cmd := exec.Command(sluiceBin, "rpc", "--provider", "anthropic")
 	cmd.Dir = t.TempDir()
@@ -175,7 +176,7 @@ func TestLongSessionStreamsDeltasOnly(t *testing.T) {
 	streamBytes, events := streamFigures(t, lines)
 
 	host := sess.Messages()
-	if got := host.Messages[len(host.Messages)-1].Text(); got != rpctest.LongAnswer(longAnswer) {
+	if got := host.Messages[len(host.Messages)-1].Text(); got != fakemodel.LongAnswer(longAnswer) {
 		t.Fatalf("the host's answer has %d bytes, not the %d streamed", len(got), longAnswer)
 	}
 	srv, err := sess.GetMessages(ctx)
@@ -196,7 +197,7 @@ func TestLongSessionStreamsDeltasOnly(t *testing.T) {
 // store): wire bytes per answer and throughput.
 func BenchmarkLongSessionStream(b *testing.B) {
 	const chunk = 64
-	answer := rpctest.LongAnswer(longAnswer)
+	answer := fakemodel.LongAnswer(longAnswer)
 	script := modeltest.NewScript()
 	script.Respond = func(req *model.Request) []modeltest.Step {
 		last := req.Messages[len(req.Messages)-1]

@@ -7,8 +7,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/provider/anthropic"
-	"github.com/sluicehq/sluice/internal/web/fakemodel"
 	"github.com/sluicehq/sluice/protocol"
 	"github.com/sluicehq/sluice/wire"
 )

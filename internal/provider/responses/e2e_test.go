@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/printmode/printmodetest"
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/testbin"
 )
 
@@ -24,15 +24,15 @@ func TestBinaryOverflowAndContinuation(t *testing.T) {
 	t.Parallel()
 	bin := testbin.Sluice(t)
 	ev := func(v string) json.RawMessage { return json.RawMessage(v) }
-	summary, err := printmodetest.ParseAnswers([]string{"say:The user asks what the notes say."})
+	summary, err := fakemodel.ParseReplies([]string{"say:The user asks what the notes say."})
 	if err != nil {
 		t.Fatal(err)
 	}
-	end, err := printmodetest.ParseAnswers([]string{"say: 42."})
+	end, err := fakemodel.ParseReplies([]string{"say: 42."})
 	if err != nil {
 		t.Fatal(err)
 	}
-	answers := []printmodetest.Answer{
+	answers := []fakemodel.Reply{
 		{Raw: []byte(stream(`{"type":"response.failed","response":{"id":"resp_1","status":"failed","error":{"code":"context_length_exceeded","message":"Your input exceeds the context window of this model. Please adjust your input and try again."}}}`))},
 		summary[0],
 		{Events: []json.RawMessage{
@@ -50,7 +50,7 @@ func TestBinaryOverflowAndContinuation(t *testing.T) {
 		}},
 		end[0],
 	}
-	srv, err := printmodetest.NewServer(printmodetest.OpenAIResponses, answers)
+	srv, err := fakemodel.NewScript(fakemodel.OpenAIResponses, answers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestBinaryOverflowAndContinuation(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &result); err != nil || result.Subtype != "success" || result.Result != "The notes say 42." {
 		t.Fatalf("result %s: %v\n%s", stdout.String(), err, stderr.String())
 	}
-	got, err := printmodetest.Summary(printmodetest.OpenAIResponses, srv.Requests())
+	got, err := fakemodel.Summary(fakemodel.OpenAIResponses, srv.Requests())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,11 +124,11 @@ func TestBinaryAutoCompactAtGPT5Window(t *testing.T) {
 			if tt.compact {
 				specs = []string{"say:The user had the shell say hi.", "say:It printed hi."}
 			}
-			rest, err := printmodetest.ParseAnswers(specs)
+			rest, err := fakemodel.ParseReplies(specs)
 			if err != nil {
 				t.Fatal(err)
 			}
-			srv, err := printmodetest.NewServer(printmodetest.OpenAIResponses, append([]printmodetest.Answer{{Raw: []byte(call)}}, rest...))
+			srv, err := fakemodel.NewScript(fakemodel.OpenAIResponses, append([]fakemodel.Reply{{Raw: []byte(call)}}, rest...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,7 +148,7 @@ func TestBinaryAutoCompactAtGPT5Window(t *testing.T) {
 			reqs := srv.Requests()
 			summarised := len(reqs) == 3 && strings.Contains(string(reqs[1].Body), "Summarize this conversation")
 			if len(reqs) != len(specs)+1 || summarised != tt.compact {
-				got, _ := printmodetest.Summary(printmodetest.OpenAIResponses, reqs)
+				got, _ := fakemodel.Summary(fakemodel.OpenAIResponses, reqs)
 				t.Fatalf("%d input tokens: compacted %v, want %v; requests:\n%s", tt.input, summarised, tt.compact, got)
 			}
 		})

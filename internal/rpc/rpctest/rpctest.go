@@ -1,6 +1,6 @@
 // Package rpctest helps test hosts and servers of the host protocol: an
-// in-memory pair of line connections and a fake Anthropic server. The
-// scripted model provider is modeltest.Script.
+// in-memory pair of line connections. The fake model servers are package
+// fakemodel's; the scripted model provider is modeltest.Script.
 package rpctest
 
 import (

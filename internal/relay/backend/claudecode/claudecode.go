@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/relay/backend"
-	"github.com/sluicehq/sluice/internal/relay/streamjson"
+	"github.com/sluicehq/sluice/internal/streamjson"
 	"github.com/sluicehq/sluice/protocol"
 )
 

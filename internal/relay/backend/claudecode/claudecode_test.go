@@ -14,7 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/sluicehq/sluice/internal/printmode/printmodetest"
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/relay/backend/claudecode/fakeclaude"
 	"github.com/sluicehq/sluice/internal/relay/store"
 	"github.com/sluicehq/sluice/internal/testbin"
@@ -206,7 +206,7 @@ func TestFailedProcess(t *testing.T) {
 // kept, and the next run resumes it with the conversation so far.
 func TestSluiceAsClaude(t *testing.T) {
 	t.Parallel()
-	srv, err := printmodetest.NewServer(printmodetest.Anthropic, mustAnswers(t, "bash:echo hello", "say:The command printed: hello", "say:Again."))
+	srv, err := fakemodel.NewScript(fakemodel.Anthropic, mustAnswers(t, "bash:echo hello", "say:The command printed: hello", "say:Again."))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestSluiceAsClaude(t *testing.T) {
 	if r.Result() != "Again." || conv.Session() != session {
 		t.Fatalf("second run: result %q, session %q (was %q)", r.Result(), conv.Session(), session)
 	}
-	sum, err := printmodetest.Summary(printmodetest.Anthropic, srv.Requests())
+	sum, err := fakemodel.Summary(fakemodel.Anthropic, srv.Requests())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,9 +257,9 @@ func TestSluiceAsClaude(t *testing.T) {
 	}
 }
 
-func mustAnswers(t *testing.T, specs ...string) []printmodetest.Answer {
+func mustAnswers(t *testing.T, specs ...string) []fakemodel.Reply {
 	t.Helper()
-	as, err := printmodetest.ParseAnswers(specs)
+	as, err := fakemodel.ParseReplies(specs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,16 @@
-// Package streamjson reads a recorded or live run in the stream-json shape
-// that Claude Code prints (claude -p --output-format stream-json --verbose
+package streamjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/sluicehq/sluice/protocol"
+)
+
+// A Decoder reads a recorded or live run in the stream-json shape that
+// Claude Code prints (claude -p --output-format stream-json --verbose
 // --include-partial-messages) and sluice's print mode copies, and turns it
 // into the session events of package protocol that the relay routes by.
 //
@@ -16,16 +27,6 @@
 //
 // Lines of sub-agents (a parent_tool_use_id) are not the user's answer and
 // are skipped, as are thinking, tool input and unknown types.
-package streamjson
-
-import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
-
-	"github.com/sluicehq/sluice/protocol"
-)
 
 // ErrSyntax wraps a line that is not a JSON object.
 var ErrSyntax = errors.New("streamjson: not a JSON object")

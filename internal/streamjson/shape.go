@@ -1,4 +1,4 @@
-package printmodetest
+package streamjson
 
 import (
 	"bufio"

@@ -1,8 +1,4 @@
-// Package printmodetest holds what print mode's tests share: a fake model
-// server speaking Anthropic's Messages stream, OpenAI's Chat Completions
-// chunks or OpenAI's Responses events from one script of answers, and the comparison of sluice's
-// stream-json output with Claude Code's recorded output.
-package printmodetest
+package fakemodel
 
 import (
 	"bufio"
@@ -27,8 +23,8 @@ const (
 	OpenAIResponses = "openai-responses"
 )
 
-// Answer is what the server does with one request.
-type Answer struct {
+// Reply is what the server does with one request.
+type Reply struct {
 	// Status, when non-zero, answers with this HTTP error status and the
 	// provider's error body.
 	Status int
@@ -43,14 +39,16 @@ type Answer struct {
 	Hang bool
 }
 
-// Request is one request the server received.
-type Request struct {
+// Received is one request the server received.
+type Received struct {
 	Body []byte
 }
 
-// Server is a fake model API. Each request gets the next answer; past the
-// last, a 418 that says the script ran out (4xx: never retried).
-type Server struct {
+// Script is a fake model API speaking Anthropic's Messages stream, OpenAI's
+// Chat Completions chunks or OpenAI's Responses events from one script of
+// replies, written as Anthropic events. Each request gets the next reply;
+// past the last, a 418 that says the script ran out (4xx: never retried).
+type Script struct {
 	// URL is the base URL to give the client: the root for Anthropic
 	// (ANTHROPIC_BASE_URL), the root plus /v1 for OpenAI's APIs (OPENAI_BASE_URL).
 	URL    string
@@ -58,17 +56,17 @@ type Server struct {
 	srv    *httptest.Server
 
 	mu       sync.Mutex
-	answers  []Answer
-	requests []Request
+	answers  []Reply
+	requests []Received
 }
 
-// NewServer starts a server speaking format (Anthropic, OpenAI or
+// NewScript starts a server speaking format (Anthropic, OpenAI or
 // OpenAIResponses) that answers the requests with answers, in order.
-func NewServer(format string, answers []Answer) (*Server, error) {
+func NewScript(format string, answers []Reply) (*Script, error) {
 	if format != Anthropic && format != OpenAI && format != OpenAIResponses {
 		return nil, fmt.Errorf("fake model: unknown wire format %q (want %s, %s or %s)", format, Anthropic, OpenAI, OpenAIResponses)
 	}
-	s := &Server{format: format, answers: answers}
+	s := &Script{format: format, answers: answers}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
 	if format != Anthropic {
@@ -78,19 +76,19 @@ func NewServer(format string, answers []Answer) (*Server, error) {
 }
 
 // Close stops the server; a hanging answer ends when its client leaves.
-func (s *Server) Close() {
+func (s *Script) Close() {
 	s.srv.CloseClientConnections()
 	s.srv.Close()
 }
 
 // Requests returns the requests received so far.
-func (s *Server) Requests() []Request {
+func (s *Script) Requests() []Received {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
+	return append([]Received(nil), s.requests...)
 }
 
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+func (s *Script) serve(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -102,9 +100,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	s.requests = append(s.requests, Request{Body: body})
+	s.requests = append(s.requests, Received{Body: body})
 	n := len(s.requests)
-	var a Answer
+	var a Reply
 	ok := n <= len(s.answers)
 	if ok {
 		a = s.answers[n-1]
@@ -127,7 +125,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 // serveError answers with status and a body in the provider's shape. A
 // 401 from OpenAI names the key masked, as the real API does.
-func (s *Server) serveError(w http.ResponseWriter, r *http.Request, status int) {
+func (s *Script) serveError(w http.ResponseWriter, r *http.Request, status int) {
 	typ, msg := "api_error", "Internal server error"
 	switch status {
 	case 401:
@@ -163,7 +161,7 @@ func mask(key string) string {
 	return key[:3] + "***" + key[len(key)-4:]
 }
 
-func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, a Answer) {
+func (s *Script) serveEvents(w http.ResponseWriter, r *http.Request, a Reply) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	f := w.(http.Flusher)
@@ -272,7 +270,7 @@ func toChunks(w io.Writer, events []json.RawMessage) error {
 	return nil
 }
 
-// ParseAnswers turns the arguments of a script's fakemodel command into
+// ParseReplies turns the arguments of a script's fakemodel command into
 // answers. Each is one of:
 //
 //	say:TEXT        a text answer (end_turn), streamed in small deltas
@@ -289,33 +287,33 @@ func toChunks(w io.Writer, events []json.RawMessage) error {
 //
 // Generated answers get the message id msg_fake_NNNN after their position,
 // as the server that recorded Claude Code's fixtures numbered them.
-func ParseAnswers(specs []string) ([]Answer, error) {
-	var out []Answer
+func ParseReplies(specs []string) ([]Reply, error) {
+	var out []Reply
 	for _, spec := range specs {
 		id := fmt.Sprintf("msg_fake_%04d", len(out)+1)
 		kind, arg, _ := strings.Cut(spec, ":")
 		switch {
 		case kind == "say":
-			out = append(out, Answer{Events: textAnswer(id, arg, "end_turn")})
+			out = append(out, Reply{Events: textAnswer(id, arg, "end_turn")})
 		case kind == "hang":
-			out = append(out, Answer{Events: textAnswer(id, arg, ""), Hang: true})
+			out = append(out, Reply{Events: textAnswer(id, arg, ""), Hang: true})
 		case kind == "bash":
-			out = append(out, Answer{Events: bashAnswer(id, arg)})
+			out = append(out, Reply{Events: bashAnswer(id, arg)})
 		case kind == "tool":
 			name, raw, _ := strings.Cut(arg, ":")
 			var input map[string]any
 			if err := json.Unmarshal([]byte(raw), &input); err != nil || name == "" {
 				return nil, fmt.Errorf("fake model: %q: want tool:NAME:JSON with a JSON object", spec)
 			}
-			out = append(out, Answer{Events: toolAnswer(id, "", name, input)})
+			out = append(out, Reply{Events: toolAnswer(id, "", name, input)})
 		case kind == "agent":
-			out = append(out, Answer{Events: toolAnswer(id, "Delegating.", "Agent", map[string]string{"description": "run it", "prompt": arg, "subagent_type": "general-purpose"})})
+			out = append(out, Reply{Events: toolAnswer(id, "Delegating.", "Agent", map[string]string{"description": "run it", "prompt": arg, "subagent_type": "general-purpose"})})
 		case kind == "status":
 			code, err := strconv.Atoi(arg)
 			if err != nil || code < 400 || code > 599 {
 				return nil, fmt.Errorf("fake model: %q: want status:CODE with an HTTP error code", spec)
 			}
-			out = append(out, Answer{Status: code})
+			out = append(out, Reply{Status: code})
 		case strings.HasSuffix(spec, ".ndjson"):
 			as, err := ReadClaudeCode(spec)
 			if err != nil {
@@ -327,7 +325,7 @@ func ParseAnswers(specs []string) ([]Answer, error) {
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, Answer{Raw: data})
+			out = append(out, Reply{Raw: data})
 		default:
 			return nil, fmt.Errorf("fake model: unknown answer %q (want say:, bash:, tool:, agent:, hang:, status:, a .ndjson or a .sse file)", spec)
 		}
@@ -339,12 +337,12 @@ func ParseAnswers(specs []string) ([]Answer, error) {
 // --include-partial-messages) and returns the model's responses in it: the
 // events of its stream_event lines, one answer per message_start ...
 // message_stop.
-func ReadClaudeCode(path string) ([]Answer, error) {
+func ReadClaudeCode(path string) ([]Reply, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var out []Answer
+	var out []Reply
 	var cur []json.RawMessage
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(nil, 16<<20)
@@ -363,7 +361,7 @@ func ReadClaudeCode(path string) ([]Answer, error) {
 		var head struct{ Type string }
 		json.Unmarshal(line.Event, &head)
 		if head.Type == "message_stop" {
-			out = append(out, Answer{Events: cur})
+			out = append(out, Reply{Events: cur})
 			cur = nil
 		}
 	}

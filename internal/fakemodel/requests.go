@@ -1,4 +1,4 @@
-package printmodetest
+package fakemodel
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 //	user: tool_result toolu_fake_0001 "a.txt\n"
 //
 // The system prompt and the tool definitions are left out.
-func Summary(format string, reqs []Request) (string, error) {
+func Summary(format string, reqs []Received) (string, error) {
 	var sb strings.Builder
 	for i, r := range reqs {
 		var err error

@@ -1,8 +1,19 @@
-// Package fakemodel is a local model server that speaks the Anthropic
-// Messages API's streaming shape (message_start, content blocks with their
-// deltas, message_delta, message_stop) with scripted answers. Point the
-// anthropic provider's base URL at it to run the real HTTP and SSE path in
-// tests and load checks without a network.
+// Package fakemodel is the fake model server of every test and tool: local
+// HTTP servers that speak the model APIs' streaming shapes, so that the
+// real providers' HTTP and SSE paths run without a network.
+//
+//   - Server (New) answers each Anthropic Messages request with what a
+//     function of the request returns, with pacing, gates that hold a
+//     stream at chosen points, and stamped chunks for latency checks: the
+//     web face's tests, the TUI's, the cluster's and the load tools.
+//   - Script (NewScript) answers requests in order from a list of replies
+//     written as Anthropic stream events, translated for OpenAI's Chat
+//     Completions and Responses clients, with HTTP error statuses, recorded
+//     bodies and streams that hang: print mode's tests and the command's
+//     scripts (ParseReplies reads the replies from short specs).
+//   - Echo (NewEcho) answers Anthropic requests by the text of the last
+//     user message (tool:, agent:, think:, long:N ...), with fixed ids
+//     and usage, so that the host protocol's transcripts are stable.
 package fakemodel
 
 import (

@@ -1,4 +1,4 @@
-package rpctest
+package fakemodel
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// FakeAnthropic is a local model server that speaks the Anthropic Messages
+// Echo is a local model server that speaks the Anthropic Messages
 // streaming API (server-sent events) with scripted answers, chosen from the
 // request's last message:
 //
@@ -26,35 +26,35 @@ import (
 //   - anything else → "You said: " and the text, in three chunks.
 //
 // Usage is fixed so that transcripts are stable.
-type FakeAnthropic struct {
+type Echo struct {
 	*httptest.Server
 }
 
-// NewFakeAnthropic starts the server; Close stops it.
-func NewFakeAnthropic() *FakeAnthropic {
-	f := &FakeAnthropic{}
+// NewEcho starts the server; Close stops it.
+func NewEcho() *Echo {
+	f := &Echo{}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	return f
 }
 
-type fakeRequest struct {
+type echoRequest struct {
 	Messages []struct {
 		Role    string            `json:"role"`
 		Content []json.RawMessage `json:"content"`
 	} `json:"messages"`
 }
 
-type fakeContent struct {
+type echoContent struct {
 	Type string `json:"type"`
 	Text string `json:"text"`
 }
 
-func (f *FakeAnthropic) serve(w http.ResponseWriter, r *http.Request) {
+func (f *Echo) serve(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/v1/messages" || r.Method != http.MethodPost {
 		http.NotFound(w, r)
 		return
 	}
-	var req fakeRequest
+	var req echoRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) == 0 {
 		http.Error(w, `{"type":"error","error":{"type":"invalid_request_error","message":"bad request"}}`, http.StatusBadRequest)
 		return
@@ -63,7 +63,7 @@ func (f *FakeAnthropic) serve(w http.ResponseWriter, r *http.Request) {
 	var text string
 	toolResult := false
 	for _, raw := range last.Content {
-		var c fakeContent
+		var c echoContent
 		json.Unmarshal(raw, &c)
 		switch c.Type {
 		case "tool_result":

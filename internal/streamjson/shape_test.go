@@ -1,4 +1,4 @@
-package printmodetest
+package streamjson
 
 import (
 	"bytes"
@@ -151,47 +151,6 @@ func TestLineKinds(t *testing.T) {
 	for _, bad := range []string{`{"subtype":"init","type":"system"}`, `{"type":"system"`, `["type"]`, `{"type":"a"} {"type":"b"}`} {
 		if _, err := LineKinds([]byte(bad + "\n")); err == nil {
 			t.Errorf("LineKinds(%s) did not fail", bad)
-		}
-	}
-}
-
-func TestParseAnswers(t *testing.T) {
-	t.Parallel()
-	as, err := ParseAnswers([]string{"say:héllo wörld, a text of more than sixteen bytes", "bash:ls > out.txt", "status:529", "testdata/tool_use_bash.ndjson"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(as) != 5 {
-		t.Fatalf("%d answers, want 5 (the recording holds two)", len(as))
-	}
-	var text strings.Builder
-	for _, ev := range as[0].Events {
-		var e struct{ Delta struct{ Text string } }
-		json.Unmarshal(ev, &e)
-		text.WriteString(e.Delta.Text)
-	}
-	if text.String() != "héllo wörld, a text of more than sixteen bytes" {
-		t.Errorf("say: deltas make %q", text.String())
-	}
-	var input strings.Builder
-	for _, ev := range as[1].Events {
-		var e struct {
-			Delta struct {
-				PartialJSON string `json:"partial_json"`
-			}
-		}
-		json.Unmarshal(ev, &e)
-		input.WriteString(e.Delta.PartialJSON)
-	}
-	if input.String() != `{"command":"ls > out.txt"}` {
-		t.Errorf("bash: input %s", input.String())
-	}
-	if as[2].Status != 529 {
-		t.Errorf("status: %+v", as[2])
-	}
-	for _, bad := range []string{"status:200", "status:x", "shout:hi", "missing.ndjson", "missing.sse"} {
-		if _, err := ParseAnswers([]string{bad}); err == nil {
-			t.Errorf("ParseAnswers(%q) did not fail", bad)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package printmodetest
+package fakemodel
 
 import (
 	"encoding/json"
