@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/sluicehq/sluice/store/pgstore"
 )
 
 // renewLeases keeps the leases of the sessions this node runs: each is
@@ -52,8 +54,10 @@ func (n *Node) owners() []*owned {
 // streaming sessions' writes hold their rows too) and all were lost.
 const renewChunk = 250
 
-// renewParallel bounds the statements of a round in flight at once.
-const renewParallel = 4
+// renewParallel bounds the statements of a round in flight at once: as
+// many as the connections pgstore keeps for renewals alone, so that none
+// waits for one (pgstore.RenewConns).
+const renewParallel = pgstore.RenewConns
 
 func (n *Node) renewRound() {
 	ttl := n.cfg.LeaseTTL

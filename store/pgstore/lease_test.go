@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -608,5 +609,86 @@ func TestRenewLeases(t *testing.T) {
 	}
 	if _, err := st.RenewLeases(ctx, []pgstore.Lease{{Session: "r1", Node: "a", Epoch: held1.Epoch}}, 0); err == nil {
 		t.Error("a zero TTL was taken")
+	}
+}
+
+// TestRenewalsDoNotWaitForAppends: a node streaming many sessions keeps
+// about as many record appends waiting for the store's connections; its
+// lease renewals must not queue behind them. On one shared pool, at 1,000
+// streaming sessions and the default 10 s TTL, a renewal round waited past
+// its leases' expiry and the node lost every session. Here the appends
+// wait on a row another client locked, each holding one of the store's
+// connections, all of them.
+func TestRenewalsDoNotWaitForAppends(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	st, err := pgstore.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	busy := store.Key{WorkDir: t.TempDir(), ID: "busy"}
+	if _, err := st.Create(ctx, busy); err != nil {
+		t.Fatal(err)
+	}
+	lease, err := st.AcquireLease(ctx, "quiet", "a", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	lock, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(ctx) //nolint:errcheck // rolled back below unless the test failed
+	if _, err := lock.Exec(ctx, `SELECT 1 FROM sessions WHERE id = 'busy' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	// pgxpool's default size is the greater of 4 and the CPUs: more
+	// appends than that, and every connection of the pool waits.
+	conns := max(4, runtime.NumCPU())
+	logs := make([]store.Log, conns+4)
+	for i := range logs {
+		if logs[i], err = st.Open(ctx, busy); err != nil { // each Open takes a connection too
+			t.Fatal(err)
+		}
+	}
+	appended := make(chan error, len(logs))
+	for _, lg := range logs {
+		go func() { appended <- lg.Append(ctx, json.RawMessage(`{}`)) }()
+	}
+	deadline := time.Now().Add(time.Minute)
+	for waiting := 0; waiting < conns; {
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%UPDATE sessions%'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d appends wait for the locked row after a minute, want %d", waiting, conns)
+		}
+		time.Sleep(10 * time.Millisecond) // polls the database
+	}
+
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	renewed, err := st.RenewLeases(rctx, []pgstore.Lease{lease}, ttl)
+	if err != nil || len(renewed) != 1 {
+		t.Fatalf("renewing while the store's connections wait on appends: %+v, %v", renewed, err)
+	}
+	if _, err := st.RenewLease(rctx, renewed[0], ttl); err != nil {
+		t.Fatalf("renewing one lease while the store's connections wait on appends: %v", err)
+	}
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range logs {
+		if err := <-appended; err != nil {
+			t.Errorf("append after the row was let go: %v", err)
+		}
 	}
 }
