@@ -326,7 +326,9 @@ func startOperator(t *testing.T) operator {
 // PGDATABASE the rest. A session started on one node and sent from the
 // other runs Bash `env`, then streams its answer to both. No secret
 // (the seed, the password) is in the nodes' /proc/PID/cmdline, their
-// logs, or the environment Bash was given.
+// logs, or the environment Bash was given, nor are the variables naming
+// the credentials' files (the nats CLI reads NATS_CREDS, psql
+// PGPASSFILE: a command would log in as the node).
 func TestSecretsFromFiles(t *testing.T) {
 	t.Parallel()
 	bin := testbin.Sluice(t)
@@ -443,5 +445,9 @@ func TestSecretsFromFiles(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("Bash's environment:\n%s", childEnv)
+	for _, name := range []string{"NATS_CREDS", "PGPASSFILE"} {
+		if strings.Contains("\n"+childEnv, "\n"+name+"=") {
+			t.Errorf("%s is in the environment Bash was given:\n%s", name, childEnv)
+		}
+	}
 }
