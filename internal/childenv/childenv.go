@@ -9,7 +9,7 @@
 //     the temporary directory, locale, TERM), or none;
 //  2. without the variables that look like secrets, unless
 //     IgnoreDefaultExcludes: by name (DefaultExclude: *KEY*, *SECRET*,
-//     *TOKEN*, *PASS*, *CREDENTIAL*, *WEBHOOK*) and by value (a URL
+//     *TOKEN*, *PASS*, *CREDENTIAL*, *CREDS*, *WEBHOOK*) and by value (a URL
 //     carrying a password, such as DATABASE_URL=postgres://u:pw@db/x, or
 //     a connection string's password=) — so that a command such as `env`,
 //     or a server that logs its environment, cannot put a credential into
@@ -43,8 +43,11 @@ const (
 	InheritNone = "none"
 )
 
-// DefaultExclude are the name patterns of step 2.
-var DefaultExclude = []string{"*KEY*", "*SECRET*", "*TOKEN*", "*PASS*", "*CREDENTIAL*", "*WEBHOOK*"}
+// DefaultExclude are the name patterns of step 2. *CREDS* is a file of
+// credentials named by its path, as NATS_CREDS (a cluster node's own
+// NATS identity, which the nats CLI would pick up from a child's
+// environment).
+var DefaultExclude = []string{"*KEY*", "*SECRET*", "*TOKEN*", "*PASS*", "*CREDENTIAL*", "*CREDS*", "*WEBHOOK*"}
 
 // core are the variables inherit "core" keeps: what a shell and common
 // tools need to find programs, the home and temporary directories, and to

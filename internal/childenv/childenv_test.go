@@ -20,6 +20,8 @@ func TestSecret(t *testing.T) {
 		{"AWS_ACCESS_KEY_ID", "x", true},
 		{"GOOGLE_APPLICATION_CREDENTIALS", "/k.json", true},
 		{"PGPASSWORD", "x", true},
+		{"PGPASSFILE", "/etc/sluice/pgpass", true},
+		{"NATS_CREDS", "/etc/sluice/node.creds", true},
 		{"MY_SERVICE_PASS", "x", true},
 		{"SLACK_WEBHOOK_URL", "https://hooks.slack.com/services/T/B/x", true},
 		{"apikey", "x", true},

@@ -24,7 +24,7 @@ type ChildEnvFlags struct {
 // Register adds the flags to fs.
 func (f *ChildEnvFlags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.Inherit, "child-env", "", `what child processes (Bash, hooks, MCP servers) inherit of sluice's environment: all (default), core (PATH, HOME, USER, SHELL, TMPDIR, locale, TERM) or none; settings "childEnv": {"inherit"}`)
-	fs.Var(&f.Exclude, "child-env-exclude", `names (globs, case-insensitive) removed from child processes' environment, besides the default *KEY*, *SECRET*, *TOKEN*, *PASS*, *CREDENTIAL*, *WEBHOOK* and values holding a URL with a password (repeatable)`)
+	fs.Var(&f.Exclude, "child-env-exclude", `names (globs, case-insensitive) removed from child processes' environment, besides the default *KEY*, *SECRET*, *TOKEN*, *PASS*, *CREDENTIAL*, *CREDS*, *WEBHOOK* and values holding a URL with a password (repeatable)`)
 	fs.Var(&f.Include, "child-env-include", "names (globs) child processes get from sluice's environment whatever the excludes and --child-env say (repeatable)")
 	fs.Var(&f.IncludeOnly, "child-env-include-only", "when given, child processes inherit only the names matching these globs (repeatable)")
 	fs.Var(&f.Set, "child-env-set", "NAME=VALUE set in child processes' environment (repeatable)")

@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 
 	"github.com/sluicehq/sluice/internal/cluster/clustertest"
 	"github.com/sluicehq/sluice/internal/fakemodel"
@@ -244,6 +247,207 @@ func TestSecretsKept(t *testing.T) {
 			if strings.Contains(n.Stderr(), pw) {
 				t.Errorf("node %s logged a password", n.ID)
 			}
+		}
+	}
+}
+
+// operator is a NATS server in operator mode, as `nsc` sets one up: an
+// operator trusted by the server, a system account, and the cluster's
+// account with JetStream, its JWTs preloaded in a memory resolver; the
+// nodes' user is a JWT signed by the cluster's account, kept with its
+// seed in a .creds file.
+type operator struct {
+	server *server.Server
+	creds  []byte // the nodes' .creds file
+	seed   string // the nodes' user's seed: the secret of the creds
+}
+
+func startOperator(t *testing.T) operator {
+	t.Helper()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := func(create func() (nkeys.KeyPair, error)) (nkeys.KeyPair, string) {
+		kp, err := create()
+		must(err)
+		pub, err := kp.PublicKey()
+		must(err)
+		return kp, pub
+	}
+	okp, opub := key(nkeys.CreateOperator)
+	_, spub := key(nkeys.CreateAccount)
+	akp, apub := key(nkeys.CreateAccount)
+	ukp, upub := key(nkeys.CreateUser)
+
+	oc := jwt.NewOperatorClaims(opub)
+	oc.SystemAccount = spub
+	_, err := oc.Encode(okp)
+	must(err)
+	resolver := &server.MemAccResolver{}
+	sys, err := jwt.NewAccountClaims(spub).Encode(okp)
+	must(err)
+	must(resolver.Store(spub, sys))
+	ac := jwt.NewAccountClaims(apub)
+	ac.Name = "SLUICE"
+	ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
+	acc, err := ac.Encode(okp)
+	must(err)
+	must(resolver.Store(apub, acc))
+	// The README's permissions for a node's user, in its JWT.
+	uc := jwt.NewUserClaims(upub)
+	uc.Name = "sluice"
+	uc.Pub.Allow.Add("sluice.>", "$JS.API.>", "$KV.sluice-sessions.>", "$JS.ACK.>", "$JS.FC.>", "_INBOX.>")
+	uc.Sub.Allow.Add("sluice.>", "_INBOX.>")
+	user, err := uc.Encode(akp)
+	must(err)
+	seed, err := ukp.Seed()
+	must(err)
+	creds, err := jwt.FormatUserConfig(user, seed)
+	must(err)
+
+	opts := &server.Options{TrustedOperators: []*jwt.OperatorClaims{oc}, SystemAccount: spub, AccountResolver: resolver}
+	ns, err := natstest.StartOptions(opts, t.TempDir(), nil)
+	must(err)
+	t.Cleanup(func() {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+	})
+	return operator{server: ns, creds: creds, seed: string(seed)}
+}
+
+// TestSecretsFromFiles runs two `sluice serve` nodes in cluster mode
+// given their credentials only as files, the way `nsc` and libpq keep
+// them: NATS_CREDS names a .creds file (user JWT and seed) for a NATS
+// server in operator mode, PGPASSFILE a pgpass file (mode 0600) for a
+// PostgreSQL role that needs a password, PGHOST, PGPORT, PGUSER and
+// PGDATABASE the rest. A session started on one node and sent from the
+// other runs Bash `env`, then streams its answer to both. No secret
+// (the seed, the password) is in the nodes' /proc/PID/cmdline, their
+// logs, or the environment Bash was given, nor are the variables naming
+// the credentials' files (the nats CLI reads NATS_CREDS, psql
+// PGPASSFILE: a command would log in as the node).
+func TestSecretsFromFiles(t *testing.T) {
+	t.Parallel()
+	bin := testbin.Sluice(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	op := startOperator(t)
+	dsn, pgPassword := pgtest.PasswordDSN(t)
+
+	dir := t.TempDir()
+	credsFile, passFile := filepath.Join(dir, "node.creds"), filepath.Join(dir, "pgpass")
+	if err := os.WriteFile(credsFile, op.creds, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pg := map[string]string{}
+	env := []string{"NATS_CREDS=" + credsFile, "PGPASSFILE=" + passFile}
+	for _, kv := range strings.Fields(dsn) {
+		k, v, _ := strings.Cut(kv, "=")
+		name := map[string]string{"host": "PGHOST", "port": "PGPORT", "user": "PGUSER", "dbname": "PGDATABASE", "sslmode": "PGSSLMODE"}[k]
+		if name == "" {
+			t.Fatalf("unexpected %q in the DSN", kv)
+		}
+		pg[k] = v
+		env = append(env, name+"="+v)
+	}
+	// A Unix socket's host is "localhost" in a pgpass file, as libpq
+	// reads it.
+	line := fmt.Sprintf("localhost:%s:%s:%s:%s\n", pg["port"], pg["dbname"], pg["user"], pgPassword)
+	if err := os.WriteFile(passFile, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	answer := fakemodel.NumberedAnswer(40)
+	var mu sync.Mutex
+	var bashEnv string
+	fm := fakemodel.New(func(r fakemodel.Request) fakemodel.Answer {
+		if r.ToolResult != "" {
+			mu.Lock()
+			bashEnv = r.ToolResult
+			mu.Unlock()
+			return fakemodel.Answer{Text: answer}
+		}
+		return fakemodel.Answer{Tool: &fakemodel.ToolCall{ID: "toolu_env", Name: "Bash", Input: map[string]any{"command": "env"}}}
+	})
+	defer fm.Close()
+	cfg := clustertest.NodeConfig{Bin: bin, NATS: op.server.ClientURL(), ModelURL: fm.URL(), Home: t.TempDir(),
+		LeaseTTL: 2 * time.Second, Verbose: true, Env: env, Args: []string{"--dangerously-skip-permissions"}}
+	var nodes []*clustertest.Node
+	defer func() {
+		for _, n := range nodes {
+			if _, err := n.Stop(); err != nil {
+				t.Errorf("node %s: %v\n%s", n.ID, err, n.Stderr())
+			}
+			if t.Failed() {
+				t.Logf("node %s log:\n%s", n.ID, n.Stderr())
+			}
+		}
+	}()
+	for _, id := range []string{"a", "b"} {
+		n, err := clustertest.Start(ctx, cfg, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+
+	own, err := clustertest.Attach(ctx, nodes[0].WS, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	other, err := clustertest.Attach(ctx, nodes[1].WS, own.Session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := other.Call(ctx, "sendMessage", map[string]any{"sessionId": other.Session, "text": "go"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Join(answer, "")
+	for _, c := range []*clustertest.Client{own, other} {
+		if err := c.WaitIdle(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+		st, err := c.State()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.Messages[len(st.Messages)-1].Text(); got != want {
+			t.Fatalf("the answer through the cluster is %q, want %q", got, want)
+		}
+	}
+
+	mu.Lock()
+	childEnv := bashEnv
+	mu.Unlock()
+	if !strings.Contains(childEnv, "PATH=") {
+		t.Fatalf("Bash's environment did not reach the model: %q", childEnv)
+	}
+	secrets := map[string]string{"the NATS user's seed": op.seed, "the PostgreSQL password": pgPassword}
+	for what, secret := range secrets {
+		if strings.Contains(childEnv, secret) {
+			t.Errorf("%s is in the environment Bash was given", what)
+		}
+		for _, n := range nodes {
+			cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", n.PID()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(cmdline), secret) {
+				t.Errorf("node %s: %s is in /proc/PID/cmdline", n.ID, what)
+			}
+			if strings.Contains(n.Stderr(), secret) {
+				t.Errorf("node %s logged %s", n.ID, what)
+			}
+		}
+	}
+	for _, name := range []string{"NATS_CREDS", "PGPASSFILE"} {
+		if strings.Contains("\n"+childEnv, "\n"+name+"=") {
+			t.Errorf("%s is in the environment Bash was given:\n%s", name, childEnv)
 		}
 	}
 }

@@ -92,6 +92,20 @@ type Request struct {
 	// AssistantTexts are the text blocks of the request's assistant
 	// messages, in order: what the model is told it said.
 	AssistantTexts []string
+	// ToolUses are the tool_use blocks of the request's assistant
+	// messages, in order: the calls the model is told it made (Input is
+	// the JSON sent, a json.RawMessage).
+	ToolUses []ToolCall
+	// ToolResults are the tool_result blocks of the request's user
+	// messages, in order: what the model is told its calls returned.
+	ToolResults []ToolResult
+}
+
+// ToolResult is a tool_result block of a request.
+type ToolResult struct {
+	ToolUseID string
+	Content   string
+	IsError   bool
 }
 
 // Image is an image block of a request: a base64 source's media type and
@@ -142,7 +156,13 @@ type wireContent struct {
 	Type    string          `json:"type"`
 	Text    string          `json:"text"`
 	Content json.RawMessage `json:"content"`
-	Source  *struct {
+	// tool_use's and tool_result's.
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	IsError   bool            `json:"is_error"`
+	Source    *struct {
 		MediaType string `json:"media_type"`
 		Data      string `json:"data"`
 	} `json:"source"`
@@ -165,19 +185,23 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
 	req := Request{Model: wr.Model, Stream: wr.Stream, Messages: len(wr.Messages)}
 	for _, m := range wr.Messages {
-		if m.Role != "assistant" {
-			continue
-		}
 		var text string
 		if json.Unmarshal(m.Content, &text) == nil {
-			req.AssistantTexts = append(req.AssistantTexts, text)
+			if m.Role == "assistant" {
+				req.AssistantTexts = append(req.AssistantTexts, text)
+			}
 			continue
 		}
 		var cs []wireContent
 		_ = json.Unmarshal(m.Content, &cs)
 		for _, c := range cs {
-			if c.Type == "text" {
+			switch {
+			case m.Role == "assistant" && c.Type == "text":
 				req.AssistantTexts = append(req.AssistantTexts, c.Text)
+			case m.Role == "assistant" && c.Type == "tool_use":
+				req.ToolUses = append(req.ToolUses, ToolCall{ID: c.ID, Name: c.Name, Input: c.Input})
+			case m.Role == "user" && c.Type == "tool_result":
+				req.ToolResults = append(req.ToolResults, ToolResult{ToolUseID: c.ToolUseID, Content: contentText(c.Content), IsError: c.IsError})
 			}
 		}
 	}

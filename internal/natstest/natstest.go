@@ -34,6 +34,14 @@ func StartConfig(conf, dir string, log server.Logger) (*server.Server, error) {
 	return start(opts, dir, log)
 }
 
+// StartOptions is Start with the caller's options (an operator's trust
+// and account resolver: how a server of JWT accounts is set up), their
+// listen address and store replaced by a free loopback port and dir.
+func StartOptions(opts *server.Options, dir string, log server.Logger) (*server.Server, error) {
+	opts.Port = server.RANDOM_PORT
+	return start(opts, dir, log)
+}
+
 func start(opts *server.Options, dir string, log server.Logger) (*server.Server, error) {
 	opts.Host = "127.0.0.1"
 	opts.JetStream, opts.StoreDir = true, dir

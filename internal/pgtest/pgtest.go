@@ -398,8 +398,9 @@ func (s *server) passwordDatabase() (string, string, error) {
 	defer conn.Close(ctx)
 	for _, sql := range []string{
 		// Tests run in parallel: the group is made once, by whichever
-		// comes first.
-		`DO $$ BEGIN CREATE ROLE ` + passwordRole + `; EXCEPTION WHEN duplicate_object THEN NULL; END $$`,
+		// comes first. Two made at once collide on the catalog's unique
+		// index (unique_violation) rather than as duplicate_object.
+		`DO $$ BEGIN CREATE ROLE ` + passwordRole + `; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$`,
 		fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s' IN ROLE %s", role, password, passwordRole),
 		fmt.Sprintf("CREATE DATABASE %s OWNER %s", db, role),
 	} {
