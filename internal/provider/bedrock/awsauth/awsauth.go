@@ -17,10 +17,12 @@
 // are the aws package's credential types and cache and the SigV4 signer,
 // which Bedrock's requests use anyway.
 //
-// Not covered: MFA-protected roles (mfa_serial, which need a prompt),
-// `aws login` sessions (login_session) and per-service endpoint sections;
-// each is reported as an error naming the setting, so that such a profile
-// fails clearly rather than falling through to another source.
+// Not covered: MFA-protected roles (mfa_serial, which need a prompt; the
+// SDK's chain refused them too, having no prompt), `aws login` sessions
+// (login_session) and per-service endpoint sections. The first two are
+// reported as an error naming the setting and the way through the AWS CLI
+// (credential_process = aws configure export-credentials), so that such a
+// profile fails clearly rather than falling through to another source.
 package awsauth
 
 import (
@@ -191,7 +193,7 @@ func (r *resolver) fromProfile(name string, seen map[string]bool) (aws.Credentia
 	seen[name] = true
 	for _, unsupported := range []string{"mfa_serial", "login_session"} {
 		if p[unsupported] != "" {
-			return nil, fmt.Errorf("AWS profile %q: %s is not supported by sluice; use a profile with keys, SSO, credential_process or a role without MFA", name, unsupported)
+			return nil, fmt.Errorf("AWS profile %q: %s is not supported by sluice; a profile with credential_process = aws configure export-credentials --profile %s --format process can use it through the AWS CLI", name, unsupported, name)
 		}
 	}
 	role := p["role_arn"]

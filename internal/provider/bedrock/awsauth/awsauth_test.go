@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -204,6 +205,19 @@ region = eu-north-1
 		t.Fatalf("a refused role: %v", err)
 	}
 	<-seen
+
+	// credential_source Environment: the role assumed with the
+	// environment's keys, for the chain's region.
+	config = "[profile ci]\nrole_arn = arn:aws:iam::1:role/ci\ncredential_source = Environment\n"
+	o = setup(t, config, "", map[string]string{"AWS_ENDPOINT_URL_STS": srv.URL, "AWS_REGION": "ca-central-1",
+		"AWS_ACCESS_KEY_ID": "AKIDENV", "AWS_SECRET_ACCESS_KEY": "env-secret"})
+	o.Profile = "ci"
+	if _, creds, err := retrieve(t, o); err != nil || creds.AccessKeyID != "ASIAASSUMEROLE" {
+		t.Fatalf("credential_source Environment: %+v %v", creds, err)
+	}
+	if auth := (<-seen).Header.Get("Authorization"); !strings.Contains(auth, "Credential=AKIDENV/") || !strings.Contains(auth, "/ca-central-1/sts/") {
+		t.Fatalf("Authorization %q", auth)
+	}
 }
 
 // A web identity token file in the environment (EKS's IRSA): an unsigned
@@ -301,6 +315,7 @@ sso_region = eu-west-1
 func TestContainerAndInstance(t *testing.T) {
 	t.Parallel()
 	var containerAuth, imdsToken string
+	var v1 atomic.Bool // the metadata service refuses IMDSv2's token
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		answer := `{"Code":"Success","AccessKeyId":"ASIA%s","SecretAccessKey":"s","Token":"t","Expiration":"2099-01-01T00:00:00Z"}`
 		switch {
@@ -308,6 +323,10 @@ func TestContainerAndInstance(t *testing.T) {
 			containerAuth = r.Header.Get("Authorization")
 			fmt.Fprintf(w, answer, "CONTAINER")
 		case r.URL.Path == "/latest/api/token" && r.Method == http.MethodPut && r.Header.Get("X-Aws-Ec2-Metadata-Token-Ttl-Seconds") != "":
+			if v1.Load() {
+				w.WriteHeader(http.StatusForbidden)
+				return
+			}
 			fmt.Fprint(w, "imds-session")
 		case r.URL.Path == "/latest/meta-data/iam/security-credentials/":
 			imdsToken = r.Header.Get("X-Aws-Ec2-Metadata-Token")
@@ -345,6 +364,10 @@ func TestContainerAndInstance(t *testing.T) {
 	o = setup(t, "", "", map[string]string{"AWS_REGION": "us-west-2", "AWS_EC2_METADATA_SERVICE_ENDPOINT": srv.URL})
 	if _, creds, err := retrieve(t, o); err != nil || creds.AccessKeyID != "ASIAINSTANCE" || imdsToken != "imds-session" {
 		t.Fatalf("instance: %+v %v; token %q", creds, err, imdsToken)
+	}
+	v1.Store(true)
+	if _, creds, err := retrieve(t, o); err != nil || creds.AccessKeyID != "ASIAINSTANCE" || imdsToken != "" {
+		t.Fatalf("instance, IMDSv1: %+v %v; token %q", creds, err, imdsToken)
 	}
 	o = setup(t, "", "", map[string]string{"AWS_REGION": "us-west-2", "AWS_EC2_METADATA_DISABLED": "true"})
 	if _, _, err := retrieve(t, o); err == nil || !strings.Contains(err.Error(), "AWS_EC2_METADATA_DISABLED") {
