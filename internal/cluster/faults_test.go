@@ -93,7 +93,10 @@ type faultCluster struct {
 	// Figures.
 	faults, runs int
 	deltas       int64
-	violations   []string
+	// toolChecks counts the requests whose tool calls were compared with
+	// what was shown: the check did compare some.
+	toolChecks int
+	violations []string
 }
 
 type faultSession struct {
@@ -118,14 +121,27 @@ func newFaultCluster(t testing.TB, ctx context.Context, sessions int, ttl time.D
 	c.nats, c.natsPort = ns, ns.Addr().(*net.TCPAddr).Port
 	t.Cleanup(c.stopNATS)
 	fm := fakemodel.New(func(r fakemodel.Request) fakemodel.Answer {
+		if len(r.ToolResults) > 0 && r.LastUserText == "" {
+			// After a tool call: the answer, which the faults cut.
+			return fakemodel.Answer{Text: c.answer, Pace: 10 * time.Millisecond}
+		}
 		c.mu.Lock()
 		c.reqs[r.LastUserText] = r
 		c.mu.Unlock()
+		var session, run int
+		if _, err := fmt.Sscanf(r.LastUserText, "s%d m%d", &session, &run); err == nil && session%2 == 0 {
+			// Half the sessions call a tool first, so that the model's
+			// next request has tool calls and results to compare with
+			// what was shown, the current run's among them when a fault
+			// cuts the answer after it.
+			return fakemodel.Answer{Text: []string{"Running it. "}, Tool: &fakemodel.ToolCall{
+				ID: fmt.Sprintf("toolu_s%d_m%d", session, run), Name: "Bash", Input: map[string]any{"command": "echo " + r.LastUserText}}}
+		}
 		return fakemodel.Answer{Text: c.answer, Pace: 10 * time.Millisecond}
 	})
 	t.Cleanup(fm.Close)
 	c.cfg = clustertest.NodeConfig{Bin: bin, NATS: ns.ClientURL(), Postgres: dsn, ModelURL: fm.URL(),
-		Home: t.TempDir(), LeaseTTL: ttl, Verbose: true}
+		Home: t.TempDir(), LeaseTTL: ttl, Verbose: true, Args: []string{"--dangerously-skip-permissions"}}
 	for i := range c.nodes {
 		c.startNode(i)
 	}
@@ -214,6 +230,47 @@ func shownTexts(snap protocol.Snapshot) []string {
 	return out
 }
 
+// shownTools is what an assistant called and what its calls returned, as
+// the clients were shown them: each ended call (an interrupted one ends
+// too) as the model is sent it, its parameters as JSON with sorted keys.
+func shownTools(snap protocol.Snapshot) (uses []fakemodel.ToolCall, results []fakemodel.ToolResult) {
+	for _, m := range snap.Messages {
+		if m.Role != protocol.RoleAssistant {
+			continue
+		}
+		for _, b := range m.Blocks {
+			if b.Type != protocol.BlockTool || b.Stage != protocol.StageEnd {
+				continue
+			}
+			uses = append(uses, fakemodel.ToolCall{ID: b.ToolID, Name: b.Name, Input: canonicalJSON(json.RawMessage(b.Parameters))})
+			results = append(results, fakemodel.ToolResult{ToolUseID: b.ToolID, Content: b.Result, IsError: b.Success == nil || !*b.Success})
+		}
+	}
+	return uses, results
+}
+
+// sentTools is a request's tool calls, their parameters as JSON with
+// sorted keys, and its tool results.
+func sentTools(r fakemodel.Request) ([]fakemodel.ToolCall, []fakemodel.ToolResult) {
+	uses := make([]fakemodel.ToolCall, len(r.ToolUses))
+	for i, u := range r.ToolUses {
+		raw, _ := u.Input.(json.RawMessage)
+		uses[i] = fakemodel.ToolCall{ID: u.ID, Name: u.Name, Input: canonicalJSON(raw)}
+	}
+	return uses, r.ToolResults
+}
+
+// canonicalJSON re-encodes raw so that two encodings of one value
+// compare equal as strings.
+func canonicalJSON(raw json.RawMessage) string {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "invalid: " + string(raw)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
 // send starts a run on every session; the model's request for it must
 // hold exactly what the session's clients were shown.
 func (c *faultCluster) send() {
@@ -244,6 +301,17 @@ func (c *faultCluster) send() {
 		if want := shownTexts(shown[i]); !slices.Equal(req.AssistantTexts, want) {
 			c.violate("session %d: the model was sent %d answers (%d bytes) where the clients were shown %d (%d bytes):\n%.300q\n%.300q",
 				s.i, len(req.AssistantTexts), len(strings.Join(req.AssistantTexts, "")), len(want), len(strings.Join(want, "")), req.AssistantTexts, want)
+		}
+		uses, results := sentTools(req)
+		wantUses, wantResults := shownTools(shown[i])
+		if len(wantUses) > 0 {
+			c.toolChecks++
+		}
+		if !slices.Equal(uses, wantUses) {
+			c.violate("session %d: the model was sent the tool calls %+v where the clients were shown %+v", s.i, uses, wantUses)
+		}
+		if !slices.Equal(results, wantResults) {
+			c.violate("session %d: the model was sent the tool results %+v where the clients were shown %+v", s.i, results, wantResults)
 		}
 	}
 }
@@ -531,7 +599,7 @@ func (c *faultCluster) report() string {
 		ev, _, _, _, _ := s.clients[0].Stats()
 		c.deltas += ev
 	}
-	return fmt.Sprintf("%d faults survived, %d runs, %d deltas, %d violations", c.faults, c.runs, c.deltas, len(c.violations))
+	return fmt.Sprintf("%d faults survived, %d runs, %d deltas, %d requests with tool calls checked, %d violations", c.faults, c.runs, c.deltas, c.toolChecks, len(c.violations))
 }
 
 // TestFaultSchedule runs one fault of each kind on three nodes with 20
@@ -564,6 +632,9 @@ func TestFaultSchedule(t *testing.T) {
 		return f, true
 	})
 	t.Log(c.report())
+	if c.toolChecks == 0 {
+		t.Error("no request had tool calls to compare with what was shown")
+	}
 }
 
 // TestFaultSoak runs a seeded random fault schedule for -faults.soak
