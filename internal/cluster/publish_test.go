@@ -152,13 +152,17 @@ func TestPublishTimeoutIsNotAFence(t *testing.T) {
 	}
 	defer w.Close()
 	appendAll(t, w, evs[:3])
-	// An attempt bounded as the owner bounds it, by a deadline; a second
-	// is plenty for a server that answers.
-	attempt := func(i int) error {
-		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	// An attempt bounded as the owner bounds it, by a deadline: a second
+	// where the proxy holds what it must time out on; where the server
+	// answers, a bound generous enough for a loaded machine (a second was
+	// not always enough under CI's load).
+	attemptWithin := func(i int, d time.Duration) error {
+		ctx, cancel := context.WithTimeout(t.Context(), d)
 		defer cancel()
 		return w.Append(ctx, evs[i])
 	}
+	held := func(i int) error { return attemptWithin(i, time.Second) }
+	attempt := func(i int) error { return attemptWithin(i, time.Minute) }
 	stored := func(seq int64) {
 		t.Helper()
 		for {
@@ -179,14 +183,14 @@ func TestPublishTimeoutIsNotAFence(t *testing.T) {
 
 	// The server takes the publish only after the writer stopped waiting.
 	proxy.setHold(holdAll)
-	if err := attempt(3); err == nil || errors.Is(err, ErrFenced) {
+	if err := held(3); err == nil || errors.Is(err, ErrFenced) {
 		t.Fatalf("append while the server holds it: %v, want a timeout, not a fence", err)
 	}
 	proxy.setHold(holdAPI)
 	stored(4)
 	// The retry: the subject moved on (by this event), and the API that
 	// would tell whose message ended it does not answer in time.
-	if err := attempt(3); err == nil || errors.Is(err, ErrFenced) || !errors.Is(err, ErrOutcomeUnknown) {
+	if err := held(3); err == nil || errors.Is(err, ErrFenced) || !errors.Is(err, ErrOutcomeUnknown) {
 		t.Fatalf("retried append while the stream's API is slow: %v, want ErrOutcomeUnknown, not a fence", err)
 	}
 	proxy.setHold(nil)
@@ -202,7 +206,7 @@ func TestPublishTimeoutIsNotAFence(t *testing.T) {
 	// Timed out again, and meanwhile a new owner fences the log after it:
 	// that retry is fenced.
 	proxy.setHold(holdAll)
-	if err := attempt(6); err == nil || errors.Is(err, ErrFenced) {
+	if err := held(6); err == nil || errors.Is(err, ErrFenced) {
 		t.Fatalf("append while the server holds it: %v, want a timeout", err)
 	}
 	proxy.setHold(nil)
