@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/agent"
-	"github.com/sluicehq/sluice/internal/provider"
 	"github.com/sluicehq/sluice/internal/fakemodel"
+	"github.com/sluicehq/sluice/internal/provider"
 	"github.com/sluicehq/sluice/internal/provider/anthropic"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/protocol"

@@ -65,41 +65,56 @@ type userInput struct {
 // host is print mode's side of a run: the session (opened once, after the
 // host's initialize when one comes first), the input reader, the control
 // protocol and the state it changes.
+//
+// Its fields fall in four groups by how they are shared:
+//   - set by newHost and Run before any goroutine starts, then only read;
+//   - set once inside openOnce and read only after opened is closed;
+//   - guarded by mu: the reader, the control requests it dispatches and
+//     the turns all reach them;
+//   - safe on their own (channels, and types that lock for themselves).
 type host struct {
-	cfg Config
-	w   *writer
-	// tasks follows the background commands of the run's subscription.
-	tasks taskLines
+	// Set before the run starts, then read-only.
+	cfg  Config
+	w    *writer
+	out  *outbox
+	open OpenFunc
 	// st and prompts are the host's messages given to the session mid-run
 	// and those read but not yet given (stream-json input; Run sets them).
 	st      *steerer
 	prompts *queue[userInput]
-	out     *outbox
-	open    OpenFunc
 
+	// Set once by openWith (inside openOnce), read after opened is closed.
 	openOnce sync.Once
 	opened   chan struct{}
+	sess     *agent.Session
+	openErr  error
+	// structured is the StructuredOutput tool, when a schema was given.
+	structured *structuredOutput
+
+	// Safe on their own.
+	//
+	// tasks follows the background commands of the run's subscription (it
+	// has its own lock).
+	tasks taskLines
+	// drained is closed (and drainedNow set, under mu) once the lines read
+	// while initialize was handled are handled.
+	drained chan struct{}
+
+	// mu guards every field below.
+	mu sync.Mutex
 	// initDone, once the host sent initialize, is closed when it has been
 	// answered: whatever comes after it waits for the session it opens.
 	initDone chan struct{}
-	// deferred are the lines read while initialize was handled; drained
-	// is closed (and drainedNow set) once they are handled.
+	// deferred are the lines read while initialize was handled.
 	deferred   []deferredLine
-	drained    chan struct{}
 	drainedNow bool
-	sess       *agent.Session
-	openErr    error
-	// preset is a session given to Run: initialize cannot reshape it.
-	preset bool
-
-	mu        sync.Mutex
-	hooks     map[string][]hookMatcher // by hook event name
-	sdkMCP    []string                 // the host's in-process MCP servers
-	disabled  map[string]bool          // MCP servers toggled off
-	mode      string                   // as the host named it (dontAsk, auto, ...)
-	lastInput int                      // the context's tokens, from the last response
-	sdkStatus []streamjson.MCPServer   // the host's in-process servers
-	spent     float64                  // the session's cost so far, for MaxBudgetUSD
+	hooks      map[string][]hookMatcher // by hook event name
+	sdkMCP     []string                 // the host's in-process MCP servers
+	disabled   map[string]bool          // MCP servers toggled off
+	mode       string                   // as the host named it (dontAsk, auto, ...)
+	lastInput  int                      // the context's tokens, from the last response
+	sdkStatus  []streamjson.MCPServer   // the host's in-process servers
+	spent      float64                  // the session's cost so far, for MaxBudgetUSD
 	// sessionState is the last system/session_state_changed written.
 	sessionState string
 	// results counts the result lines written (result_index).
@@ -109,8 +124,6 @@ type host struct {
 	decided map[string]decision
 	// deniedStop is the denial with interrupt: true that stopped the turn.
 	deniedStop *agent.Denial
-	// structured is the StructuredOutput tool, when a schema was given.
-	structured *structuredOutput
 }
 
 type hookMatcher struct {
@@ -126,7 +139,7 @@ func newHost(cfg Config, w *writer, sess *agent.Session) *host {
 		decided: map[string]decision{},
 	}
 	if sess != nil {
-		h.sess, h.preset = sess, true
+		h.sess = sess
 		h.openOnce.Do(func() { close(h.opened) })
 	}
 	return h

@@ -184,6 +184,14 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 	readCtx, stopReading := context.WithCancel(ctx)
 	defer stopReading()
 	prompts := newQueue[userInput]()
+	// With stream-json input, the host's messages that arrive while a run
+	// is going go to the session at once (steering); st holds them. The
+	// host has both before its reader starts: an interrupt lists them.
+	var st *steerer
+	if streamIn {
+		st = &steerer{}
+		h.st, h.prompts = st, prompts
+	}
 	readErr := make(chan error, 1)
 	if streamIn {
 		go func() { readErr <- h.read(readCtx, cfg.Stdin, prompts) }()
@@ -228,13 +236,6 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 			fmt.Fprintf(cfg.Stderr, "sluice: %v\n", err)
 			return 1
 		}
-	}
-	// With stream-json input, the host's messages that arrive while a run
-	// is going go to the session at once (steering); st holds them.
-	var st *steerer
-	if streamIn {
-		st = &steerer{}
-		h.st, h.prompts = st, prompts
 	}
 	for {
 		var (

@@ -17,8 +17,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluicehq/sluice/agent"
-	"github.com/sluicehq/sluice/internal/provider"
 	"github.com/sluicehq/sluice/internal/fakemodel"
+	"github.com/sluicehq/sluice/internal/provider"
 	"github.com/sluicehq/sluice/internal/provider/anthropic"
 	"github.com/sluicehq/sluice/internal/streamjson"
 	"github.com/sluicehq/sluice/model"
