@@ -258,7 +258,7 @@ func run(ctx context.Context, cfg config) error {
 		began := time.Now()
 		for _, c := range batch {
 			if err := c.Call(ctx, "sendMessage", map[string]any{"sessionId": c.Session, "text": "go"}, nil); err != nil {
-				return err
+				return fmt.Errorf("%w; the nodes' warnings:\n%s", err, warnings(nodes))
 			}
 		}
 		// A run that does not end within four times its pace (and two
