@@ -26,7 +26,11 @@ import (
 // parsed them itself; and aws-sdk-go-v2's config package, with the STS,
 // SSO, SSO-OIDC and Sign-In clients it links, whose endpoint and schema
 // tables (22 inits, 577 KB) Bedrock's credential chain cost before
-// bedrock/awsauth replaced it.
+// bedrock/awsauth replaced it; and Google's Application Default
+// Credentials (cloud.google.com/go/auth/credentials, with every credential
+// type Google knows, the metadata package, enterprise-certificate-proxy
+// and the net/rpc and html/template it links: 14 inits, 94 KB) before
+// vertex/gcpauth replaced them.
 var heavyInit = []string{
 	"github.com/yuin/goldmark/extension",
 	"github.com/alecthomas/chroma/v2/lexers",
@@ -40,17 +44,23 @@ var heavyInit = []string{
 	"github.com/aws/aws-sdk-go-v2/service/sso",
 	"github.com/aws/aws-sdk-go-v2/service/ssooidc",
 	"github.com/aws/aws-sdk-go-v2/service/signin",
+	"cloud.google.com/go/auth",
+	"cloud.google.com/go/auth/credentials",
+	"cloud.google.com/go/compute/metadata",
+	"github.com/googleapis/enterprise-certificate-proxy/client",
+	"net/rpc",
 }
 
 // initBudget bounds what package initialisation may allocate in all:
-// 1.125 MiB. Measured 995 KB in 205 inits since Bedrock's credential
-// chain stopped linking the AWS SDK's config package (1,588 KB in 227
-// before; 1.8 MB before termmd stopped importing goldmark/extension, 6.9
-// MB with Glamour linked). The largest parts now are third-party tables
-// of features in use: goldmark's HTML entities and parser (250 KB, the
-// TUI's Markdown), x/net/html's entities (127 KB, WebFetch's
-// HTML-to-Markdown), jsonschema-go (81 KB, tool schemas and MCP) and
-// Google's auth (77 KB, Vertex).
+// 1.125 MiB. Measured 904 KB in 193 inits since Vertex's credentials
+// stopped linking Google's auth packages (998 KB in 207 before; 1,588 KB
+// in 227 before Bedrock's credential chain stopped linking the AWS SDK's
+// config package; 1.8 MB before termmd stopped importing
+// goldmark/extension, 6.9 MB with Glamour linked). The largest parts now
+// are third-party tables of features in use: goldmark's HTML entities and
+// parser (250 KB, the TUI's Markdown), x/net/html's entities (127 KB,
+// WebFetch's HTML-to-Markdown) and jsonschema-go (81 KB, tool schemas and
+// MCP).
 const initBudget = 9 << 17 // 1.125 MiB
 
 // TestLeanStart fails when a package with a costly init comes back into

@@ -3,35 +3,28 @@
 // by the anthropic package's decoder. A model named gemini-* is Google's
 // own, asked through streamGenerateContent and read by the gemini
 // package's decoder. Requests carry an OAuth access token from Google's
-// Application Default Credentials (cloud.google.com/go/auth).
+// Application Default Credentials, found by the gcpauth package.
 package vertex
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
-
-	"cloud.google.com/go/auth"
-	"cloud.google.com/go/auth/credentials"
 
 	"github.com/sluicehq/sluice/internal/provider/anthropic"
 	"github.com/sluicehq/sluice/internal/provider/gemini"
 	"github.com/sluicehq/sluice/internal/provider/httpapi"
+	"github.com/sluicehq/sluice/internal/provider/vertex/gcpauth"
 	"github.com/sluicehq/sluice/model"
 )
 
 // Version is the anthropic_version Vertex AI wants in the body.
 const Version = "vertex-2023-10-16"
-
-// scope is the OAuth scope Vertex AI's predictions need.
-const scope = "https://www.googleapis.com/auth/cloud-platform"
 
 // Config configures the provider. ProjectID and Region are required.
 type Config struct {
@@ -52,7 +45,7 @@ type Config struct {
 	MaxTokens int
 	// Credentials authorize the requests; nil detects the Application
 	// Default Credentials.
-	Credentials *auth.Credentials
+	Credentials gcpauth.TokenSource
 	// CredentialsFile, for that detection, is the ADC JSON file to read
 	// (GOOGLE_APPLICATION_CREDENTIALS); empty follows Google's search.
 	CredentialsFile string
@@ -70,7 +63,7 @@ type Config struct {
 // Provider talks to Vertex AI. It is safe for concurrent use.
 type Provider struct {
 	cfg     Config
-	creds   *auth.Credentials
+	creds   gcpauth.TokenSource
 	api     httpapi.Client
 	msgs    *anthropic.Provider // builds the bodies
 	baseURL string
@@ -88,22 +81,13 @@ func New(cfg Config) (*Provider, error) {
 	}
 	creds := cfg.Credentials
 	if creds == nil && !cfg.SkipAuth {
-		opts := &credentials.DetectOptions{
-			Scopes: []string{scope},
-			Client: cfg.HTTPClient,
-			// A token is refreshed when a request needs it, not by a
-			// goroutine of its own.
-			DisableAsyncRefresh: true,
-		}
-		var err error
-		if cfg.CredentialsFile != "" {
-			creds, err = credentialsFromFile(cfg.CredentialsFile, opts)
-		} else {
-			creds, err = credentials.DetectDefault(opts)
-		}
+		// A token is fetched when a request needs one, not by a
+		// goroutine of its own.
+		c, err := gcpauth.Detect(gcpauth.Options{File: cfg.CredentialsFile, HTTPClient: cfg.HTTPClient})
 		if err != nil {
 			return nil, fmt.Errorf("vertex: no Google credentials (run gcloud auth application-default login, or set GOOGLE_APPLICATION_CREDENTIALS): %w", err)
 		}
+		creds = c
 	}
 	if cfg.Model == "" {
 		cfg.Model = anthropic.DefaultModel
@@ -269,20 +253,3 @@ func (c Config) String() string {
 
 // GoString is String.
 func (c Config) GoString() string { return c.String() }
-
-// credentialsFromFile reads an ADC JSON file of the user's (what
-// GOOGLE_APPLICATION_CREDENTIALS names) as the type it says it is.
-// DetectOptions.CredentialsFile did the same and is deprecated.
-func credentialsFromFile(path string, opts *credentials.DetectOptions) (*auth.Credentials, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var head struct {
-		Type string `json:"type"`
-	}
-	if err := json.Unmarshal(b, &head); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return credentials.NewCredentialsFromJSON(credentials.CredType(head.Type), b, opts)
-}

@@ -30,6 +30,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/provider/anthropic"
 	pt "github.com/sluicehq/sluice/internal/provider/providertest"
+	"github.com/sluicehq/sluice/internal/provider/vertex/gcpauth"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/model/modeltest"
 )
@@ -99,7 +100,7 @@ func verifyJWT(jwt, audience string) error {
 	if err := json.Unmarshal(payload, &claims); err != nil {
 		return err
 	}
-	if claims.Iss != clientEmail || claims.Aud != audience || claims.Scope != scope {
+	if claims.Iss != clientEmail || claims.Aud != audience || claims.Scope != gcpauth.Scope {
 		return fmt.Errorf("claims %+v", claims)
 	}
 	return nil

@@ -1,0 +1,390 @@
+package gcpauth
+
+import (
+	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// key is the service account's key, made once: RSA generation is slow.
+var key = sync.OnceValue(func() *rsa.PrivateKey {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		panic(err)
+	}
+	return k
+})
+
+const email = "sa@proj.iam.gserviceaccount.com"
+
+// clock is a settable time.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// writeJSON writes v as the file name in dir.
+func writeJSON(t *testing.T, dir, name string, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func serviceAccountJSON(tokenURI string, pkcs1 bool) map[string]string {
+	block := &pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key())}
+	if !pkcs1 {
+		der, err := x509.MarshalPKCS8PrivateKey(key())
+		if err != nil {
+			panic(err)
+		}
+		block = &pem.Block{Type: "PRIVATE KEY", Bytes: der}
+	}
+	return map[string]string{
+		"type": "service_account", "project_id": "proj", "private_key_id": "kid1",
+		"private_key": string(pem.EncodeToMemory(block)), "client_email": email, "token_uri": tokenURI,
+	}
+}
+
+func authorizedUserJSON(tokenURI string) map[string]string {
+	return map[string]string{"type": "authorized_user", "client_id": "cid", "client_secret": "csecret", "refresh_token": "rtok", "token_uri": tokenURI}
+}
+
+// tokenServer is an OAuth token endpoint: it checks a JWT bearer grant
+// (the service account's) or a refresh-token grant (the user's), and
+// issues tok-N, valid for an hour.
+type tokenServer struct {
+	t      *testing.T
+	issued atomic.Int32
+}
+
+func (s *tokenServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		s.t.Error(err)
+	}
+	switch r.PostForm.Get("grant_type") {
+	case "urn:ietf:params:oauth:grant-type:jwt-bearer":
+		if err := verifyJWT(r.PostForm.Get("assertion"), "http://"+r.Host+r.URL.Path); err != nil {
+			s.t.Errorf("assertion: %v", err)
+			http.Error(w, `{"error":"invalid_grant"}`, http.StatusBadRequest)
+			return
+		}
+	case "refresh_token":
+		if r.PostForm.Get("refresh_token") != "rtok" || r.PostForm.Get("client_id") != "cid" || r.PostForm.Get("client_secret") != "csecret" {
+			s.t.Errorf("refresh grant %v", r.PostForm)
+		}
+	default:
+		s.t.Errorf("grant %v", r.PostForm)
+		http.Error(w, `{"error":"unsupported_grant_type"}`, http.StatusBadRequest)
+		return
+	}
+	n := s.issued.Add(1)
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"access_token":"tok-%d","token_type":"Bearer","expires_in":3600}`, n)
+}
+
+func verifyJWT(jwt, audience string) error {
+	parts := strings.Split(jwt, ".")
+	if len(parts) != 3 {
+		return fmt.Errorf("%d parts", len(parts))
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
+	if err := rsa.VerifyPKCS1v15(&key().PublicKey, crypto.SHA256, sum[:], sig); err != nil {
+		return err
+	}
+	head, err := base64.RawURLEncoding.DecodeString(parts[0])
+	if err != nil {
+		return err
+	}
+	var h struct{ Alg, Kid string }
+	if err := json.Unmarshal(head, &h); err != nil || h.Alg != "RS256" || h.Kid != "kid1" {
+		return fmt.Errorf("header %s: %v", head, err)
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return err
+	}
+	var c struct {
+		Iss, Aud, Scope string
+		Iat, Exp        int64
+	}
+	if err := json.Unmarshal(payload, &c); err != nil {
+		return err
+	}
+	if c.Iss != email || c.Aud != audience || c.Scope != Scope || c.Exp-c.Iat != 3600 {
+		return fmt.Errorf("claims %+v", c)
+	}
+	return nil
+}
+
+func noEnv(string) string { return "" }
+
+// A service account's file, named by Options.File or by
+// GOOGLE_APPLICATION_CREDENTIALS, with a PKCS #8 or #1 key: the token is
+// cached, shared by concurrent callers, and replaced shortly before it
+// expires.
+func TestServiceAccount(t *testing.T) {
+	t.Parallel()
+	ts := &tokenServer{t: t}
+	srv := httptest.NewServer(ts)
+	defer srv.Close()
+	for _, pkcs1 := range []bool{false, true} {
+		ts.issued.Store(0)
+		path := writeJSON(t, t.TempDir(), "sa.json", serviceAccountJSON(srv.URL+"/token", pkcs1))
+		clk := &clock{t: time.Unix(1_700_000_000, 0)}
+		for i, o := range []Options{
+			{File: path, Getenv: noEnv, Now: clk.now},
+			{Getenv: func(k string) string { return map[string]string{"GOOGLE_APPLICATION_CREDENTIALS": path}[k] }, Now: clk.now},
+		} {
+			c, err := Detect(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Type != "service_account" {
+				t.Errorf("type %q", c.Type)
+			}
+			var wg sync.WaitGroup
+			for range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if _, err := c.Token(context.Background()); err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+			wg.Wait()
+			if n := ts.issued.Load(); n != int32(2*i+1) {
+				t.Fatalf("pkcs1 %v, options %d: %d tokens issued for 8 callers", pkcs1, i, n)
+			}
+			clk.add(time.Hour - 3*time.Minute) // within the refresh window (3m45s)
+			tok, err := c.Token(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf("tok-%d", 2*i+2); tok.Value != want || !tok.Expiry.Equal(clk.now().Add(time.Hour)) {
+				t.Errorf("refreshed token %+v, want %s", tok, want)
+			}
+		}
+	}
+}
+
+// The file gcloud auth application-default login writes, found in
+// CLOUDSDK_CONFIG or under the home directory.
+func TestAuthorizedUserWellKnownFile(t *testing.T) {
+	t.Parallel()
+	ts := &tokenServer{t: t}
+	srv := httptest.NewServer(ts)
+	defer srv.Close()
+	home, cfg := t.TempDir(), t.TempDir()
+	writeJSON(t, home, ".config/gcloud/application_default_credentials.json", authorizedUserJSON(srv.URL+"/home"))
+	writeJSON(t, cfg, "application_default_credentials.json", authorizedUserJSON(srv.URL+"/cloudsdk"))
+	for _, tt := range []struct {
+		env  map[string]string
+		path string
+	}{
+		{nil, "/home"},
+		{map[string]string{"CLOUDSDK_CONFIG": cfg}, "/cloudsdk"},
+	} {
+		var got string
+		srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			got = r.URL.Path
+			ts.ServeHTTP(w, r)
+		})
+		c, err := Detect(Options{Getenv: func(k string) string { return tt.env[k] }, Home: home})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Token(context.Background()); err != nil || c.Type != "authorized_user" || got != tt.path {
+			t.Errorf("%v: %s asked, type %s: %v", tt.env, got, c.Type, err)
+		}
+	}
+}
+
+// An impersonated service account: the source's token asks IAM
+// Credentials for the target's.
+func TestImpersonation(t *testing.T) {
+	t.Parallel()
+	ts := &tokenServer{t: t}
+	mux := http.NewServeMux()
+	mux.Handle("/token", ts)
+	var asked atomic.Int32
+	mux.HandleFunc("POST /v1/projects/-/serviceAccounts/{sa}", func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		var body struct {
+			Delegates []string
+			Scope     []string
+			Lifetime  string
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			t.Error(err)
+		}
+		if r.PathValue("sa") != "target@proj.iam.gserviceaccount.com:generateAccessToken" || r.Header.Get("Authorization") != "Bearer tok-1" ||
+			len(body.Scope) != 1 || body.Scope[0] != Scope || len(body.Delegates) != 1 || body.Lifetime != "3600s" {
+			t.Errorf("generateAccessToken %s %q %+v", r.URL.Path, r.Header.Get("Authorization"), body)
+		}
+		fmt.Fprintf(w, `{"accessToken":"target-token","expireTime":%q}`, time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	path := writeJSON(t, t.TempDir(), "imp.json", map[string]any{
+		"type":                              "impersonated_service_account",
+		"service_account_impersonation_url": srv.URL + "/v1/projects/-/serviceAccounts/target@proj.iam.gserviceaccount.com:generateAccessToken",
+		"delegates":                         []string{"projects/-/serviceAccounts/mid@proj.iam.gserviceaccount.com"},
+		"source_credentials":                authorizedUserJSON(srv.URL + "/token"),
+	})
+	c, err := Detect(Options{File: path, Getenv: noEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		tok, err := c.Token(context.Background())
+		if err != nil || tok.Value != "target-token" {
+			t.Fatalf("%+v, %v", tok, err)
+		}
+	}
+	if asked.Load() != 1 || ts.issued.Load() != 1 {
+		t.Errorf("%d impersonations, %d source tokens", asked.Load(), ts.issued.Load())
+	}
+}
+
+// With no file, on Google Cloud (GCE_METADATA_HOST says so): the metadata
+// server's default service account.
+func TestMetadataServer(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Metadata-Flavor") != "Google" || r.URL.Path != "/computeMetadata/v1/instance/service-accounts/default/token" || r.URL.Query().Get("scopes") != Scope {
+			t.Errorf("metadata request %s %v", r.URL, r.Header)
+			http.Error(w, "no", http.StatusForbidden)
+			return
+		}
+		w.Header().Set("Metadata-Flavor", "Google")
+		w.Write([]byte(`{"access_token":"gce-token","expires_in":3599,"token_type":"Bearer"}`))
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	c, err := Detect(Options{Getenv: func(k string) string { return map[string]string{"GCE_METADATA_HOST": host}[k] }, Home: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := c.Token(context.Background())
+	if err != nil || tok.Value != "gce-token" || c.Type != "metadata" {
+		t.Fatalf("%+v %s: %v", tok, c.Type, err)
+	}
+}
+
+// Off Google Cloud, with no file: ErrNotFound, decided by the probe of the
+// metadata address (here one that refuses at once).
+func TestNotFound(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	srv.Close()
+	start := time.Now()
+	_, err := Detect(Options{Getenv: noEnv, Home: t.TempDir(), metadataIP: addr, productName: filepath.Join(t.TempDir(), "absent")})
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("err = %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v", d)
+	}
+	// A metadata address answering without Metadata-Flavor is not Google's.
+	srv = httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	d := newDetector(Options{Getenv: noEnv, metadataIP: strings.TrimPrefix(srv.URL, "http://"), productName: filepath.Join(t.TempDir(), "absent")})
+	if d.onGCE() {
+		t.Error("on GCE")
+	}
+	d.mdClient.CloseIdleConnections()
+}
+
+// Files this package cannot use fail clearly, naming what does work, and
+// never show the key.
+func TestUnsupportedAndBroken(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	sa := serviceAccountJSON("http://127.0.0.1:1/token", false)
+	sa["private_key"] = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"
+	for _, tt := range []struct {
+		content any
+		want    string
+	}{
+		{map[string]any{"type": "external_account", "audience": "//iam.googleapis.com/x"}, `"external_account" is not supported: use a service_account key, authorized_user`},
+		{map[string]any{"type": "impersonated_service_account", "service_account_impersonation_url": "http://x", "source_credentials": map[string]string{"type": "external_account"}}, `source_credentials: credential type "external_account"`},
+		{map[string]any{"type": "gdch_service_account"}, "CLAUDE_CODE_SKIP_VERTEX_AUTH"},
+		{map[string]any{"project_id": "p"}, "no credential type"},
+		{sa, "private_key"},
+		{"not an object", "cannot unmarshal"},
+	} {
+		path := writeJSON(t, dir, "f.json", tt.content)
+		_, err := Detect(Options{File: path, Getenv: noEnv})
+		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%v: %v, want %q", tt.content, err, tt.want)
+		}
+	}
+	if _, err := Detect(Options{File: filepath.Join(dir, "absent.json"), Getenv: noEnv}); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("absent file: %v", err)
+	}
+}
+
+// A refused grant is an error carrying the endpoint's words, not the key.
+func TestTokenRefused(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write([]byte(`{"error":"invalid_grant","error_description":"Invalid JWT Signature."}`))
+	}))
+	defer srv.Close()
+	path := writeJSON(t, t.TempDir(), "sa.json", serviceAccountJSON(srv.URL+"/token", false))
+	c, err := Detect(Options{File: path, Getenv: noEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Token(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "400 Bad Request: invalid_grant: Invalid JWT Signature.") || strings.Contains(err.Error(), "PRIVATE KEY") {
+		t.Fatalf("err = %v", err)
+	}
+}
