@@ -20,17 +20,6 @@ func truthy(v string) bool {
 	return false
 }
 
-// cloudFromEnv is the cloud platform Claude Code's variables choose, or "".
-func cloudFromEnv(getenv func(string) string) string {
-	switch {
-	case truthy(getenv("CLAUDE_CODE_USE_BEDROCK")):
-		return Bedrock
-	case truthy(getenv("CLAUDE_CODE_USE_VERTEX")):
-		return Vertex
-	}
-	return ""
-}
-
 // openBedrock builds the Bedrock provider from the variables Claude Code
 // reads. Those that getenv gives are passed on explicitly; the rest of the
 // AWS chain (shared files, SSO, container and instance credentials) reads

@@ -105,24 +105,8 @@ func Open(cfg Config, getenv func(string) string) (*Selection, error) {
 	}
 	notice := ""
 	if name == "" {
-		switch {
-		case cloudFromEnv(getenv) != "":
-			name = cloudFromEnv(getenv)
-		case getenv("ANTHROPIC_API_KEY") != "" || getenv("ANTHROPIC_AUTH_TOKEN") != "":
-			name = Anthropic
-		case getenv("OPENAI_API_KEY") != "":
-			name = OpenAI
-		case geminiKey(getenv) != "":
-			name = Gemini
-		case getenv("ANTHROPIC_BASE_URL") != "":
-			name = Anthropic
-		case getenv("OPENAI_BASE_URL") != "":
-			name = OpenAI
-		default:
+		if name = detected(getenv); name == "" {
 			name, notice = Demo, DemoNotice
-		}
-		if name == OpenAI && strings.EqualFold(strings.TrimSpace(getenv("OPENAI_WIRE_API")), "responses") {
-			name = OpenAIResponses
 		}
 	}
 	modelName := first(cfg.Model, getenv("SLUICE_MODEL"))

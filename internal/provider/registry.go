@@ -2,6 +2,7 @@ package provider
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/sluicehq/sluice/internal/provider/anthropic"
 	"github.com/sluicehq/sluice/internal/provider/gemini"
@@ -22,20 +23,76 @@ type facts struct {
 	catalogue model.Catalogue
 	// open builds it.
 	open opener
+	// detect says how strongly the environment asks for it when no
+	// provider is named (nil: only when named).
+	detect detector
 }
+
+// detector ranks a provider for an environment: 0 when it does not ask
+// for it. Open picks the highest rank, the first registered among equals.
+type detector func(getenv func(string) string) int
+
+// The ranks: a variable that chooses a platform outright (Claude Code's
+// CLAUDE_CODE_USE_BEDROCK) beats a key, which beats a base URL alone.
+const (
+	chosen  = 3
+	keyed   = 2
+	pointed = 1
+)
+
+// when ranks a provider rank when any of the variables is set.
+func when(rank int, vars ...string) detector {
+	return func(getenv func(string) string) int {
+		for _, v := range vars {
+			if getenv(v) != "" {
+				return rank
+			}
+		}
+		return 0
+	}
+}
+
+// either is the higher of two ranks.
+func either(a, b detector) detector {
+	return func(getenv func(string) string) int { return max(a(getenv), b(getenv)) }
+}
+
+// wire sends an OpenAI-style environment to the Responses provider when
+// OPENAI_WIRE_API says responses, to the chat provider otherwise.
+func wire(responses bool, d detector) detector {
+	return func(getenv func(string) string) int {
+		if strings.EqualFold(strings.TrimSpace(getenv("OPENAI_WIRE_API")), "responses") != responses {
+			return 0
+		}
+		return d(getenv)
+	}
+}
+
+// flag ranks a provider chosen when a variable is true.
+func flag(name string) detector {
+	return func(getenv func(string) string) int {
+		if truthy(getenv(name)) {
+			return chosen
+		}
+		return 0
+	}
+}
+
+var openAIEnv = either(when(keyed, "OPENAI_API_KEY"), when(pointed, "OPENAI_BASE_URL"))
 
 // registered is every provider, one line each (its facts and how it is
 // opened), in the order help texts
 // name them. Bedrock and Vertex serve Anthropic's models; their model ids
 // are priced by Anthropic's catalogue where the names match.
 var registered = []facts{
-	{Anthropic, anthropic.Offered, anthropic.KeyEnv, anthropic.Catalogue, openAnthropic},
-	{OpenAI, openai.Offered, openai.KeyEnv, openai.Catalogue, openOpenAI},
-	{OpenAIResponses, responses.Offered, responses.KeyEnv, responses.Catalogue, openResponses},
-	{Bedrock, anthropic.Offered, nil, nil, openBedrock},
-	{Vertex, anthropic.Offered, nil, nil, openVertex},
-	{Gemini, gemini.Offered, gemini.KeyEnv, gemini.Catalogue, openGemini},
-	{Demo, []string{"demo"}, nil, nil, openDemo},
+	{Anthropic, anthropic.Offered, anthropic.KeyEnv, anthropic.Catalogue, openAnthropic,
+		either(when(keyed, "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"), when(pointed, "ANTHROPIC_BASE_URL"))},
+	{OpenAI, openai.Offered, openai.KeyEnv, openai.Catalogue, openOpenAI, wire(false, openAIEnv)},
+	{OpenAIResponses, responses.Offered, responses.KeyEnv, responses.Catalogue, openResponses, wire(true, openAIEnv)},
+	{Bedrock, anthropic.Offered, nil, nil, openBedrock, flag("CLAUDE_CODE_USE_BEDROCK")},
+	{Vertex, anthropic.Offered, nil, nil, openVertex, flag("CLAUDE_CODE_USE_VERTEX")},
+	{Gemini, gemini.Offered, gemini.KeyEnv, gemini.Catalogue, openGemini, when(keyed, "GEMINI_API_KEY", "GOOGLE_API_KEY")},
+	{Demo, []string{"demo"}, nil, nil, openDemo, nil},
 }
 
 // Names lists the providers Open knows, for every help text.
@@ -84,4 +141,18 @@ func (s *Selection) APIKeySource(getenv func(string) string) string {
 		}
 	}
 	return "none"
+}
+
+// detected is the provider the environment asks for, "" when none does.
+func detected(getenv func(string) string) string {
+	name, best := "", 0
+	for _, f := range registered {
+		if f.detect == nil {
+			continue
+		}
+		if r := f.detect(getenv); r > best {
+			name, best = f.name, r
+		}
+	}
+	return name
 }
