@@ -121,7 +121,7 @@ func (c *Credentials) Token(ctx context.Context) (Token, error) {
 
 // ErrNotFound is returned by Detect when there are no credentials
 // anywhere.
-var ErrNotFound = errors.New("no Google Application Default Credentials found")
+var ErrNotFound = errors.New("no Google Application Default Credentials found; see https://cloud.google.com/docs/authentication/external/set-up-adc")
 
 // Detect finds the credentials, reading files and, when there is no file,
 // checking whether this is a Google Cloud machine (which can take up to a
