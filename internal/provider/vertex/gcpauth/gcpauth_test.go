@@ -216,7 +216,14 @@ func TestServiceAccount(t *testing.T) {
 func TestAuthorizedUserWellKnownFile(t *testing.T) {
 	t.Parallel()
 	ts := &tokenServer{t: t}
-	srv := httptest.NewServer(ts)
+	var mu sync.Mutex
+	var got string // the path of the last token request
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = r.URL.Path
+		mu.Unlock()
+		ts.ServeHTTP(w, r)
+	}))
 	defer srv.Close()
 	home, cfg := t.TempDir(), t.TempDir()
 	writeJSON(t, home, ".config/gcloud/application_default_credentials.json", authorizedUserJSON(srv.URL+"/home"))
@@ -228,17 +235,16 @@ func TestAuthorizedUserWellKnownFile(t *testing.T) {
 		{nil, "/home"},
 		{map[string]string{"CLOUDSDK_CONFIG": cfg}, "/cloudsdk"},
 	} {
-		var got string
-		srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			got = r.URL.Path
-			ts.ServeHTTP(w, r)
-		})
 		c, err := Detect(Options{Getenv: func(k string) string { return tt.env[k] }, Home: home})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.Token(context.Background()); err != nil || c.Type != "authorized_user" || got != tt.path {
-			t.Errorf("%v: %s asked, type %s: %v", tt.env, got, c.Type, err)
+		_, err = c.Token(context.Background())
+		mu.Lock()
+		asked := got
+		mu.Unlock()
+		if err != nil || c.Type != "authorized_user" || asked != tt.path {
+			t.Errorf("%v: %s asked, type %s: %v", tt.env, asked, c.Type, err)
 		}
 	}
 }
