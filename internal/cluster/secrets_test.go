@@ -163,32 +163,7 @@ func TestSecretsKept(t *testing.T) {
 		nodes = append(nodes, n)
 	}
 
-	own, err := clustertest.Attach(ctx, nodes[0].WS, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer own.Close()
-	other, err := clustertest.Attach(ctx, nodes[1].WS, own.Session)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	if err := other.Call(ctx, "sendMessage", map[string]any{"sessionId": other.Session, "text": "go"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	want := strings.Join(answer, "")
-	for _, c := range []*clustertest.Client{own, other} {
-		if err := c.WaitIdle(ctx, 0); err != nil {
-			t.Fatal(err)
-		}
-		st, err := c.State()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := st.Messages[len(st.Messages)-1].Text(); got != want {
-			t.Fatalf("the answer through the restricted cluster is %q, want %q", got, want)
-		}
-	}
+	answerAcross(ctx, t, nodes, "go", strings.Join(answer, ""))
 	if l := nlog.String(); strings.Contains(strings.ToLower(l), "violation") {
 		t.Errorf("the nodes' user was refused something it needs:\n%s", l)
 	}
@@ -394,32 +369,7 @@ func TestSecretsFromFiles(t *testing.T) {
 		nodes = append(nodes, n)
 	}
 
-	own, err := clustertest.Attach(ctx, nodes[0].WS, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer own.Close()
-	other, err := clustertest.Attach(ctx, nodes[1].WS, own.Session)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	if err := other.Call(ctx, "sendMessage", map[string]any{"sessionId": other.Session, "text": "go"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	want := strings.Join(answer, "")
-	for _, c := range []*clustertest.Client{own, other} {
-		if err := c.WaitIdle(ctx, 0); err != nil {
-			t.Fatal(err)
-		}
-		st, err := c.State()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := st.Messages[len(st.Messages)-1].Text(); got != want {
-			t.Fatalf("the answer through the cluster is %q, want %q", got, want)
-		}
-	}
+	answerAcross(ctx, t, nodes, "go", strings.Join(answer, ""))
 
 	mu.Lock()
 	childEnv := bashEnv
@@ -448,6 +398,38 @@ func TestSecretsFromFiles(t *testing.T) {
 	for _, name := range []string{"NATS_CREDS", "PGPASSFILE"} {
 		if strings.Contains("\n"+childEnv, "\n"+name+"=") {
 			t.Errorf("%s is in the environment Bash was given:\n%s", name, childEnv)
+		}
+	}
+}
+
+// answerAcross starts a session on the first node, sends it text from a
+// client of the second, and checks that both clients end with the answer
+// want.
+func answerAcross(ctx context.Context, t *testing.T, nodes []*clustertest.Node, text, want string) {
+	t.Helper()
+	own, err := clustertest.Attach(ctx, nodes[0].WS, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	other, err := clustertest.Attach(ctx, nodes[1].WS, own.Session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := other.Call(ctx, "sendMessage", map[string]any{"sessionId": other.Session, "text": text}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*clustertest.Client{own, other} {
+		if err := c.WaitIdle(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+		st, err := c.State()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.Messages[len(st.Messages)-1].Text(); got != want {
+			t.Fatalf("the answer through the cluster is %q, want %q", got, want)
 		}
 	}
 }

@@ -46,25 +46,7 @@ func toResponses(w io.Writer, events []json.RawMessage) error {
 		return r
 	}
 	for _, raw := range events {
-		var ev struct {
-			Type    string
-			Index   int
-			Message struct {
-				ID, Model string
-				Usage     struct {
-					InputTokens int `json:"input_tokens"`
-				}
-			}
-			ContentBlock struct{ Type, ID, Name string } `json:"content_block"`
-			Delta        struct {
-				Type, Text, Thinking, Signature string
-				PartialJSON                     string `json:"partial_json"`
-				StopReason                      string `json:"stop_reason"`
-			}
-			Usage struct {
-				OutputTokens int `json:"output_tokens"`
-			}
-		}
+		var ev anthropicEvent
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			return fmt.Errorf("event %s: %w", raw, err)
 		}

@@ -209,25 +209,7 @@ func toChunks(w io.Writer, events []json.RawMessage) error {
 		chunk([]any{map[string]any{"index": 0, "delta": d, "finish_reason": nil}}, nil)
 	}
 	for _, raw := range events {
-		var ev struct {
-			Type    string
-			Index   int
-			Message struct {
-				ID, Model string
-				Usage     struct {
-					InputTokens int `json:"input_tokens"`
-				}
-			}
-			ContentBlock struct{ Type, ID, Name string } `json:"content_block"`
-			Delta        struct {
-				Type, Text, Thinking string
-				PartialJSON          string `json:"partial_json"`
-				StopReason           string `json:"stop_reason"`
-			}
-			Usage struct {
-				OutputTokens int `json:"output_tokens"`
-			}
-		}
+		var ev anthropicEvent
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			return fmt.Errorf("event %s: %w", raw, err)
 		}
@@ -463,4 +445,26 @@ func chunks(s string, n int) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// anthropicEvent is an Anthropic stream event as the translations to
+// OpenAI's chat chunks and Responses events read it.
+type anthropicEvent struct {
+	Type    string
+	Index   int
+	Message struct {
+		ID, Model string
+		Usage     struct {
+			InputTokens int `json:"input_tokens"`
+		}
+	}
+	ContentBlock struct{ Type, ID, Name string } `json:"content_block"`
+	Delta        struct {
+		Type, Text, Thinking, Signature string
+		PartialJSON                     string `json:"partial_json"`
+		StopReason                      string `json:"stop_reason"`
+	}
+	Usage struct {
+		OutputTokens int `json:"output_tokens"`
+	}
 }
