@@ -1,7 +1,9 @@
 // Package printmode is sluice's headless print mode (sluice -p): one prompt
 // (or a stream of them) in, the answer out as text, one JSON result, or
 // stream-json lines in the shapes Claude Code emits, so that programs that
-// drive Claude Code headlessly can drive sluice.
+// drive Claude Code headlessly can drive sluice. Package cclines writes
+// the lines; this one reads the input, speaks Claude Code's control
+// protocol with the host, and runs the turns.
 package printmode
 
 import (

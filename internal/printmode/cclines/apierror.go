@@ -77,6 +77,8 @@ func apiErrorType(err error) string {
 	return ""
 }
 
+// NewAPIErrorLine is the assistant line that tells of the API failure err
+// before the run's result, as Claude Code writes it.
 func NewAPIErrorLine(sessionID string, err error, now time.Time) streamjson.APIErrorLine {
 	_, status := errorKind(err)
 	stop, seq := "stop_sequence", ""

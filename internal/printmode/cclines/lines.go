@@ -13,6 +13,7 @@ import (
 // Conversions of sluice's values to the fields of Claude Code's lines
 // (package streamjson has the lines).
 
+// Denials are the permission_denials of a result line.
 func Denials(ds []agent.Denial) []streamjson.Denial {
 	out := make([]streamjson.Denial, len(ds))
 	for i, d := range ds {
