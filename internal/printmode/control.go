@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/sluicehq/sluice/internal/printmode/cclines"
 	"github.com/sluicehq/sluice/internal/streamjson"
 	"github.com/sluicehq/sluice/protocol"
 )
@@ -42,7 +43,7 @@ var ErrHostError = errors.New("the host answered with an error")
 
 // outbox sends control requests to the host and matches its answers.
 type outbox struct {
-	w    *writer
+	w    *cclines.Writer
 	next atomic.Int64
 
 	mu      sync.Mutex
@@ -50,7 +51,7 @@ type outbox struct {
 	closed  bool
 }
 
-func newOutbox(w *writer) *outbox {
+func newOutbox(w *cclines.Writer) *outbox {
 	return &outbox{w: w, waiting: map[string]chan incoming{}}
 }
 
@@ -71,8 +72,8 @@ func (o *outbox) ask(ctx context.Context, request any) (json.RawMessage, error) 
 		delete(o.waiting, id)
 		o.mu.Unlock()
 	}()
-	o.w.line(streamjson.ControlRequestLine{Type: "control_request", RequestID: id, Request: request})
-	o.w.flush()
+	o.w.Line(streamjson.ControlRequestLine{Type: "control_request", RequestID: id, Request: request})
+	o.w.Flush()
 	select {
 	case in, ok := <-ch:
 		if !ok {
@@ -113,15 +114,15 @@ func (o *outbox) close() {
 }
 
 // respond writes the answer to a host's request.
-func (w *writer) respond(id json.RawMessage, response any, err error) {
+func respond(w *cclines.Writer, id json.RawMessage, response any, err error) {
 	r := streamjson.ControlResponse{Subtype: "success", RequestID: id, Response: response}
 	if err != nil {
 		r = streamjson.ControlResponse{Subtype: "error", RequestID: id, Error: err.Error()}
 	} else if r.Response == nil {
 		r.Response = struct{}{}
 	}
-	w.line(streamjson.ControlResponseLine{Type: "control_response", Response: r})
-	w.flush()
+	w.Line(streamjson.ControlResponseLine{Type: "control_response", Response: r})
+	w.Flush()
 }
 
 // requestHeader is what every host request has.

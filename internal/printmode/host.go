@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/agentdefs"
 	"github.com/sluicehq/sluice/internal/hooks"
+	"github.com/sluicehq/sluice/internal/printmode/cclines"
 	"github.com/sluicehq/sluice/internal/streamjson"
 	"github.com/sluicehq/sluice/protocol"
 	"github.com/sluicehq/sluice/tool"
@@ -75,7 +76,7 @@ type userInput struct {
 type host struct {
 	// Set before the run starts, then read-only.
 	cfg  Config
-	w    *writer
+	w    *cclines.Writer
 	out  *outbox
 	open OpenFunc
 	// st and prompts are the host's messages given to the session mid-run
@@ -89,13 +90,13 @@ type host struct {
 	sess     *agent.Session
 	openErr  error
 	// structured is the StructuredOutput tool, when a schema was given.
-	structured *structuredOutput
+	structured *cclines.StructuredOutput
 
 	// Safe on their own.
 	//
 	// tasks follows the background commands of the run's subscription (it
 	// has its own lock).
-	tasks taskLines
+	tasks cclines.TaskLines
 	// drained is closed (and drainedNow set, under mu) once the lines read
 	// while initialize was handled are handled.
 	drained chan struct{}
@@ -121,7 +122,7 @@ type host struct {
 	results int
 	// decided are the permission decisions made here (hooks, rules, the
 	// host's can_use_tool), by tool call id, for tool_result_meta.
-	decided map[string]decision
+	decided map[string]cclines.Decision
 	// deniedStop is the denial with interrupt: true that stopped the turn.
 	deniedStop *agent.Denial
 }
@@ -132,11 +133,11 @@ type hookMatcher struct {
 	Timeout         float64  `json:"timeout"`
 }
 
-func newHost(cfg Config, w *writer, sess *agent.Session) *host {
+func newHost(cfg Config, w *cclines.Writer, sess *agent.Session) *host {
 	h := &host{
 		cfg: cfg, w: w, out: newOutbox(w), open: cfg.Open, opened: make(chan struct{}), drained: make(chan struct{}),
 		hooks: map[string][]hookMatcher{}, disabled: map[string]bool{}, mode: cfg.PermissionMode,
-		decided: map[string]decision{},
+		decided: map[string]cclines.Decision{},
 	}
 	if sess != nil {
 		h.sess = sess
@@ -174,7 +175,7 @@ func (h *host) openWith(init Init) (*agent.Session, error) {
 			schema = init.jsonSchema
 		}
 		if len(schema) > 0 {
-			h.structured = &structuredOutput{schema: schema}
+			h.structured = cclines.NewStructuredOutput(schema)
 			init.Tools = append(init.Tools, h.structured)
 		}
 		h.sess, h.openErr = h.open(init)
@@ -277,7 +278,7 @@ func (h *host) dispatch(ctx context.Context, in incoming, line string, prompts *
 		h.mu.Lock()
 		if h.initDone != nil {
 			h.mu.Unlock()
-			h.w.respond(in.RequestID, nil, errors.New("already initialized"))
+			respond(h.w, in.RequestID, nil, errors.New("already initialized"))
 			return
 		}
 		h.initDone = make(chan struct{})
@@ -325,7 +326,7 @@ func (h *host) initialize(id, raw json.RawMessage) {
 		DisallowedTools       []string                   `json:"disallowedTools"`
 	}
 	if err := json.Unmarshal(raw, &req); err != nil {
-		h.w.respond(id, nil, fmt.Errorf("malformed initialize request: %w", err))
+		respond(h.w, id, nil, fmt.Errorf("malformed initialize request: %w", err))
 		return
 	}
 	var subagents []agent.Subagent
@@ -333,13 +334,13 @@ func (h *host) initialize(id, raw json.RawMessage) {
 		spec, _ := json.Marshal(req.Agents)
 		var err error
 		if subagents, err = agentdefs.ParseJSON(string(spec)); err != nil {
-			h.w.respond(id, nil, fmt.Errorf("initialize: agents: %w", err))
+			respond(h.w, id, nil, fmt.Errorf("initialize: agents: %w", err))
 			return
 		}
 	}
 	select {
 	case <-h.opened:
-		h.w.respond(id, nil, errors.New("already initialized"))
+		respond(h.w, id, nil, errors.New("already initialized"))
 		return
 	default:
 	}
@@ -375,7 +376,7 @@ func (h *host) initialize(id, raw json.RawMessage) {
 	}
 	sess, err := h.openWith(init)
 	if err != nil {
-		h.w.respond(id, nil, err)
+		respond(h.w, id, nil, err)
 		return
 	}
 	resp := h.initializeResponse(sess, len(init.MCPServers) > 0)
@@ -387,7 +388,7 @@ func (h *host) initialize(id, raw json.RawMessage) {
 	if len(init.DisallowedTools) > 0 {
 		resp["disallowed_tools_applied"] = true
 	}
-	h.w.respond(id, resp, nil)
+	respond(h.w, id, resp, nil)
 }
 
 // initializeResponse is initialize's answer with the fields the Agent
@@ -437,11 +438,11 @@ func (h *host) reportedMode(sess *agent.Session) string {
 func (h *host) control(ctx context.Context, id json.RawMessage, subtype string, raw json.RawMessage) {
 	sess, err := h.session()
 	if err != nil {
-		h.w.respond(id, nil, err)
+		respond(h.w, id, nil, err)
 		return
 	}
 	resp, err := h.answer(ctx, sess, subtype, raw)
-	h.w.respond(id, resp, err)
+	respond(h.w, id, resp, err)
 }
 
 func (h *host) answer(_ context.Context, sess *agent.Session, subtype string, raw json.RawMessage) (any, error) {
@@ -713,22 +714,14 @@ func (h *host) preToolUseVerdict(ctx context.Context, call agent.ToolCall) (v ag
 	return v, "hook", ""
 }
 
-// decision is a permission decision made here about a tool call, and
-// whether the denial also stopped the turn (interrupt: true), which Claude
-// Code reports as a user rejection, not a decision.
-type decision struct {
-	streamjson.PermissionDecision
-	stopped bool
-}
-
 func (h *host) decide(toolID string, d streamjson.PermissionDecision, stopped bool) {
 	h.mu.Lock()
-	h.decided[toolID] = decision{PermissionDecision: d, stopped: stopped}
+	h.decided[toolID] = cclines.Decision{PermissionDecision: d, Stopped: stopped}
 	h.mu.Unlock()
 }
 
 // decision is the permission decision made here about a tool call, if any.
-func (h *host) decision(toolID string) (decision, bool) {
+func (h *host) decision(toolID string) (cclines.Decision, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	d, ok := h.decided[toolID]

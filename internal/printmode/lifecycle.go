@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/hooks"
+	"github.com/sluicehq/sluice/internal/printmode/cclines"
 	"github.com/sluicehq/sluice/internal/streamjson"
 )
 
@@ -45,7 +46,7 @@ func (r *HookRelay) attach(to func(hooks.Lifecycle)) {
 // until its line is written, so nothing the session publishes later can
 // come before it.
 type hookLines struct {
-	w       *writer
+	w       *cclines.Writer
 	mu      sync.Mutex
 	queue   []hookWait
 	cur     context.Context    // the loop's wait
@@ -62,7 +63,9 @@ type hookWait struct {
 	written chan struct{}
 }
 
-func newHookLines(w *writer, on, all bool) *hookLines { return &hookLines{w: w, on: on, all: all} }
+func newHookLines(w *cclines.Writer, on, all bool) *hookLines {
+	return &hookLines{w: w, on: on, all: all}
+}
 
 // observe is the relay's sink while the run goes on.
 func (h *hookLines) observe(l hooks.Lifecycle) {
@@ -123,11 +126,11 @@ func (h *hookLines) flush() {
 	h.queue = nil
 	h.mu.Unlock()
 	for _, hw := range q {
-		h.w.hookLine(hw.l)
+		hookLine(h.w, hw.l)
 		close(hw.written)
 	}
 	if len(q) > 0 {
-		h.w.flush()
+		h.w.Flush()
 	}
 }
 
@@ -143,16 +146,16 @@ func (h *hookLines) end() {
 	h.flush()
 }
 
-func (w *writer) hookLine(l hooks.Lifecycle) {
-	session := w.sessionID()
+func hookLine(w *cclines.Writer, l hooks.Lifecycle) {
+	session := w.SessionID()
 	if !l.Done {
-		w.line(streamjson.HookStartedLine{
+		w.Line(streamjson.HookStartedLine{
 			Type: "system", Subtype: "hook_started", HookID: l.ID, HookName: l.Name, HookEvent: string(l.Event),
 			UUID: uuid.NewString(), SessionID: session,
 		})
 		return
 	}
-	w.line(streamjson.HookResponseLine{
+	w.Line(streamjson.HookResponseLine{
 		Type: "system", Subtype: "hook_response", HookID: l.ID, HookName: l.Name, HookEvent: string(l.Event),
 		Output: l.Stderr + l.Stdout, Stdout: l.Stdout, Stderr: l.Stderr, ExitCode: l.ExitCode, Outcome: l.Outcome,
 		UUID: uuid.NewString(), SessionID: session,
@@ -189,9 +192,9 @@ func (h *host) state(s string) {
 	if same {
 		return
 	}
-	h.w.line(streamjson.SessionStateLine{
+	h.w.Line(streamjson.SessionStateLine{
 		Type: "system", Subtype: "session_state_changed", State: s, SDKHostOnly: h.cfg.SessionState == SessionStateHost,
-		UUID: uuid.NewString(), SessionID: h.w.sessionID(),
+		UUID: uuid.NewString(), SessionID: h.w.SessionID(),
 	})
-	h.w.flush()
+	h.w.Flush()
 }

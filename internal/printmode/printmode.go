@@ -1,33 +1,30 @@
 // Package printmode is sluice's headless print mode (sluice -p): one prompt
 // (or a stream of them) in, the answer out as text, one JSON result, or
 // stream-json lines in the shapes Claude Code emits, so that programs that
-// drive Claude Code headlessly can drive sluice.
+// drive Claude Code headlessly can drive sluice. Package cclines writes
+// the lines; this one reads the input, speaks Claude Code's control
+// protocol with the host, and runs the turns.
 package printmode
 
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/printmode/cclines"
 	"github.com/sluicehq/sluice/internal/streamjson"
-	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/protocol"
 )
 
@@ -147,16 +144,6 @@ func (c *Config) ValidateFormats() error {
 	return nil
 }
 
-func (c *Config) maxRetries() int {
-	switch {
-	case c.MaxRetries == 0:
-		return model.DefaultMaxRetries
-	case c.MaxRetries < 0:
-		return 0
-	}
-	return c.MaxRetries
-}
-
 // maxPendingOutput bounds what waits to be written: stdout is the run's
 // only audience, so when it is slower than the model (a reader that does
 // not keep up, a loaded machine) the model's stream waits for it, as it
@@ -178,7 +165,7 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 	if cfg.Stderr == nil {
 		cfg.Stderr = io.Discard
 	}
-	w := &writer{out: bufio.NewWriterSize(cfg.Stdout, 64<<10)}
+	w := cclines.NewWriter(cfg.Stdout)
 	h := newHost(cfg, w, sess)
 	streamIn := cfg.InputFormat == FormatStreamJSON
 	readCtx, stopReading := context.WithCancel(ctx)
@@ -212,15 +199,15 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 			return nil, err
 		}
 		if sub == nil {
-			w.setSession(s.ID())
+			w.SetSession(s.ID())
 			var snap protocol.Snapshot
 			snap, sub = s.SnapshotAndSubscribe(agent.SubscribeOptions{ModelParts: cfg.OutputFormat == FormatStreamJSON, MaxPendingBytes: maxPendingOutput})
-			h.tasks.reset(snap)
+			h.tasks.Reset(snap)
 		}
 		if cfg.OutputFormat == FormatStreamJSON {
 			h.state(stateRunning)
-			w.line(h.initLine(s))
-			w.flush()
+			w.Line(h.initLine(s))
+			w.Flush()
 		}
 		return s, nil
 	}
@@ -261,9 +248,9 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 		}
 		if streamIn && pre == nil {
 			if cfg.ReplayUserMessages && in.line != nil {
-				w.line(replayLine(in.line, s.ID()))
+				w.Line(replayLine(in.line, s.ID()))
 			}
-			w.flush()
+			w.Flush()
 		}
 		err = runOne(ctx, s, sub, h.w, in, h.cfg, h, run{pre: pre, st: st, prompts: prompts})
 		h.state(stateIdle)
@@ -295,7 +282,7 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 		fmt.Fprintln(cfg.Stderr, "sluice: interrupted")
 		code = 1
 	}
-	if err := w.flush(); err != nil {
+	if err := w.Flush(); err != nil {
 		fmt.Fprintf(cfg.Stderr, "sluice: writing output: %v\n", err)
 		return 1
 	}
@@ -376,13 +363,13 @@ type run struct {
 
 // runOne runs one prompt and writes its lines and result. An interrupt
 // (ctx done) aborts the run; what it produced is still written.
-func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w *writer, in userInput, cfg Config, hst *host, r run) error {
+func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w *cclines.Writer, in userInput, cfg Config, hst *host, r run) error {
 	start := time.Now()
 	h := r.pre
 	if h == nil && hst.overBudget() {
 		err := budgetErr(errors.New("over budget"), hst, cfg)
-		w.line(hst.numbered(newResultLine(sess, agent.Result{}, "", err, 0)))
-		w.flush()
+		w.Line(hst.numbered(cclines.NewResultLine(sess, agent.Result{}, "", err, 0)))
+		w.Flush()
 		return err
 	}
 	stream := cfg.OutputFormat == FormatStreamJSON
@@ -420,27 +407,27 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	// message too (AfterFunc runs at once when ctx is already done).
 	stop := context.AfterFunc(ctx, func() { sess.Abort("interrupted") })
 	defer stop()
-	tr := newTranslator(w, cfg, &hst.tasks)
-	tr.requestModel = sess.Model()
-	tr.decided = hst.decision
+	tr := cclines.NewTranslator(w, cclines.Options{
+		IncludePartial: cfg.IncludePartial, MaxRetries: cfg.MaxRetries, RequestModel: sess.Model(), Decided: hst.decision,
+	}, &hst.tasks)
 	defer func() {
 		hst.mu.Lock()
-		if tr.contextTokens > 0 {
-			hst.lastInput = tr.contextTokens
+		if n := tr.ContextTokens(); n > 0 {
+			hst.lastInput = n
 		}
 		hst.mu.Unlock()
 	}()
 	// handle takes one item and reports whether it ended the run.
-	var lines *writer // the task lines' writer: stream-json only
+	var lines *cclines.Writer // the task lines' writer: stream-json only
 	if stream {
 		lines = w
 	}
 	handle := func(it agent.Item) bool {
 		if stream {
-			tr.item(it)
+			tr.Item(it)
 		}
 		if it.Event != nil {
-			hst.tasks.take(lines, it.Event, time.Now)
+			hst.tasks.Take(lines, it.Event, time.Now)
 		}
 		if e, ok := it.Event.(protocol.TurnEnded); ok && e.Usage != nil && hst.spend(sess.CostUSD(*e.Usage)) {
 			sess.Abort(fmt.Sprintf("the budget of $%g is spent", cfg.MaxBudgetUSD))
@@ -502,20 +489,20 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 			break
 		}
 		if stream && sub.Pending() == 0 {
-			w.flush() // caught up: let the reader see it now
+			w.Flush() // caught up: let the reader see it now
 		}
 	}
 	res, err := h.Wait(context.Background())
 	deniedStop := hst.takeDeniedStop()
 	if stream && errors.Is(err, agent.ErrAborted) && !hst.overBudget() {
-		note := interruptedByUser
+		note := cclines.InterruptedByUser
 		if deniedStop != nil {
-			note = interruptedForUse
+			note = cclines.InterruptedForUse
 		}
-		tr.aborted(note)
+		tr.Aborted(note)
 	}
 	answer := res.Text
-	structured := hst.structured.take()
+	structured := hst.structured.Take()
 	if structured != nil && err == nil {
 		// The answer is the structured one, as JSON text.
 		var b bytes.Buffer
@@ -536,15 +523,15 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 		// As Claude Code's: an API failure's text, or the limit that
 		// stopped the run, instead of the answer.
 		switch {
-		case apiFailure(err):
-			answer = apiErrorText(err)
-		case errors.Is(err, agent.ErrMaxTurns) || errors.Is(err, ErrBudget):
-			answer = "Error: " + capitalized(err.Error())
+		case cclines.APIFailure(err):
+			answer = cclines.APIErrorText(err)
+		case errors.Is(err, agent.ErrMaxTurns) || errors.Is(err, cclines.ErrBudget):
+			answer = "Error: " + cclines.Capitalized(err.Error())
 		}
 		if answer != "" {
-			w.raw(answer) // whole: appending the newline would copy a long answer
+			w.Raw(answer) // whole: appending the newline would copy a long answer
 			if !strings.HasSuffix(answer, "\n") {
-				w.raw("\n")
+				w.Raw("\n")
 			}
 		}
 	case FormatJSON, FormatStreamJSON:
@@ -555,34 +542,30 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 				res.Denials = append(res.Denials, *deniedStop)
 			}
 		}
-		line := newResultLine(sess, res, answer, err, time.Since(start))
+		line := cclines.NewResultLine(sess, res, answer, err, time.Since(start))
 		if deniedStop != nil && errors.Is(err, agent.ErrAborted) {
 			line.TerminalReason = "aborted_tools"
 		}
 		line.StoppedTasks = stopped
 		line.StructuredOutput = structured
 		line = hst.numbered(line)
-		if stream && apiFailure(err) {
-			w.line(newAPIErrorLine(sess.ID(), err, time.Now()))
+		if stream && cclines.APIFailure(err) {
+			w.Line(cclines.NewAPIErrorLine(sess.ID(), err, time.Now()))
 		}
-		w.lineWith(&line, line.Result)
+		w.LineWith(&line, line.Result)
 	}
-	w.flush()
+	w.Flush()
 	return err
 }
 
-// budgetErr is err, or ErrBudget when the run failed with the budget
+// budgetErr is err, or cclines.ErrBudget when the run failed with the budget
 // spent (the budget stops a run by aborting it).
 func budgetErr(err error, hst *host, cfg Config) error {
-	if err != nil && !errors.Is(err, ErrBudget) && hst.overBudget() {
-		return fmt.Errorf("%w ($%s)", ErrBudget, strconv.FormatFloat(cfg.MaxBudgetUSD, 'f', -1, 64))
+	if err != nil && !errors.Is(err, cclines.ErrBudget) && hst.overBudget() {
+		return fmt.Errorf("%w ($%s)", cclines.ErrBudget, strconv.FormatFloat(cfg.MaxBudgetUSD, 'f', -1, 64))
 	}
 	return err
 }
-
-// errInput is the cause of a result written because the input ended on a
-// line that cannot be taken: sluice's own failure, not the API's.
-var errInput = errors.New("reading stream-json input")
 
 // inputFailed ends a session whose input ended on a line it cannot take
 // with an error result, so that the last result agrees with the exit code
@@ -600,9 +583,9 @@ func (h *host) inputFailed(err error) {
 	if h.sess == nil {
 		return
 	}
-	line := h.numbered(newResultLine(h.sess, agent.Result{}, "", fmt.Errorf("%w: %w", errInput, err), 0))
+	line := h.numbered(cclines.NewResultLine(h.sess, agent.Result{}, "", fmt.Errorf("%w: %w", cclines.ErrInput, err), 0))
 	line.TerminalReason = "input_error"
-	h.w.lineWith(&line, line.Result)
+	h.w.LineWith(&line, line.Result)
 }
 
 // numbered gives a result line its index among the process's results.
@@ -611,87 +594,6 @@ func (h *host) numbered(line streamjson.ResultLine) streamjson.ResultLine {
 	defer h.mu.Unlock()
 	line.ResultIndex = h.results
 	h.results++
-	return line
-}
-
-// roundCost rounds a cost in dollars to a billionth, so that a sum of
-// per-token prices does not print as 0.026279999999999998.
-func roundCost(usd float64) float64 { return math.Round(usd*1e9) / 1e9 }
-
-// newResultLine is the last line of a run, in Claude Code's shape. The
-// result of a run that succeeded is its answer (agent.Result.Text, what
-// --output-format text prints): the whole answer, joined across
-// automatic max_tokens continuations (continued_after names the stop
-// reason that cut it). A run that failed on the model's API has is_error
-// true and the failure's text as its result (apiErrorText); one stopped
-// by a limit or aborted has an error_* subtype, no result and its cause
-// in errors.
-func newResultLine(sess *agent.Session, res agent.Result, answer string, err error, d time.Duration) streamjson.ResultLine {
-	line := streamjson.ResultLine{
-		Type: "result", Subtype: "success",
-		DurationMs: d.Milliseconds(), DurationAPIMs: res.APIDuration.Milliseconds(),
-		NumTurns: res.Turns, Result: &answer, StopReason: nullable(res.StopReason), ContinuedAfter: res.Continued,
-		SessionID: sess.ID(), TotalCostUSD: roundCost(res.CostUSD), Usage: sessionUsageOf(res.Usage),
-		ModelUsage: map[string]streamjson.ModelUsage{}, PermissionDenials: denials(res.Denials),
-		FastModeState: "off", UUID: uuid.NewString(),
-	}
-	// total_cost_usd and modelUsage count the subagents' responses too;
-	// usage is the session's own, as in Claude Code.
-	own := res.CostUSD
-	for _, r := range res.Subagents {
-		own -= r.CostUSD
-	}
-	if res.Turns > 0 {
-		line.ModelUsage[cmp.Or(res.FallbackModel, sess.Model())] = streamjson.ModelUsage{
-			InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
-			CacheReadInputTokens: res.Usage.CacheReadInputTokens, CacheCreationInputTokens: res.Usage.CacheCreationInputTokens,
-			CostUSD: roundCost(own),
-		}
-	}
-	if len(res.Subagents) > 0 {
-		st := &streamjson.SubagentStats{ByType: map[string]int{}}
-		for _, r := range res.Subagents {
-			st.Spawned++
-			st.ByType[r.Type]++
-			if r.Err != nil {
-				st.Failed++
-			} else {
-				st.Completed++
-			}
-			mu := line.ModelUsage[r.Model]
-			mu.InputTokens += r.Usage.InputTokens
-			mu.OutputTokens += r.Usage.OutputTokens
-			mu.CacheReadInputTokens += r.Usage.CacheReadInputTokens
-			mu.CacheCreationInputTokens += r.Usage.CacheCreationInputTokens
-			mu.CostUSD = roundCost(mu.CostUSD + r.CostUSD)
-			line.ModelUsage[r.Model] = mu
-		}
-		line.SubagentStats = st
-	}
-	if err == nil {
-		line.TerminalReason = "completed"
-		return line
-	}
-	line.IsError = true
-	if apiFailure(err) {
-		// Claude Code's subtype is success: the run ended with an answer,
-		// which is the failure's text.
-		text, stop := apiErrorText(err), "stop_sequence"
-		line.Result, line.StopReason, line.TerminalReason = &text, &stop, "api_error"
-		_, line.APIErrorStatus = errorKind(err)
-		line.APIErrorType = apiErrorType(err)
-		return line
-	}
-	line.Result, line.Subtype, line.TerminalReason = nil, "error_during_execution", "model_error"
-	switch {
-	case errors.Is(err, ErrBudget):
-		line.Subtype, line.TerminalReason = "error_max_budget_usd", "budget_exhausted"
-	case errors.Is(err, agent.ErrMaxTurns):
-		line.Subtype, line.TerminalReason = "error_max_turns", "max_turns"
-	case errors.Is(err, agent.ErrAborted):
-		line.TerminalReason = "aborted_streaming"
-	}
-	line.Errors = []string{capitalized(err.Error())}
 	return line
 }
 
@@ -747,9 +649,6 @@ func userContent(line []byte) (string, []agent.Image, error) {
 	return sb.String(), images, nil
 }
 
-// ErrBudget is the error of a run stopped by Config.MaxBudgetUSD.
-var ErrBudget = errors.New("reached the maximum budget")
-
 // MaxInputLine bounds one line of stream-json input, as sluice rpc bounds
 // one message (wire.DefaultMaxMessageBytes): a longer line is an error, and
 // is never held in memory whole.
@@ -771,69 +670,4 @@ func readLine(br *bufio.Reader, max int) ([]byte, error) {
 			return line, err
 		}
 	}
-}
-
-// writer serialises output lines.
-type writer struct {
-	mu      sync.Mutex
-	out     *bufio.Writer
-	enc     *json.Encoder
-	pieces  pieces  // lineWith's
-	ids     lineIDs // deltaLine's
-	session string
-	err     error
-}
-
-func (w *writer) sessionID() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.session
-}
-
-func (w *writer) setSession(id string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.session = id
-}
-
-// line writes v as one JSON line. Like Claude Code's output (and
-// Anthropic's API), it leaves <, > and & as they are.
-func (w *writer) line(v any) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.lineLocked(v)
-}
-
-func (w *writer) lineLocked(v any) {
-	if w.enc == nil {
-		w.enc = json.NewEncoder(w.out)
-		w.enc.SetEscapeHTML(false)
-	}
-	// The encoder marshals the whole value before it writes, so a value
-	// that fails writes nothing.
-	if err := w.enc.Encode(v); err != nil {
-		w.err = errors.Join(w.err, err)
-	}
-}
-
-func (w *writer) raw(s string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.out.WriteString(s)
-}
-
-func (w *writer) flush() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if err := w.out.Flush(); err != nil {
-		w.err = errors.Join(w.err, err)
-	}
-	return w.err
-}
-
-// capitalized is s with its first letter upper case, as Claude Code's
-// errors are written ("Reached maximum number of turns (1)").
-func capitalized(s string) string {
-	r, n := utf8.DecodeRuneInString(s)
-	return string(unicode.ToUpper(r)) + s[n:]
 }

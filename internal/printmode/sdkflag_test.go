@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/fakemodel"
+	"github.com/sluicehq/sluice/internal/printmode/cclines"
 	"github.com/sluicehq/sluice/internal/provider/anthropic"
 )
 
@@ -203,8 +204,8 @@ func TestDenialWithInterruptEndsTheTurn(t *testing.T) {
 		t.Errorf("the denied call's user line: %s, want %s", meta, want)
 	}
 	// Then, as Claude Code writes it, the note that the turn was stopped.
-	if len(notes) != 1 || !strings.Contains(notes[0], interruptedForUse) {
-		t.Errorf("user lines without a tool result %q, want one: %q", notes, interruptedForUse)
+	if len(notes) != 1 || !strings.Contains(notes[0], cclines.InterruptedForUse) {
+		t.Errorf("user lines without a tool result %q, want one: %q", notes, cclines.InterruptedForUse)
 	}
 	// Claude Code exits 1 when the last result is an error.
 	if code != 1 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/printmode/cclines"
 	"github.com/sluicehq/sluice/protocol"
 )
 
@@ -34,7 +35,7 @@ type sentInput struct {
 
 // feed submits the prompts that arrive until ctx is done. It returns when
 // ctx is done or the input has ended.
-func (st *steerer) feed(ctx context.Context, sess *agent.Session, prompts *queue[userInput], w *writer, cfg Config, hst *host) {
+func (st *steerer) feed(ctx context.Context, sess *agent.Session, prompts *queue[userInput], w *cclines.Writer, cfg Config, hst *host) {
 	for {
 		in, ok := prompts.pop(ctx)
 		if !ok {
@@ -54,8 +55,8 @@ func (st *steerer) feed(ctx context.Context, sess *agent.Session, prompts *queue
 		st.mu.Unlock()
 		// After the session has it: the echo says it was taken.
 		if cfg.ReplayUserMessages && in.line != nil {
-			w.line(replayLine(in.line, sess.ID()))
-			w.flush()
+			w.Line(replayLine(in.line, sess.ID()))
+			w.Flush()
 		}
 	}
 }
@@ -136,7 +137,7 @@ func (st *steerer) setCarry(it agent.Item) {
 // output, it reads meanwhile what the session publishes between runs (a
 // background command's end) so that its lines go out when it happens; the
 // first event of anything else is kept for the next run.
-func popIdle(ctx context.Context, prompts *queue[userInput], sub *agent.Subscription, st *steerer, tl *taskLines, w *writer, cfg Config) (userInput, bool) {
+func popIdle(ctx context.Context, prompts *queue[userInput], sub *agent.Subscription, st *steerer, tl *cclines.TaskLines, w *cclines.Writer, cfg Config) (userInput, bool) {
 	if sub == nil || st == nil || cfg.OutputFormat != FormatStreamJSON {
 		return prompts.pop(ctx)
 	}
@@ -153,8 +154,8 @@ func popIdle(ctx context.Context, prompts *queue[userInput], sub *agent.Subscrip
 				st.setCarry(it)
 				return
 			}
-			tl.take(w, it.Event, time.Now)
-			w.flush()
+			tl.Take(w, it.Event, time.Now)
+			w.Flush()
 		}
 	}()
 	in, ok := prompts.pop(ctx)

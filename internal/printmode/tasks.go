@@ -3,10 +3,10 @@ package printmode
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/printmode/cclines"
 )
 
 // DefaultBackgroundWait is how long a one-prompt run waits, once answered,
@@ -18,8 +18,8 @@ const DefaultBackgroundWait = time.Minute
 // waits for them up to wait, reading the run's subscription on (tl follows
 // the tasks; with w, their stream-json lines are written), then stops the
 // rest and returns a description of each it stopped.
-func settleTasks(ctx context.Context, sess *agent.Session, sub *agent.Subscription, tl *taskLines, w *writer, wait time.Duration) []string {
-	if len(tl.running()) == 0 {
+func settleTasks(ctx context.Context, sess *agent.Session, sub *agent.Subscription, tl *cclines.TaskLines, w *cclines.Writer, wait time.Duration) []string {
+	if len(tl.Running()) == 0 {
 		return nil
 	}
 	if wait == 0 {
@@ -28,20 +28,20 @@ func settleTasks(ctx context.Context, sess *agent.Session, sub *agent.Subscripti
 	take := func(wctx context.Context) error {
 		it, err := sub.NextItem(wctx)
 		if err == nil && it.Event != nil {
-			tl.take(w, it.Event, time.Now)
+			tl.Take(w, it.Event, time.Now)
 		}
 		return err
 	}
 	if wait > 0 {
 		wctx, cancel := context.WithTimeout(ctx, wait)
 		defer cancel()
-		for len(tl.running()) > 0 {
+		for len(tl.Running()) > 0 {
 			if take(wctx) != nil {
 				break
 			}
 		}
 	}
-	tasks := tl.running()
+	tasks := tl.Running()
 	if len(tasks) == 0 {
 		return nil
 	}
@@ -54,15 +54,7 @@ func settleTasks(ctx context.Context, sess *agent.Session, sub *agent.Subscripti
 	}
 	stopped := make([]string, len(tasks))
 	for i, t := range tasks {
-		stopped[i] = fmt.Sprintf("%s (%s)", t.TaskID, firstLine(t.Description))
+		stopped[i] = fmt.Sprintf("%s (%s)", t.TaskID, cclines.FirstLine(t.Description))
 	}
 	return stopped
-}
-
-func firstLine(s string) string {
-	s, _, more := strings.Cut(strings.TrimSpace(s), "\n")
-	if more {
-		s += " …"
-	}
-	return s
 }

@@ -1,4 +1,4 @@
-package printmode
+package cclines
 
 import (
 	"encoding/json"
@@ -13,7 +13,8 @@ import (
 // Conversions of sluice's values to the fields of Claude Code's lines
 // (package streamjson has the lines).
 
-func denials(ds []agent.Denial) []streamjson.Denial {
+// Denials are the permission_denials of a result line.
+func Denials(ds []agent.Denial) []streamjson.Denial {
 	out := make([]streamjson.Denial, len(ds))
 	for i, d := range ds {
 		in := json.RawMessage(d.Input)

@@ -1,4 +1,4 @@
-package printmode
+package cclines
 
 import (
 	"encoding/json"
@@ -13,11 +13,11 @@ import (
 )
 
 // deltaLineMatches checks that deltaLine writes, for the delta of kind
-// with text, the line that line writes for the same streamEventLine, and
+// with text, the line that Line writes for the same streamEventLine, and
 // that its UUID is a fresh random one.
 func deltaLineMatches(t *testing.T, kind model.DeltaType, index int, text, session, msgID string) {
 	t.Helper()
-	got := written(func(w *writer) {
+	got := written(func(w *Writer) {
 		w.session = session
 		w.deltaLine(index, deltaHead(kind), text, msgID)
 	})
@@ -42,8 +42,8 @@ func deltaLineMatches(t *testing.T, kind model.DeltaType, index int, text, sessi
 	default:
 		t.Fatalf("deltaLine does not write delta kind %d", kind)
 	}
-	want := written(func(w *writer) {
-		w.line(streamjson.StreamEventLine{
+	want := written(func(w *Writer) {
+		w.Line(streamjson.StreamEventLine{
 			Type: "stream_event", Event: api.ContentBlockDeltaEvent{Type: "content_block_delta", Index: index, Delta: delta},
 			SessionID: session, UUID: head.UUID, APIMessageID: msgID,
 		})

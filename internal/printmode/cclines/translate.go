@@ -1,4 +1,4 @@
-package printmode
+package cclines
 
 import (
 	"cmp"
@@ -19,14 +19,14 @@ import (
 	"github.com/sluicehq/sluice/protocol"
 )
 
-// translator turns a run's items into stream-json lines in Claude Code's
+// Translator turns a run's items into stream-json lines in Claude Code's
 // shapes: stream_event (each model part in Anthropic's event shape, with
 // --include-partial-messages), assistant (one per finished content block),
 // user (one per tool result), system/api_retry.
-type translator struct {
-	w   *writer
-	cfg Config
-	now func() time.Time
+type Translator struct {
+	w    *Writer
+	opts Options
+	now  func() time.Time
 
 	msgID string
 	model string
@@ -48,7 +48,7 @@ type translator struct {
 	acc model.Accumulator
 	// view is print mode's reduced list of the session: when an item is
 	// translated, every event before it has been applied to it.
-	view *taskLines
+	view *TaskLines
 	// display maps the response's block indices to the blocks of message
 	// sessMsg that show them, learnt from the events that follow each
 	// text or reasoning delta; lastDelta is the index of the delta just
@@ -59,17 +59,14 @@ type translator struct {
 	// open are the indices of the blocks started and not stopped.
 	open  map[int]bool
 	tools map[string]bool // ids of the tool calls of this run
-	// decided, when set, is the permission decision print mode's host
-	// made about a tool call (tool_result_meta).
-	decided func(toolID string) (decision, bool)
 
-	// parent is the Agent call whose subagent's lines this translator
+	// parent is the Agent call whose subagent's lines this Translator
 	// writes (nil for the session's own).
 	parent *string
 	// subagents translate the streams of the subagents of this run's
 	// Agent calls, by call id.
-	subagents map[string]*translator
-	// For a subagent's translator: when it started, the usage its
+	subagents map[string]*Translator
+	// For a subagent's Translator: when it started, the usage its
 	// responses reported (turnEnded) and its tool calls, for the call's
 	// tool_use_result.
 	started  time.Time
@@ -93,17 +90,48 @@ type blockStart struct {
 	raw      json.RawMessage
 }
 
-func newTranslator(w *writer, cfg Config, view *taskLines) *translator {
-	t := &translator{w: w, cfg: cfg, now: time.Now, view: view, display: map[int]int{}, lastDelta: -1,
-		starts: map[int]blockStart{}, open: map[int]bool{}, tools: map[string]bool{}, subagents: map[string]*translator{}, calls: map[string]string{}}
+// Options say how a Translator writes.
+type Options struct {
+	// IncludePartial adds stream_event lines (--include-partial-messages).
+	IncludePartial bool
+	// MaxRetries is the model stream's retry bound, as
+	// model.StreamOptions.MaxRetries says it (0: the default), for the
+	// api_retry lines.
+	MaxRetries int
+	// RequestModel is the model the run's requests ask (the session's),
+	// which a model_fallback line names as the one left.
+	RequestModel string
+	// Decided, when set, is the permission decision the control host made
+	// about a tool call (tool_result_meta).
+	Decided func(toolID string) (Decision, bool)
+}
+
+// Decision is a permission decision the control host made about a tool
+// call, and whether the denial also stopped the turn (Stopped: the
+// denial's interrupt: true), which Claude Code reports as a user
+// rejection, not a decision.
+type Decision struct {
+	streamjson.PermissionDecision
+	Stopped bool
+}
+
+// NewTranslator returns a translator that writes to w the lines of a run
+// whose events, up to each item it takes, view has applied.
+func NewTranslator(w *Writer, opts Options, view *TaskLines) *Translator {
+	t := &Translator{w: w, opts: opts, requestModel: opts.RequestModel, now: time.Now, view: view, display: map[int]int{}, lastDelta: -1,
+		starts: map[int]blockStart{}, open: map[int]bool{}, tools: map[string]bool{}, subagents: map[string]*Translator{}, calls: map[string]string{}}
 	t.acc.TextFrom = t.shownText
 	return t
 }
 
+// ContextTokens is the input of the run's last response: the context's
+// size (0 before any).
+func (t *Translator) ContextTokens() int { return t.contextTokens }
+
 // shownText is the text of response block index as the view shows it.
 // The agent shows every non-empty text or reasoning delta of a block in
 // one display block, in order, so that text is the block's deltas.
-func (t *translator) shownText(index int) string {
+func (t *Translator) shownText(index int) string {
 	d, ok := t.display[index]
 	if !ok {
 		return ""
@@ -115,19 +143,20 @@ func (t *translator) shownText(index int) string {
 // one showing the delta part just before it. The agent publishes a
 // part's events right after the part; other events in between (a
 // background task's, a permission request) are not of this message.
-func (t *translator) shows(msgID string, block int, chunk string) {
+func (t *Translator) shows(msgID string, block int, chunk string) {
 	if t.lastDelta >= 0 && chunk != "" && msgID == t.sessMsg {
 		t.display[t.lastDelta] = block
 	}
 }
 
-// subagent returns the translator of the subagent that Agent call id runs.
-func (t *translator) subagent(id string) *translator {
+// subagent returns the Translator of the subagent that Agent call id runs.
+func (t *Translator) subagent(id string) *Translator {
 	sub := t.subagents[id]
 	if sub == nil {
-		sub = newTranslator(t.w, t.cfg, t.view)
+		// Claude Code streams only the session's own events; the subagent's
+		// requests do not ask the session's model.
+		sub = NewTranslator(t.w, Options{MaxRetries: t.opts.MaxRetries, Decided: t.opts.Decided}, t.view)
 		sub.now = t.now
-		sub.cfg.IncludePartial = false // Claude Code streams only the session's own events
 		sub.parent = &id
 		sub.call = t.calls[id]
 		var in struct {
@@ -136,14 +165,14 @@ func (t *translator) subagent(id string) *translator {
 		}
 		_ = json.Unmarshal([]byte(sub.call), &in)
 		sub.who = streamjson.SubagentFields{AgentID: id, SubagentType: cmp.Or(in.SubagentType, agent.GeneralPurpose.Name), TaskDescription: in.Description}
-		sub.decided = t.decided
 		sub.started = t.now()
 		t.subagents[id] = sub
 	}
 	return sub
 }
 
-func (t *translator) item(it agent.Item) {
+// Item writes the lines of one item of the run's subscription.
+func (t *Translator) Item(it agent.Item) {
 	if it.Part != nil {
 		if it.ParentToolID != "" {
 			t.subagent(it.ParentToolID).part(*it.Part)
@@ -177,9 +206,9 @@ func (t *translator) item(it agent.Item) {
 		}
 		failed := e.Success == nil || !*e.Success
 		meta := streamjson.ToolResultMeta{ID: e.ToolID}
-		d, ok := decision{}, false
-		if t.decided != nil {
-			d, ok = t.decided(e.ToolID)
+		d, ok := Decision{}, false
+		if t.opts.Decided != nil {
+			d, ok = t.opts.Decided(e.ToolID)
 		}
 		switch {
 		case ok:
@@ -190,7 +219,7 @@ func (t *translator) item(it agent.Item) {
 		default:
 			// Refused before it ran, by the mode (a call that cannot
 			// run at all, an unknown tool, is refused the same way).
-			d = decision{PermissionDecision: streamjson.PermissionDecision{Decision: "reject", Source: "config", ReasonType: "mode"}}
+			d = Decision{PermissionDecision: streamjson.PermissionDecision{Decision: "reject", Source: "config", ReasonType: "mode"}}
 			meta.PermissionDecision = &d.PermissionDecision
 		}
 		if meta.PermissionDecision.Decision == "reject" {
@@ -209,49 +238,49 @@ func (t *translator) item(it agent.Item) {
 				shown = r
 			}
 		}
-		if d.stopped {
+		if d.Stopped {
 			meta.NonExecutionKind, meta.PermissionDecision, shown = "user-rejected", nil, "User rejected tool use"
 		}
 		if sub := t.subagents[e.ToolID]; sub != nil && (e.Name == "Agent" || e.Name == "Task") {
 			r := sub.result(e, content, failed)
 			shown = r
-			t.w.line(streamjson.TaskNotificationLine{
+			t.w.Line(streamjson.TaskNotificationLine{
 				Type: "system", Subtype: "task_notification", TaskID: e.ToolID, ToolUseID: e.ToolID,
-				Status: r.Status, Summary: firstLine(content),
+				Status: r.Status, Summary: FirstLine(content),
 				Usage:     streamjson.TaskUsage{TotalTokens: r.TotalTokens, ToolUses: r.TotalToolUseCount, DurationMs: r.TotalDurationMs},
 				SessionID: t.w.session, UUID: uuid.NewString(),
 			})
 		}
-		t.w.line(streamjson.UserLine{
+		t.w.Line(streamjson.UserLine{
 			Type: "user",
 			Message: streamjson.UserMessage{Role: "user", Content: []streamjson.ToolResult{{
 				ToolUseID: e.ToolID, Type: "tool_result", Content: content,
 				IsError: failed,
 			}}},
 			ParentToolUseID: t.parent,
-			SessionID:       t.w.session, UUID: toolResultUUID(e.MessageID, e.ToolID), Timestamp: streamjson.Timestamp(t.now()),
+			SessionID:       t.w.session, UUID: ToolResultUUID(e.MessageID, e.ToolID), Timestamp: streamjson.Timestamp(t.now()),
 			ToolUseResult: shown, ToolResultMeta: []streamjson.ToolResultMeta{meta},
 			SubagentFields: t.who,
 		})
 	}
 }
 
-// childEvent takes an event of the subagent this translator writes: its
+// childEvent takes an event of the subagent this Translator writes: its
 // prompt becomes a user line, and what its responses used and called
 // counts for the Agent call's result.
-func (t *translator) childEvent(it agent.Item) {
+func (t *Translator) childEvent(it agent.Item) {
 	switch e := it.Event.(type) {
 	case protocol.UserMessageAdded:
 		if t.prompt == "" {
 			t.prompt = e.Message.Text()
-			t.w.line(streamjson.TaskStartedLine{
+			t.w.Line(streamjson.TaskStartedLine{
 				Type: "system", Subtype: "task_started", TaskID: *t.parent, ToolUseID: *t.parent,
 				Description: t.who.TaskDescription, SubagentType: t.who.SubagentType,
 				TaskType: "local_agent", SpawnDepth: 1, Prompt: t.prompt,
 				UUID: uuid.NewString(), SessionID: t.w.session,
 			})
 		}
-		t.w.line(streamjson.PromptLine{
+		t.w.Line(streamjson.PromptLine{
 			Type:            "user",
 			Message:         streamjson.PromptMessage{Role: "user", Content: []streamjson.TextBlock{{Type: "text", Text: e.Message.Text()}}},
 			ParentToolUseID: t.parent, SessionID: t.w.session, UUID: uuid.NewString(), Timestamp: streamjson.Timestamp(t.now()),
@@ -267,12 +296,12 @@ func (t *translator) childEvent(it agent.Item) {
 			t.toolUses++
 		}
 	}
-	t.item(agent.Item{Event: protocol.WithHeader(it.Event, protocol.Header{})})
+	t.Item(agent.Item{Event: protocol.WithHeader(it.Event, protocol.Header{})})
 }
 
 // result is an Agent call's tool_use_result, from what its subagent's
 // events said.
-func (t *translator) result(e protocol.ToolBlockUpdated, content string, failed bool) streamjson.SubagentResult {
+func (t *Translator) result(e protocol.ToolBlockUpdated, content string, failed bool) streamjson.SubagentResult {
 	var in struct {
 		SubagentType string `json:"subagent_type"`
 	}
@@ -292,17 +321,17 @@ func (t *translator) result(e protocol.ToolBlockUpdated, content string, failed 
 }
 
 // event writes a stream_event line (with --include-partial-messages).
-func (t *translator) event(ev any) {
-	if !t.cfg.IncludePartial {
+func (t *Translator) event(ev any) {
+	if !t.opts.IncludePartial {
 		return
 	}
-	t.w.line(streamjson.StreamEventLine{
+	t.w.Line(streamjson.StreamEventLine{
 		Type: "stream_event", Event: ev, SessionID: t.w.session,
 		UUID: uuid.NewString(), APIMessageID: t.msgID,
 	})
 }
 
-func (t *translator) part(p model.Part) {
+func (t *Translator) part(p model.Part) {
 	// A part that does not fit the stream (a delta of a block never
 	// started) is still shown as an event; its block is not accumulated.
 	t.acc.Add(p)
@@ -334,7 +363,7 @@ func (t *translator) part(p model.Part) {
 		if p.Delta == model.DeltaText || p.Delta == model.DeltaReasoning {
 			t.lastDelta = p.Index
 		}
-		if !t.cfg.IncludePartial {
+		if !t.opts.IncludePartial {
 			return
 		}
 		if p.Delta == model.DeltaSignature && t.starts[p.Index].kind != model.BlockReasoning {
@@ -349,7 +378,7 @@ func (t *translator) part(p model.Part) {
 			}
 		}
 		// A long delta (a whole answer from the non-streaming fallback)
-		// goes through line, which holds a long string once.
+		// goes through Line, which holds a long string once.
 		if head := deltaHead(p.Delta); head != "" && len(p.Text) < longText {
 			t.w.deltaLine(p.Index, head, p.Text, t.msgID)
 			return
@@ -388,10 +417,10 @@ func (t *translator) part(p model.Part) {
 			line := streamjson.AssistantLine{
 				Type: "assistant", Message: streamjson.AssistantMessage{Message: t.message([]any{block})},
 				ParentToolUseID: t.parent,
-				SessionID:       t.w.session, UUID: assistantUUID(t.sessMsg, t.lines), Timestamp: streamjson.Timestamp(t.now()),
+				SessionID:       t.w.session, UUID: AssistantUUID(t.sessMsg, t.lines), Timestamp: streamjson.Timestamp(t.now()),
 				SubagentFields: t.who,
 			}
-			t.w.lineWith(&line, text)
+			t.w.LineWith(&line, text)
 			t.lines++
 		}
 		t.event(api.ContentBlockStopEvent{Type: "content_block_stop", Index: p.Index})
@@ -407,7 +436,7 @@ func (t *translator) part(p model.Part) {
 		clear(t.display)
 		if r := p.Retry; r != nil && r.Model != "" {
 			trigger, _ := errorKind(r.Err)
-			t.w.line(streamjson.ModelFallbackLine{
+			t.w.Line(streamjson.ModelFallbackLine{
 				Type: "system", Subtype: "model_fallback", UUID: uuid.NewString(), Trigger: trigger,
 				OriginalModel: t.requestModel, FallbackModel: r.Model,
 				Content:   fmt.Sprintf("Switched to %s: %s is unavailable (%s)", r.Model, t.requestModel, errText(r.Err)),
@@ -418,7 +447,7 @@ func (t *translator) part(p model.Part) {
 		}
 		t.spliced.retry()
 		line := streamjson.APIRetryLine{
-			Type: "system", Subtype: "api_retry", MaxRetries: t.cfg.maxRetries(),
+			Type: "system", Subtype: "api_retry", MaxRetries: t.opts.maxRetries(),
 			SessionID: t.w.session, UUID: uuid.NewString(),
 		}
 		if r := p.Retry; r != nil {
@@ -426,14 +455,14 @@ func (t *translator) part(p model.Part) {
 			line.Error, line.ErrorStatus = errorKind(r.Err)
 			line.ErrorMessage = errText(r.Err)
 		}
-		t.w.line(line)
+		t.w.Line(line)
 	}
 }
 
-// aborted writes, for a response cut by an interrupt, Claude Code's lines:
+// Aborted writes, for a response cut by an interrupt, Claude Code's lines:
 // the text it had streamed, as an assistant line marked aborted, and the
 // user line that says the user interrupted.
-func (t *translator) aborted(note string) {
+func (t *Translator) Aborted(note string) {
 	for _, i := range slices.Sorted(maps.Keys(t.open)) {
 		b := t.starts[i]
 		if b.kind != model.BlockText {
@@ -442,13 +471,13 @@ func (t *translator) aborted(note string) {
 		block, text := t.finished(i, b)
 		line := streamjson.AbortedLine{AssistantLine: streamjson.AssistantLine{
 			Type: "assistant", Message: streamjson.AssistantMessage{Message: t.message([]any{block})},
-			SessionID: t.w.session, UUID: assistantUUID(t.sessMsg, t.lines), Timestamp: streamjson.Timestamp(t.now()),
+			SessionID: t.w.session, UUID: AssistantUUID(t.sessMsg, t.lines), Timestamp: streamjson.Timestamp(t.now()),
 		}, Aborted: true}
-		t.w.lineWith(&line, text)
+		t.w.LineWith(&line, text)
 		t.lines++
 	}
 	clear(t.open)
-	t.w.line(streamjson.PromptLine{
+	t.w.Line(streamjson.PromptLine{
 		Type:      "user",
 		Message:   streamjson.PromptMessage{Role: "user", Content: []streamjson.TextBlock{{Type: "text", Text: note}}},
 		SessionID: t.w.session, UUID: uuid.NewString(), Timestamp: streamjson.Timestamp(t.now()),
@@ -458,15 +487,15 @@ func (t *translator) aborted(note string) {
 // The text of the user line after an interrupt, as Claude Code writes it:
 // by the host, or by a denial that asked to stop the turn.
 const (
-	interruptedByUser = "[Request interrupted by user]"
-	interruptedForUse = "[Request interrupted by user for tool use]"
+	InterruptedByUser = "[Request interrupted by user]"
+	InterruptedForUse = "[Request interrupted by user for tool use]"
 )
 
 // finished is a finished block in Anthropic's shape, from the accumulator;
 // a tool use whose input is not valid JSON (cut by max_tokens) shows an
 // empty input, as it started. text points to the text of a text or
-// thinking block (for writer.lineWith), nil for other blocks.
-func (t *translator) finished(index int, b blockStart) (block any, text *string) {
+// thinking block (for Writer.LineWith), nil for other blocks.
+func (t *Translator) finished(index int, b blockStart) (block any, text *string) {
 	c, ok := t.acc.Block(index)
 	if !ok {
 		return b.shape(), nil
@@ -486,7 +515,7 @@ func (t *translator) finished(index int, b blockStart) (block any, text *string)
 	return tb, &tb.Text
 }
 
-func (t *translator) message(content []any) api.Message {
+func (t *Translator) message(content []any) api.Message {
 	return api.Message{
 		ID: t.msgID, Type: "message", Role: "assistant", Model: t.model, Content: content,
 		Usage: modelUsageOf(t.usage),

@@ -1,4 +1,4 @@
-package printmode
+package cclines
 
 import (
 	"crypto/rand"
@@ -17,7 +17,7 @@ import (
 // writes to encoding/json's for the same value (streamEventLine).
 
 // deltaHead is the head of a delta deltaLine writes, up to the opening
-// quote of the delta's string; "" for the kinds it leaves to line.
+// quote of the delta's string; "" for the kinds it leaves to Line.
 func deltaHead(kind model.DeltaType) string {
 	switch kind {
 	case model.DeltaText:
@@ -33,10 +33,10 @@ func deltaHead(kind model.DeltaType) string {
 }
 
 // deltaLine writes the stream_event line of the delta at block index
-// whose string is text, its head deltaHead's, as line would write
+// whose string is text, its head deltaHead's, as Line would write
 // streamEventLine{Type: "stream_event", Event: api.ContentBlockDeltaEvent{...},
 // SessionID: w.session, UUID: a new random UUID, APIMessageID: msgID}.
-func (w *writer) deltaLine(index int, head, text, msgID string) {
+func (w *Writer) deltaLine(index int, head, text, msgID string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	// Appended in the writer's free space: one copy of the line, into the

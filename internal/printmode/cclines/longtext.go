@@ -1,4 +1,4 @@
-package printmode
+package cclines
 
 import (
 	"bytes"
@@ -16,11 +16,11 @@ import (
 // copy of the answer, which its pool then keeps for the lines after. The
 // bytes written are the same.
 
-// longText is the length from which lineWith writes a string in pieces,
+// longText is the length from which LineWith writes a string in pieces,
 // and the size of a piece.
 const longText = 64 << 10
 
-// pieces is what lineWith needs beside the writer's encoder: an encoder
+// pieces is what LineWith needs beside the writer's encoder: an encoder
 // of small values into buf, and the hole, a string no line holds, that
 // stands in for the long one while the rest of the line is encoded.
 type pieces struct {
@@ -30,11 +30,11 @@ type pieces struct {
 	text string
 }
 
-// lineWith writes *v as line does. field points into *v (v is a pointer):
+// LineWith writes *v as Line does. field points into *v (v is a pointer):
 // a long string there is written in pieces. A nil field is line.
-func (w *writer) lineWith(v any, field *string) {
+func (w *Writer) LineWith(v any, field *string) {
 	if field == nil || len(*field) < longText {
-		w.line(v)
+		w.Line(v)
 		return
 	}
 	w.mu.Lock()
@@ -53,7 +53,7 @@ func (w *writer) lineWith(v any, field *string) {
 	at := bytes.Index(line, p.hole)
 	if at < 0 || bytes.Contains(line[at+len(p.hole):], p.hole) {
 		// The field is not one of the line's (a caller's mistake): the
-		// whole line, as line writes it.
+		// whole line, as Line writes it.
 		w.lineLocked(v)
 		return
 	}
@@ -65,7 +65,7 @@ func (w *writer) lineWith(v any, field *string) {
 	w.out.Write(tail)
 }
 
-func (w *writer) piecesLocked() *pieces {
+func (w *Writer) piecesLocked() *pieces {
 	p := &w.pieces
 	if p.enc == nil {
 		p.enc = json.NewEncoder(&p.buf)
@@ -78,9 +78,9 @@ func (w *writer) piecesLocked() *pieces {
 	return p
 }
 
-// writeString writes s as a JSON string, escaped as line escapes it, in
+// writeString writes s as a JSON string, escaped as Line escapes it, in
 // pieces of at most max (≥ utf8.UTFMax) bytes. Called with w.mu held.
-func (w *writer) writeString(s string, max int) {
+func (w *Writer) writeString(s string, max int) {
 	p := w.piecesLocked()
 	w.out.WriteByte('"')
 	for len(s) > 0 {

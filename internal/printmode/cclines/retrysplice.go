@@ -1,4 +1,4 @@
-package printmode
+package cclines
 
 import (
 	"maps"

@@ -1,4 +1,4 @@
-package printmode
+package cclines
 
 import (
 	"bufio"
@@ -11,11 +11,11 @@ import (
 )
 
 // written returns what write wrote through a new writer.
-func written(write func(w *writer)) string {
+func written(write func(w *Writer)) string {
 	var out bytes.Buffer
-	w := &writer{out: bufio.NewWriter(&out)}
+	w := &Writer{out: bufio.NewWriter(&out)}
 	write(w)
-	w.flush()
+	w.Flush()
 	return out.String()
 }
 
@@ -41,8 +41,8 @@ func TestLineWithIsLine(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			line := streamjson.ResultLine{Type: "result", Subtype: "success", Result: &text, SessionID: "s"}
-			want := written(func(w *writer) { w.line(line) })
-			got := written(func(w *writer) { w.lineWith(&line, line.Result) })
+			want := written(func(w *Writer) { w.Line(line) })
+			got := written(func(w *Writer) { w.LineWith(&line, line.Result) })
 			if got != want {
 				t.Errorf("lineWith wrote %d bytes, line %d; first difference at %d", len(got), len(want), firstByteDiff(got, want))
 			}
@@ -54,12 +54,12 @@ func TestLineWithIsLine(t *testing.T) {
 			block := &textBlockLine{Type: "text", Text: text}
 			a := streamjson.AssistantLine{Type: "assistant", Message: streamjson.AssistantMessage{}, SessionID: "s"}
 			a.Message.Content = []any{block}
-			want = written(func(w *writer) { w.line(a) })
-			if got := written(func(w *writer) { w.lineWith(&a, &block.Text) }); got != want {
+			want = written(func(w *Writer) { w.Line(a) })
+			if got := written(func(w *Writer) { w.LineWith(&a, &block.Text) }); got != want {
 				t.Errorf("assistant line: first difference at %d", firstByteDiff(got, want))
 			}
 			other := text
-			if got := written(func(w *writer) { w.lineWith(&a, &other) }); got != want {
+			if got := written(func(w *Writer) { w.LineWith(&a, &other) }); got != want {
 				t.Errorf("a field outside the line: first difference at %d", firstByteDiff(got, want))
 			}
 		})
@@ -96,7 +96,7 @@ func FuzzWriteString(f *testing.F) {
 		if err := enc.Encode(s); err != nil {
 			t.Fatal(err)
 		}
-		got := written(func(w *writer) { w.writeString(s, max) })
+		got := written(func(w *Writer) { w.writeString(s, max) })
 		if got != strings.TrimSuffix(want.String(), "\n") {
 			t.Errorf("%q in pieces of %d: %q, want %q", s, max, got, want.String())
 		}

@@ -1,4 +1,4 @@
-package printmode
+package cclines
 
 import (
 	"cmp"
@@ -22,11 +22,11 @@ import (
 // errors. Programs built on the SDK show result to their user: the
 // server's message reaches them.
 
-// apiFailure reports whether err ended a run on the model's API (or on
+// APIFailure reports whether err ended a run on the model's API (or on
 // the way to it), rather than on one of the run's own limits.
-func apiFailure(err error) bool {
+func APIFailure(err error) bool {
 	for _, own := range []error{ErrBudget, agent.ErrMaxTurns, agent.ErrMaxTokens, agent.ErrAborted, agent.ErrHookStopped,
-		agent.ErrPromptBlocked, agent.ErrClosed, agent.ErrNotSaved, errInput, context.Canceled, context.DeadlineExceeded} {
+		agent.ErrPromptBlocked, agent.ErrClosed, agent.ErrNotSaved, ErrInput, context.Canceled, context.DeadlineExceeded} {
 		if errors.Is(err, own) {
 			return false
 		}
@@ -34,9 +34,9 @@ func apiFailure(err error) bool {
 	return err != nil
 }
 
-// apiErrorText is what the user is shown of an API failure: the status
+// APIErrorText is what the user is shown of an API failure: the status
 // and the server's own message, and what to do when sluice knows.
-func apiErrorText(err error) string {
+func APIErrorText(err error) string {
 	var e *model.APIError
 	if !errors.As(err, &e) {
 		return "API Error: " + err.Error()
@@ -77,14 +77,16 @@ func apiErrorType(err error) string {
 	return ""
 }
 
-func newAPIErrorLine(sessionID string, err error, now time.Time) streamjson.APIErrorLine {
+// NewAPIErrorLine is the assistant line that tells of the API failure err
+// before the run's result, as Claude Code writes it.
+func NewAPIErrorLine(sessionID string, err error, now time.Time) streamjson.APIErrorLine {
 	_, status := errorKind(err)
 	stop, seq := "stop_sequence", ""
 	return streamjson.APIErrorLine{
 		Type: "assistant",
 		Message: streamjson.AssistantMessage{Message: api.Message{
 			ID: uuid.NewString(), Type: "message", Role: "assistant", Model: streamjson.SyntheticModel,
-			Content:    []any{api.TextBlock{Type: "text", Text: apiErrorText(err)}},
+			Content:    []any{api.TextBlock{Type: "text", Text: APIErrorText(err)}},
 			StopReason: &stop, StopSequence: &seq,
 		}},
 		SessionID: sessionID, UUID: uuid.NewString(), Timestamp: streamjson.Timestamp(now),
