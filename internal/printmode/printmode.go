@@ -368,7 +368,7 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	h := r.pre
 	if h == nil && hst.overBudget() {
 		err := budgetErr(errors.New("over budget"), hst, cfg)
-		w.Line(hst.numbered(cclines.NewResultLine(sess, agent.Result{}, "", err, 0)))
+		w.Line(hst.numbered(cclines.NewResultLine(sess.ID(), sess.Model(), agent.Result{}, "", err, 0)))
 		w.Flush()
 		return err
 	}
@@ -542,7 +542,7 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 				res.Denials = append(res.Denials, *deniedStop)
 			}
 		}
-		line := cclines.NewResultLine(sess, res, answer, err, time.Since(start))
+		line := cclines.NewResultLine(sess.ID(), sess.Model(), res, answer, err, time.Since(start))
 		if deniedStop != nil && errors.Is(err, agent.ErrAborted) {
 			line.TerminalReason = "aborted_tools"
 		}
@@ -583,7 +583,7 @@ func (h *host) inputFailed(err error) {
 	if h.sess == nil {
 		return
 	}
-	line := h.numbered(cclines.NewResultLine(h.sess, agent.Result{}, "", fmt.Errorf("%w: %w", cclines.ErrInput, err), 0))
+	line := h.numbered(cclines.NewResultLine(h.sess.ID(), h.sess.Model(), agent.Result{}, "", fmt.Errorf("%w: %w", cclines.ErrInput, err), 0))
 	line.TerminalReason = "input_error"
 	h.w.LineWith(&line, line.Result)
 }

@@ -28,13 +28,15 @@ func roundCost(usd float64) float64 { return math.Round(usd*1e9) / 1e9 }
 // reason that cut it). A run that failed on the model's API has is_error
 // true and the failure's text as its result (APIErrorText); one stopped
 // by a limit or aborted has an error_* subtype, no result and its cause
-// in errors.
-func NewResultLine(sess *agent.Session, res agent.Result, answer string, err error, d time.Duration) streamjson.ResultLine {
+// in errors. sessionID and model (the session's model now, named in
+// modelUsage unless a fallback answered) are the session's: the line
+// needs its identity, not the session.
+func NewResultLine(sessionID, model string, res agent.Result, answer string, err error, d time.Duration) streamjson.ResultLine {
 	line := streamjson.ResultLine{
 		Type: "result", Subtype: "success",
 		DurationMs: d.Milliseconds(), DurationAPIMs: res.APIDuration.Milliseconds(),
 		NumTurns: res.Turns, Result: &answer, StopReason: nullable(res.StopReason), ContinuedAfter: res.Continued,
-		SessionID: sess.ID(), TotalCostUSD: roundCost(res.CostUSD), Usage: sessionUsageOf(res.Usage),
+		SessionID: sessionID, TotalCostUSD: roundCost(res.CostUSD), Usage: sessionUsageOf(res.Usage),
 		ModelUsage: map[string]streamjson.ModelUsage{}, PermissionDenials: Denials(res.Denials),
 		FastModeState: "off", UUID: uuid.NewString(),
 	}
@@ -45,7 +47,7 @@ func NewResultLine(sess *agent.Session, res agent.Result, answer string, err err
 		own -= r.CostUSD
 	}
 	if res.Turns > 0 {
-		line.ModelUsage[cmp.Or(res.FallbackModel, sess.Model())] = streamjson.ModelUsage{
+		line.ModelUsage[cmp.Or(res.FallbackModel, model)] = streamjson.ModelUsage{
 			InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
 			CacheReadInputTokens: res.Usage.CacheReadInputTokens, CacheCreationInputTokens: res.Usage.CacheCreationInputTokens,
 			CostUSD: roundCost(own),
