@@ -15,6 +15,9 @@ type Session interface {
 	Model() string
 	PermissionMode() protocol.PermissionMode
 	Tools() []string
+	// Subagents lists the kinds of subagents the session's Agent tool
+	// offers, general-purpose first (none when it has no Agent tool).
+	Subagents() []Subagent
 	// Owner names the cluster node running the session; "" outside a
 	// cluster.
 	Owner() string
@@ -41,6 +44,9 @@ type Session interface {
 	// SteeredInto set when it joined a run already going (steering).
 	SubmitMessage(ctx context.Context, text string, images ...agent.Image) (messageID string, job Job, err error)
 	Abort(ctx context.Context, reason string) error
+	// Interrupt stops the work in progress as Abort does, but the queued
+	// work survives: it runs next (agent.Session.Interrupt).
+	Interrupt(ctx context.Context, reason string) error
 	// Rewind and Clear return the session's seq once their event is
 	// published.
 	Rewind(ctx context.Context, messageID string) (seq int64, err error)
@@ -50,6 +56,9 @@ type Session interface {
 	SubmitCompact(ctx context.Context) (Job, error)
 	SubmitBang(ctx context.Context, command string) (Job, error)
 	SetModel(ctx context.Context, name string) error
+	// SetThinkingBudget sets the extended thinking budget of the next
+	// model requests (0: off).
+	SetThinkingBudget(ctx context.Context, tokens int) error
 	SetPermissionMode(ctx context.Context, mode protocol.PermissionMode) error
 	AnswerPermission(ctx context.Context, requestID string, decision protocol.Decision) error
 	// Ask answers a side question from the session's context (see
@@ -57,6 +66,16 @@ type Session interface {
 	Ask(ctx context.Context, question string) (string, error)
 	// Close stops the session's work in this process.
 	Close() error
+}
+
+// Subagent is a kind of subagent a session offers, as a face lists it
+// (agent.Subagent without what only the agent needs: its prompt and tools).
+type Subagent struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Model is "" (or "inherit") for the parent's model, an alias or a
+	// model name.
+	Model string `json:"model,omitempty"`
 }
 
 // Subscription delivers a session's events in seq order, each once, from

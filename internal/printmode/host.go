@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/internal/printmode/cclines"
 	"github.com/sluicehq/sluice/internal/streamjson"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/session"
 	"github.com/sluicehq/sluice/tool"
 )
 
@@ -403,7 +404,7 @@ func (h *host) initializeResponse(sess *agent.Session, mcpApplied bool) map[stri
 	}
 	resp := map[string]any{
 		"commands":                []any{},
-		"agents":                  agentInfos(sess),
+		"agents":                  agentInfos(session.Local(sess)),
 		"output_style":            "default",
 		"available_output_styles": []string{"default"},
 		"models":                  models,
@@ -445,13 +446,15 @@ func (h *host) control(ctx context.Context, id json.RawMessage, subtype string, 
 	respond(h.w, id, resp, err)
 }
 
-func (h *host) answer(_ context.Context, sess *agent.Session, subtype string, raw json.RawMessage) (any, error) {
+func (h *host) answer(ctx context.Context, sess *agent.Session, subtype string, raw json.RawMessage) (any, error) {
 	switch subtype {
 	case "interrupt":
 		// The turn ends; the host's messages queued behind it (sent
 		// while it ran, too late to steer into it) run next.
 		if sess.Running() {
-			sess.Interrupt("interrupted")
+			if err := session.Local(sess).Interrupt(ctx, "interrupted"); err != nil {
+				return nil, err
+			}
 		}
 		return map[string]any{"still_queued": h.stillQueued(sess)}, nil
 	case "set_permission_mode":
@@ -499,7 +502,9 @@ func (h *host) answer(_ context.Context, sess *agent.Session, subtype string, ra
 		if req.MaxThinkingTokens != nil {
 			n = *req.MaxThinkingTokens
 		}
-		sess.SetThinkingBudget(n)
+		if err := session.Local(sess).SetThinkingBudget(ctx, n); err != nil {
+			return nil, err
+		}
 		return map[string]any{}, nil
 	case "mcp_status":
 		return map[string]any{"mcpServers": h.mcpServers()}, nil
@@ -792,7 +797,9 @@ func (h *host) stopTurn(d agent.Denial) {
 	h.deniedStop = &d
 	h.mu.Unlock()
 	if sess, err := h.session(); err == nil {
-		sess.Interrupt(fmt.Sprintf("the host denied %s and asked to stop", d.Name))
+		// The turn stops whether or not the session says it heard: a
+		// local session always does.
+		_ = session.Local(sess).Interrupt(context.Background(), fmt.Sprintf("the host denied %s and asked to stop", d.Name))
 	}
 }
 
@@ -915,7 +922,7 @@ func mcpServerOf(name string) (string, bool) {
 
 // agentInfos are the session's subagent kinds as initialize's answer lists
 // them (the Agent SDK's AgentInfo: name, description, model).
-func agentInfos(sess *agent.Session) []map[string]any {
+func agentInfos(sess session.Session) []map[string]any {
 	out := []map[string]any{}
 	for _, d := range sess.Subagents() {
 		info := map[string]any{"name": d.Name, "description": d.Description}
