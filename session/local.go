@@ -157,7 +157,24 @@ func (j localJob) Wait(ctx context.Context) (JobResult, error) {
 		Text:        res.Text,
 		StopReason:  res.StopReason,
 		CostUSD:     res.CostUSD,
+
+		Turns:         res.Turns,
+		Usage:         res.Usage,
+		APIDuration:   res.APIDuration,
+		Denials:       res.Denials,
+		FallbackModel: res.FallbackModel,
+		Continued:     res.Continued,
+		Subagents:     subagentRuns(res.Subagents),
 		// An abort drops queued work without a message id (agent.Abort).
 		Dropped: j.message && res.MessageID == "" && errors.Is(err, agent.ErrAborted),
 	}, err
+}
+
+// subagentRuns describes the child sessions a run ran.
+func subagentRuns(rs []agent.SubagentRun) []SubagentRun {
+	var out []SubagentRun
+	for _, r := range rs {
+		out = append(out, SubagentRun{Type: r.Type, Model: r.Model, Usage: r.Usage, CostUSD: r.CostUSD, Failed: r.Err != nil})
+	}
+	return out
 }

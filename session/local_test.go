@@ -81,7 +81,7 @@ func TestLocalJobs(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || res.MessageID != firstID || res.Text != "first" || res.StopReason != "end_turn" {
+			if err != nil || res.MessageID != firstID || res.Text != "first" || res.StopReason != "end_turn" || res.Turns != 1 {
 				t.Fatalf("first message: %+v, %v", res, err)
 			}
 			select {

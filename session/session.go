@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"time"
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/protocol"
@@ -124,6 +125,30 @@ type JobResult struct {
 	Dropped bool `json:"dropped,omitempty"`
 	// CostUSD estimates the cost of a message's run (agent.Result.CostUSD).
 	CostUSD float64 `json:"costUsd,omitempty"`
+
+	// The statistics of a message's run, as agent.Result has them (a
+	// result line reports them).
+	Turns       int            `json:"turns,omitempty"`
+	Usage       protocol.Usage `json:"usage,omitzero"`
+	APIDuration time.Duration  `json:"apiDurationNs,omitempty"`
+	Denials     []agent.Denial `json:"denials,omitempty"`
+	// FallbackModel is the model the run switched to when its own was
+	// unavailable; Continued the stop reason of the first response cut
+	// and continued automatically.
+	FallbackModel string        `json:"fallbackModel,omitempty"`
+	Continued     string        `json:"continued,omitempty"`
+	Subagents     []SubagentRun `json:"subagents,omitempty"`
+}
+
+// SubagentRun is a child session a run's Agent call ran: what a result
+// line counts of agent.SubagentRun, its error reduced to whether it
+// failed.
+type SubagentRun struct {
+	Type    string         `json:"type"`
+	Model   string         `json:"model,omitempty"`
+	Usage   protocol.Usage `json:"usage,omitzero"`
+	CostUSD float64        `json:"costUsd,omitempty"`
+	Failed  bool           `json:"failed,omitempty"`
 }
 
 // Host runs the sessions of a cluster node: a server with one serves

@@ -779,7 +779,8 @@ func TestMessageJobFromAnotherNode(t *testing.T) {
 	default:
 		t.Fatal("Wait returned before Done was closed")
 	}
-	if res.MessageID != id || res.Text != "A red dot" || res.StopReason != "end_turn" || res.Dropped || res.Seq == 0 {
+	// The run's statistics travel with its answer.
+	if res.MessageID != id || res.Text != "A red dot" || res.StopReason != "end_turn" || res.Dropped || res.Seq == 0 || res.Turns != 1 || res.APIDuration <= 0 {
 		t.Fatalf("job ended with %+v, want message %s answered", res, id)
 	}
 	var images int

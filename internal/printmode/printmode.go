@@ -26,6 +26,7 @@ import (
 	"github.com/sluicehq/sluice/internal/printmode/cclines"
 	"github.com/sluicehq/sluice/internal/streamjson"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/session"
 )
 
 // Output formats.
@@ -227,10 +228,10 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 	for {
 		var (
 			in  userInput
-			pre *agent.Handle
+			pre session.Job
 		)
 		if sent, ok := st.nextOrNone(); ok {
-			in, pre = sent.in, sent.h
+			in, pre = sent.in, sent.job
 		} else {
 			var ok bool
 			if in, ok = popIdle(ctx, prompts, sub, st, &h.tasks, w, cfg); !ok {
@@ -353,10 +354,10 @@ func (o orderedType) MarshalJSON() ([]byte, error) {
 }
 
 // run is how runOne takes its prompt with stream-json input: pre is its
-// handle when the prompt was given to the session mid-run (by st), and
+// job when the prompt was given to the session mid-run (by st), and
 // the prompts that arrive while it runs go to the session through st.
 type run struct {
-	pre     *agent.Handle
+	pre     session.Job
 	st      *steerer
 	prompts *queue[userInput]
 }
@@ -368,7 +369,7 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	h := r.pre
 	if h == nil && hst.overBudget() {
 		err := budgetErr(errors.New("over budget"), hst, cfg)
-		w.Line(hst.numbered(cclines.NewResultLine(sess.ID(), sess.Model(), agent.Result{}, "", err, 0)))
+		w.Line(hst.numbered(cclines.NewResultLine(sess.ID(), sess.Model(), session.JobResult{}, "", err, 0)))
 		w.Flush()
 		return err
 	}
@@ -384,7 +385,7 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	}
 	if h == nil {
 		var err error
-		if h, err = submit(ctx, sess, in); err != nil {
+		if _, h, err = submit(ctx, sess, in); err != nil {
 			hl.end()
 			return err
 		}
@@ -436,9 +437,9 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 		return ok && rs.State == protocol.RunIdle
 	}
 	// A run ends with runStateChanged idle, also when it is aborted, and
-	// its handle is done after that event. A message aborted while still
-	// queued (an interrupt as the run starts) publishes nothing: its
-	// handle is done and nothing more will come.
+	// its job is done after that event. A message aborted while still
+	// queued (an interrupt as the run starts) publishes nothing: its job
+	// is done and nothing more will come.
 	done, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
 	go func() {
@@ -477,7 +478,7 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 			continue
 		}
 		if err != nil {
-			// What the run published before its handle was done is queued.
+			// What the run published before its job was done is queued.
 			for sub.Pending() > 0 {
 				if it, err := sub.NextItem(context.Background()); err != nil || ends(it) {
 					break
@@ -583,7 +584,7 @@ func (h *host) inputFailed(err error) {
 	if h.sess == nil {
 		return
 	}
-	line := h.numbered(cclines.NewResultLine(h.sess.ID(), h.sess.Model(), agent.Result{}, "", fmt.Errorf("%w: %w", cclines.ErrInput, err), 0))
+	line := h.numbered(cclines.NewResultLine(h.sess.ID(), h.sess.Model(), session.JobResult{}, "", fmt.Errorf("%w: %w", cclines.ErrInput, err), 0))
 	line.TerminalReason = "input_error"
 	h.w.LineWith(&line, line.Result)
 }
