@@ -571,7 +571,7 @@ func (h *host) contextUsage(sess *agent.Session) map[string]any {
 	h.mu.Unlock()
 	window := h.cfg.ContextWindow
 	if window <= 0 {
-		window = sess.ModelContextWindow()
+		window = h.cfg.Catalogue.ContextWindow(sess.Model())
 	}
 	free := max(window-used, 0)
 	return map[string]any{
@@ -881,6 +881,16 @@ func (h *host) workDir() string {
 }
 
 // spend adds a turn's cost and reports whether the budget is now spent.
+// cost estimates what u costs at modelName's list price in the
+// catalogue (0 when it has none: the budget is an estimate, never a bill).
+func (h *host) cost(modelName string, u protocol.Usage) float64 {
+	p, ok := h.cfg.Catalogue.Price(modelName)
+	if !ok {
+		return 0
+	}
+	return p.USD(u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens)
+}
+
 func (h *host) spend(usd float64) bool {
 	if h.cfg.MaxBudgetUSD <= 0 {
 		return false

@@ -25,6 +25,7 @@ import (
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/printmode/cclines"
 	"github.com/sluicehq/sluice/internal/streamjson"
+	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/protocol"
 	"github.com/sluicehq/sluice/session"
 )
@@ -85,8 +86,12 @@ type Config struct {
 	// Models are the models initialize offers (the session's when empty).
 	Models []string
 	// ContextWindow is the model's context in tokens, for
-	// get_context_usage (0: 200,000).
+	// get_context_usage (0: the model's in Catalogue).
 	ContextWindow int
+	// Catalogue holds the models' context windows and list prices (the
+	// session's agent.Options.Catalogue): get_context_usage's window and
+	// the cost --max-budget-usd counts.
+	Catalogue model.Catalogue
 	// MaxBudgetUSD, when positive, stops a run once the session's turns
 	// have cost this much at list price (--max-budget-usd), and refuses
 	// later ones.
@@ -430,7 +435,7 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 		if it.Event != nil {
 			hst.tasks.Take(lines, it.Event, time.Now)
 		}
-		if e, ok := it.Event.(protocol.TurnEnded); ok && e.Usage != nil && hst.spend(sess.CostUSD(*e.Usage)) {
+		if e, ok := it.Event.(protocol.TurnEnded); ok && e.Usage != nil && hst.spend(hst.cost(sess.Model(), *e.Usage)) {
 			sess.Abort(fmt.Sprintf("the budget of $%g is spent", cfg.MaxBudgetUSD))
 		}
 		rs, ok := it.Event.(protocol.RunStateChanged)
