@@ -199,7 +199,7 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 	var sub *agent.Subscription
 	// start subscribes to the session and, for stream-json, starts a turn
 	// with system/init as Claude Code does.
-	start := func() (*agent.Session, error) {
+	start := func() (session.Session, error) {
 		s, err := h.session()
 		if err != nil {
 			return nil, err
@@ -207,7 +207,7 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 		if sub == nil {
 			w.SetSession(s.ID())
 			var snap protocol.Snapshot
-			snap, sub = s.SnapshotAndSubscribe(agent.SubscribeOptions{ModelParts: cfg.OutputFormat == FormatStreamJSON, MaxPendingBytes: maxPendingOutput})
+			snap, sub = h.loc.subscribe(agent.SubscribeOptions{ModelParts: cfg.OutputFormat == FormatStreamJSON, MaxPendingBytes: maxPendingOutput})
 			h.tasks.Reset(snap)
 		}
 		if cfg.OutputFormat == FormatStreamJSON {
@@ -295,12 +295,12 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 	return code
 }
 
-func (h *host) initLine(s *agent.Session) streamjson.InitLine {
+func (h *host) initLine(s session.Session) streamjson.InitLine {
 	return streamjson.InitLine{
 		Type: "system", Subtype: "init", CWD: s.WorkDir(), SessionID: s.ID(),
 		Tools: initTools(s), MCPServers: h.mcpServers(), Model: s.Model(),
 		PermissionMode: h.reportedMode(s), SlashCommands: []string{}, APIKeySource: h.cfg.APIKeySource,
-		SluiceVersion: h.cfg.Version, OutputStyle: "default", Agents: s.SubagentNames(), Skills: []string{},
+		SluiceVersion: h.cfg.Version, OutputStyle: "default", Agents: subagentNames(s), Skills: []string{},
 		Plugins: []any{}, UUID: uuid.NewString(),
 		AdditionalDirs:    append([]string{}, h.cfg.AddDirs...),
 		ClaudeCodeVersion: streamjson.ClaudeCodeVersion, Capabilities: streamjson.Capabilities, OriginalCWD: s.WorkDir(),
@@ -312,12 +312,22 @@ func (h *host) initLine(s *agent.Session) streamjson.InitLine {
 
 // initTools are the session's tools as Claude Code's init line names
 // them: the Agent tool is "Task" there.
-func initTools(s *agent.Session) []string {
-	names := s.Tools()
+func initTools(s session.Session) []string {
+	names := slices.Clone(s.Tools()) // renamed here: not the session's own
 	for i, n := range names {
 		if n == "Agent" {
 			names[i] = "Task"
 		}
+	}
+	return names
+}
+
+// subagentNames are the session's subagent kinds as system/init names
+// them.
+func subagentNames(s session.Session) []string {
+	names := []string{}
+	for _, d := range s.Subagents() {
+		names = append(names, d.Name)
 	}
 	return names
 }
@@ -369,7 +379,7 @@ type run struct {
 
 // runOne runs one prompt and writes its lines and result. An interrupt
 // (ctx done) aborts the run; what it produced is still written.
-func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w *cclines.Writer, in userInput, cfg Config, hst *host, r run) error {
+func runOne(ctx context.Context, sess session.Session, sub *agent.Subscription, w *cclines.Writer, in userInput, cfg Config, hst *host, r run) error {
 	start := time.Now()
 	h := r.pre
 	if h == nil && hst.overBudget() {
@@ -390,7 +400,7 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	}
 	if h == nil {
 		var err error
-		if _, h, err = submit(ctx, sess, in); err != nil {
+		if _, h, err = sess.SubmitMessage(ctx, in.text, in.images...); err != nil {
 			hl.end()
 			return err
 		}
@@ -411,7 +421,7 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	}
 	// After Submit, so that an interrupt that came before it aborts the
 	// message too (AfterFunc runs at once when ctx is already done).
-	stop := context.AfterFunc(ctx, func() { sess.Abort("interrupted") })
+	stop := context.AfterFunc(ctx, func() { abort(sess, "interrupted", cfg) })
 	defer stop()
 	tr := cclines.NewTranslator(w, cclines.Options{
 		IncludePartial: cfg.IncludePartial, MaxRetries: cfg.MaxRetries, RequestModel: sess.Model(), Decided: hst.decision,
@@ -436,7 +446,7 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 			hst.tasks.Take(lines, it.Event, time.Now)
 		}
 		if e, ok := it.Event.(protocol.TurnEnded); ok && e.Usage != nil && hst.spend(hst.cost(sess.Model(), *e.Usage)) {
-			sess.Abort(fmt.Sprintf("the budget of $%g is spent", cfg.MaxBudgetUSD))
+			abort(sess, fmt.Sprintf("the budget of $%g is spent", cfg.MaxBudgetUSD), cfg)
 		}
 		rs, ok := it.Event.(protocol.RunStateChanged)
 		return ok && rs.State == protocol.RunIdle
@@ -518,7 +528,7 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	}
 	var stopped []string
 	if cfg.InputFormat != FormatStreamJSON {
-		stopped = settleTasks(ctx, sess, sub, &hst.tasks, lines, cfg.BackgroundWait)
+		stopped = settleTasks(ctx, hst.loc.stopTasks, sub, &hst.tasks, lines, cfg.BackgroundWait)
 		if len(stopped) > 0 {
 			fmt.Fprintf(cfg.Stderr, "sluice: stopped background commands still running at the end of the run: %s\n", strings.Join(stopped, ", "))
 		}
@@ -562,6 +572,14 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	}
 	w.Flush()
 	return err
+}
+
+// abort aborts the session's work; a session that cannot hear it is
+// reported, not waited on.
+func abort(sess session.Session, reason string, cfg Config) {
+	if err := sess.Abort(context.Background(), reason); err != nil {
+		fmt.Fprintf(cfg.Stderr, "sluice: aborting the run: %v\n", err)
+	}
 }
 
 // budgetErr is err, or cclines.ErrBudget when the run failed with the budget

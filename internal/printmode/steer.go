@@ -38,7 +38,7 @@ type sentInput struct {
 
 // feed submits the prompts that arrive until ctx is done. It returns when
 // ctx is done or the input has ended.
-func (st *steerer) feed(ctx context.Context, sess *agent.Session, prompts *queue[userInput], w *cclines.Writer, cfg Config, hst *host) {
+func (st *steerer) feed(ctx context.Context, sess session.Session, prompts *queue[userInput], w *cclines.Writer, cfg Config, hst *host) {
 	for {
 		in, ok := prompts.pop(ctx)
 		if !ok {
@@ -47,7 +47,7 @@ func (st *steerer) feed(ctx context.Context, sess *agent.Session, prompts *queue
 		sent := sentInput{in: in}
 		if !hst.overBudget() {
 			var err error
-			sent.id, sent.job, err = submit(ctx, sess, in)
+			sent.id, sent.job, err = sess.SubmitMessage(ctx, in.text, in.images...)
 			if err != nil {
 				fmt.Fprintf(cfg.Stderr, "sluice: %v\n", err)
 				continue
@@ -171,7 +171,7 @@ func popIdle(ctx context.Context, prompts *queue[userInput], sub *agent.Subscrip
 // leaves to run (its receipt, as Claude Code's interrupt_receipt_v1): those
 // the session holds queued, then those read and not yet given to it. Only
 // messages the host stamped with a uuid are listed.
-func (h *host) stillQueued(sess *agent.Session) []string {
+func (h *host) stillQueued(sess session.Session) []string {
 	out := []string{}
 	if h.st == nil {
 		return out
@@ -201,10 +201,4 @@ func (h *host) stillQueued(sess *agent.Session) []string {
 		add(in.line)
 	}
 	return out
-}
-
-// submit gives one host message to the session and returns its id and
-// its job.
-func submit(ctx context.Context, sess *agent.Session, in userInput) (string, session.Job, error) {
-	return session.Local(sess).SubmitMessage(ctx, in.text, in.images...)
 }
