@@ -141,16 +141,6 @@ func (a *agentTool) Run(ctx context.Context, _ *tool.Env, params json.RawMessage
 	return a.s.runSubagent(ctx, tool.CallID(ctx), def, in)
 }
 
-// SubagentNames lists the kinds of subagents the session's Agent tool
-// offers (none when it has no Agent tool).
-func (s *Session) SubagentNames() []string {
-	names := []string{}
-	for _, d := range s.Subagents() {
-		names = append(names, d.Name)
-	}
-	return names
-}
-
 // Subagents returns the kinds of subagents the session's Agent tool
 // offers, general-purpose first (none when it has no Agent tool).
 func (s *Session) Subagents() []Subagent {

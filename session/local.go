@@ -75,6 +75,22 @@ func (l localSession) Abort(_ context.Context, reason string) error {
 	return nil
 }
 
+func (l localSession) Interrupt(_ context.Context, reason string) error {
+	l.Session.Interrupt(reason)
+	return nil
+}
+
+func (l localSession) Subagents() []Subagent { return subagents(l.Session.Subagents()) }
+
+// subagents describes the agent's subagent kinds.
+func subagents(ds []agent.Subagent) []Subagent {
+	out := make([]Subagent, 0, len(ds))
+	for _, d := range ds {
+		out = append(out, Subagent{Name: d.Name, Description: d.Description, Model: d.Model})
+	}
+	return out
+}
+
 func (l localSession) Rewind(ctx context.Context, messageID string) (int64, error) {
 	err := l.Session.Rewind(ctx, messageID)
 	return l.Session.Seq(), err
@@ -103,6 +119,11 @@ func (l localSession) SubmitBang(ctx context.Context, command string) (Job, erro
 
 func (l localSession) SetModel(_ context.Context, name string) error {
 	l.Session.SetModel(name)
+	return nil
+}
+
+func (l localSession) SetThinkingBudget(_ context.Context, tokens int) error {
+	l.Session.SetThinkingBudget(tokens)
 	return nil
 }
 
@@ -136,7 +157,24 @@ func (j localJob) Wait(ctx context.Context) (JobResult, error) {
 		Text:        res.Text,
 		StopReason:  res.StopReason,
 		CostUSD:     res.CostUSD,
+
+		Turns:         res.Turns,
+		Usage:         res.Usage,
+		APIDuration:   res.APIDuration,
+		Denials:       res.Denials,
+		FallbackModel: res.FallbackModel,
+		Continued:     res.Continued,
+		Subagents:     subagentRuns(res.Subagents),
 		// An abort drops queued work without a message id (agent.Abort).
 		Dropped: j.message && res.MessageID == "" && errors.Is(err, agent.ErrAborted),
 	}, err
+}
+
+// subagentRuns describes the child sessions a run ran.
+func subagentRuns(rs []agent.SubagentRun) []SubagentRun {
+	var out []SubagentRun
+	for _, r := range rs {
+		out = append(out, SubagentRun{Type: r.Type, Model: r.Model, Usage: r.Usage, CostUSD: r.CostUSD, Failed: r.Err != nil})
+	}
+	return out
 }

@@ -81,7 +81,7 @@ func TestLocalJobs(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || res.MessageID != firstID || res.Text != "first" || res.StopReason != "end_turn" {
+			if err != nil || res.MessageID != firstID || res.Text != "first" || res.StopReason != "end_turn" || res.Turns != 1 {
 				t.Fatalf("first message: %+v, %v", res, err)
 			}
 			select {
@@ -90,5 +90,68 @@ func TestLocalJobs(t *testing.T) {
 				t.Fatal("Wait returned before Done was closed")
 			}
 		})
+	}
+}
+
+// TestLocalInterruptKeepsTheQueue: Interrupt ends the run going, as Abort
+// does, but the message queued behind it still runs; a thinking budget
+// set between reaches the next request; Subagents lists the Agent tool's
+// kinds, general-purpose first.
+func TestLocalInterruptKeepsTheQueue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	gate := make(chan struct{})
+	provider := modeltest.NewScript(
+		modeltest.Response([]modeltest.Step{{Gate: gate}}, modeltest.Answer("m1", "first")),
+		modeltest.Answer("m2", "second"),
+	)
+	as, err := agent.New(agent.Options{Provider: provider, WorkDir: os.TempDir(),
+		Subagents: []agent.Subagent{{Name: "reviewer", Description: "Reviews code.", Model: "haiku"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := session.Local(as)
+	defer s.Close()
+
+	subs := s.Subagents()
+	if len(subs) != 2 || subs[0].Name != agent.GeneralPurpose.Name || subs[1] != (session.Subagent{Name: "reviewer", Description: "Reviews code.", Model: "haiku"}) {
+		t.Fatalf("Subagents() = %+v", subs)
+	}
+
+	_, sub := s.SnapshotAndSubscribe()
+	defer sub.Close()
+	firstID, first, err := s.SubmitMessage(ctx, "one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u, ok := ev.(protocol.UserMessageAdded); ok && u.Message.ID == firstID {
+			break
+		}
+	}
+	secondID, second, err := s.SubmitMessage(ctx, "two")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetThinkingBudget(ctx, 2048); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Interrupt(ctx, "test"); err != nil {
+		t.Fatal(err)
+	}
+	close(gate)
+	if _, err := first.Wait(ctx); err == nil {
+		t.Fatal("the interrupted run ended without an error")
+	}
+	res, err := second.Wait(ctx)
+	if err != nil || res.Dropped || res.MessageID != secondID || res.Text != "second" {
+		t.Fatalf("the queued message after the interrupt: %+v, %v", res, err)
+	}
+	if got := provider.Request(provider.Count() - 1).ThinkingBudget; got != 2048 {
+		t.Fatalf("the next request's thinking budget is %d, want 2048", got)
 	}
 }

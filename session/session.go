@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"time"
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/protocol"
@@ -15,6 +16,9 @@ type Session interface {
 	Model() string
 	PermissionMode() protocol.PermissionMode
 	Tools() []string
+	// Subagents lists the kinds of subagents the session's Agent tool
+	// offers, general-purpose first (none when it has no Agent tool).
+	Subagents() []Subagent
 	// Owner names the cluster node running the session; "" outside a
 	// cluster.
 	Owner() string
@@ -41,6 +45,9 @@ type Session interface {
 	// SteeredInto set when it joined a run already going (steering).
 	SubmitMessage(ctx context.Context, text string, images ...agent.Image) (messageID string, job Job, err error)
 	Abort(ctx context.Context, reason string) error
+	// Interrupt stops the work in progress as Abort does, but the queued
+	// work survives: it runs next (agent.Session.Interrupt).
+	Interrupt(ctx context.Context, reason string) error
 	// Rewind and Clear return the session's seq once their event is
 	// published.
 	Rewind(ctx context.Context, messageID string) (seq int64, err error)
@@ -50,6 +57,9 @@ type Session interface {
 	SubmitCompact(ctx context.Context) (Job, error)
 	SubmitBang(ctx context.Context, command string) (Job, error)
 	SetModel(ctx context.Context, name string) error
+	// SetThinkingBudget sets the extended thinking budget of the next
+	// model requests (0: off).
+	SetThinkingBudget(ctx context.Context, tokens int) error
 	SetPermissionMode(ctx context.Context, mode protocol.PermissionMode) error
 	AnswerPermission(ctx context.Context, requestID string, decision protocol.Decision) error
 	// Ask answers a side question from the session's context (see
@@ -57,6 +67,16 @@ type Session interface {
 	Ask(ctx context.Context, question string) (string, error)
 	// Close stops the session's work in this process.
 	Close() error
+}
+
+// Subagent is a kind of subagent a session offers, as a face lists it
+// (agent.Subagent without what only the agent needs: its prompt and tools).
+type Subagent struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Model is "" (or "inherit") for the parent's model, an alias or a
+	// model name.
+	Model string `json:"model,omitempty"`
 }
 
 // Subscription delivers a session's events in seq order, each once, from
@@ -105,6 +125,30 @@ type JobResult struct {
 	Dropped bool `json:"dropped,omitempty"`
 	// CostUSD estimates the cost of a message's run (agent.Result.CostUSD).
 	CostUSD float64 `json:"costUsd,omitempty"`
+
+	// The statistics of a message's run, as agent.Result has them (a
+	// result line reports them).
+	Turns       int            `json:"turns,omitempty"`
+	Usage       protocol.Usage `json:"usage,omitzero"`
+	APIDuration time.Duration  `json:"apiDurationNs,omitempty"`
+	Denials     []agent.Denial `json:"denials,omitempty"`
+	// FallbackModel is the model the run switched to when its own was
+	// unavailable; Continued the stop reason of the first response cut
+	// and continued automatically.
+	FallbackModel string        `json:"fallbackModel,omitempty"`
+	Continued     string        `json:"continued,omitempty"`
+	Subagents     []SubagentRun `json:"subagents,omitempty"`
+}
+
+// SubagentRun is a child session a run's Agent call ran: what a result
+// line counts of agent.SubagentRun, its error reduced to whether it
+// failed.
+type SubagentRun struct {
+	Type    string         `json:"type"`
+	Model   string         `json:"model,omitempty"`
+	Usage   protocol.Usage `json:"usage,omitzero"`
+	CostUSD float64        `json:"costUsd,omitempty"`
+	Failed  bool           `json:"failed,omitempty"`
 }
 
 // Host runs the sessions of a cluster node: a server with one serves

@@ -78,6 +78,7 @@ func agentMain(ctx context.Context, args []string, stdio Stdio) int {
 		PermissionPromptStdio: cf.PermissionPromptTool == "stdio", ReplayUserMessages: cf.ReplayUserMessages,
 		Rules: rules.Decide, JSONSchema: setup.JSONSchema, MaxBudgetUSD: cf.MaxBudgetUSD,
 		Models: provider.Models(setup.Selection.Name), ContextWindow: setup.Options.ContextWindow,
+		Catalogue:       setup.Options.Catalogue,
 		AwaitInitialize: cf.AwaitInitialize, IncludeHookEvents: cf.IncludeHookEvents, Restricted: cf.Restricted,
 		Effort: af.Effort, Betas: af.Betas, SessionState: sessionStateFromEnv(os.Getenv),
 		Stdin: stdio.In, Stdout: stdio.Out, Stderr: stdio.Err,

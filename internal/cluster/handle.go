@@ -278,7 +278,7 @@ func (h *handle) own(ctx context.Context, lease Lease, asked time.Time, sess *ag
 		return err
 	}
 	m := sessionMeta{WorkDir: sess.WorkDir(), Model: sess.Model(), PermissionMode: sess.PermissionMode(),
-		Tools: sess.Tools(), Node: h.n.cfg.NodeID, Running: h.mirror.Running()}
+		Tools: sess.Tools(), Subagents: session.Local(sess).Subagents(), Node: h.n.cfg.NodeID, Running: h.mirror.Running()}
 	h.setMeta(m)
 	if err := h.n.putMeta(ctx, h.id, m, lease.Epoch); err != nil {
 		o.leave()
@@ -422,6 +422,8 @@ func (h *handle) PermissionMode() protocol.PermissionMode {
 
 func (h *handle) Tools() []string { return h.getMeta().Tools }
 
+func (h *handle) Subagents() []session.Subagent { return h.getMeta().Subagents }
+
 func (h *handle) Owner() string {
 	if h.owner() != nil {
 		return h.n.cfg.NodeID
@@ -469,6 +471,10 @@ func (h *handle) Abort(ctx context.Context, reason string) error {
 	return h.call(ctx, command{Method: cmdAbort, Text: reason}, nil)
 }
 
+func (h *handle) Interrupt(ctx context.Context, reason string) error {
+	return h.call(ctx, command{Method: cmdInterrupt, Text: reason}, nil)
+}
+
 func (h *handle) Rewind(ctx context.Context, messageID string) (int64, error) {
 	var res session.JobResult
 	err := h.call(ctx, command{Method: cmdRewind, Text: messageID}, &res)
@@ -501,6 +507,10 @@ func (h *handle) submitJob(ctx context.Context, c command) (session.Job, error) 
 
 func (h *handle) SetModel(ctx context.Context, name string) error {
 	return h.call(ctx, command{Method: cmdSetModel, Text: name}, nil)
+}
+
+func (h *handle) SetThinkingBudget(ctx context.Context, tokens int) error {
+	return h.call(ctx, command{Method: cmdSetThinking, Tokens: tokens}, nil)
 }
 
 func (h *handle) SetPermissionMode(ctx context.Context, mode protocol.PermissionMode) error {

@@ -115,8 +115,11 @@ type sessionMeta struct {
 	Model          string                  `json:"model,omitempty"`
 	PermissionMode protocol.PermissionMode `json:"permissionMode"`
 	Tools          []string                `json:"tools"`
-	Node           string                  `json:"node"`
-	Running        bool                    `json:"running"`
+	// Subagents travel with the tools: both are fixed when the session
+	// starts on a node.
+	Subagents []session.Subagent `json:"subagents,omitempty"`
+	Node      string             `json:"node"`
+	Running   bool               `json:"running"`
 	// Epoch is the epoch of the lease whose holder wrote the entry: no
 	// holder of an older lease may replace it (putMeta).
 	Epoch int64 `json:"epoch,omitempty"`

@@ -779,7 +779,8 @@ func TestMessageJobFromAnotherNode(t *testing.T) {
 	default:
 		t.Fatal("Wait returned before Done was closed")
 	}
-	if res.MessageID != id || res.Text != "A red dot" || res.StopReason != "end_turn" || res.Dropped || res.Seq == 0 {
+	// The run's statistics travel with its answer.
+	if res.MessageID != id || res.Text != "A red dot" || res.StopReason != "end_turn" || res.Dropped || res.Seq == 0 || res.Turns != 1 || res.APIDuration <= 0 {
 		t.Fatalf("job ended with %+v, want message %s answered", res, id)
 	}
 	var images int
@@ -792,5 +793,68 @@ func TestMessageJobFromAnotherNode(t *testing.T) {
 	}
 	if images != 1 {
 		t.Fatalf("the owner's model was sent %d images, want 1", images)
+	}
+}
+
+// TestInterruptAndThinkingFromAnotherNode: a node that does not run the
+// session lists its subagent kinds (they travel with its description),
+// sets the owner's thinking budget and interrupts the owner's run, after
+// which the message queued behind it still runs.
+func TestInterruptAndThinkingFromAnotherNode(t *testing.T) {
+	t.Parallel()
+	url, dsn, dir := natstest.URL(t), pgtest.DSN(t), t.TempDir()
+	gate := make(chan struct{})
+	script := modeltest.NewScript(
+		modeltest.Response([]modeltest.Step{{Gate: gate}}, modeltest.Answer("m1", "first")),
+		modeltest.Answer("m2", "second"),
+	)
+	a := startNode(t, "a", url, dsn, script)
+	b := startNode(t, "b", url, dsn, modeltest.NewScript())
+	opts := a.options(dir)
+	opts.Subagents = []agent.Subagent{{Name: "reviewer", Description: "Reviews code.", Model: "haiku"}}
+	ha, err := a.New(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := b.open(t, ha.ID())
+	if subs := hb.Subagents(); len(subs) != 2 || subs[1] != (session.Subagent{Name: "reviewer", Description: "Reviews code.", Model: "haiku"}) {
+		t.Fatalf("another node lists the subagents %+v", subs)
+	}
+
+	_, sub := hb.SnapshotAndSubscribe()
+	defer sub.Close()
+	firstID, first, err := hb.SubmitMessage(t.Context(), "one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ev, err := sub.Next(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u, ok := ev.(protocol.UserMessageAdded); ok && u.Message.ID == firstID {
+			break
+		}
+	}
+	secondID, second, err := hb.SubmitMessage(t.Context(), "two")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hb.SetThinkingBudget(t.Context(), 2048); err != nil {
+		t.Fatal(err)
+	}
+	if err := hb.Interrupt(t.Context(), "test"); err != nil {
+		t.Fatal(err)
+	}
+	close(gate)
+	if _, err := first.Wait(t.Context()); err == nil {
+		t.Fatal("the interrupted run ended without an error")
+	}
+	res, err := second.Wait(t.Context())
+	if err != nil || res.Dropped || res.MessageID != secondID || res.Text != "second" {
+		t.Fatalf("the queued message after the interrupt: %+v, %v", res, err)
+	}
+	if got := script.Request(script.Count() - 1).ThinkingBudget; got != 2048 {
+		t.Fatalf("the owner's next request has thinking budget %d, want 2048", got)
 	}
 }

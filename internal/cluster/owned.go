@@ -22,12 +22,14 @@ const (
 	cmdSubmit            = "submit"
 	cmdSubmitJob         = "submitJob"
 	cmdAbort             = "abort"
+	cmdInterrupt         = "interrupt"
 	cmdRewind            = "rewind"
 	cmdClear             = "clear"
 	cmdCompact           = "compact"
 	cmdBang              = "bang"
 	cmdWait              = "wait"
 	cmdSetModel          = "setModel"
+	cmdSetThinking       = "setThinkingBudget"
 	cmdSetPermissionMode = "setPermissionMode"
 	cmdAnswer            = "answerPermission"
 	cmdAsk               = "ask"
@@ -45,6 +47,7 @@ type command struct {
 	RequestID string            `json:"requestId,omitempty"`
 	Decision  protocol.Decision `json:"decision,omitempty"`
 	Images    []agent.Image     `json:"images,omitempty"`
+	Tokens    int               `json:"tokens,omitempty"`
 }
 
 type commandReply struct {
@@ -384,6 +387,9 @@ func (o *owned) exec(c command) []byte {
 	case cmdAbort:
 		s.Abort(c.Text)
 		return reply(nil, nil)
+	case cmdInterrupt:
+		s.Interrupt(c.Text)
+		return reply(nil, nil)
 	case cmdRewind:
 		err := s.Rewind(ctx, c.Text)
 		return reply(session.JobResult{Seq: s.Seq()}, err)
@@ -417,6 +423,9 @@ func (o *owned) exec(c command) []byte {
 	case cmdSetModel:
 		s.SetModel(c.Text)
 		o.recordMeta()
+		return reply(nil, nil)
+	case cmdSetThinking:
+		s.SetThinkingBudget(c.Tokens)
 		return reply(nil, nil)
 	case cmdSetPermissionMode:
 		if err := s.SetPermissionMode(protocol.PermissionMode(c.Text)); err != nil {

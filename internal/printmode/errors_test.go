@@ -98,7 +98,7 @@ func TestErrorsAsClaudeCode(t *testing.T) {
 				t.Parallel()
 				sess := newErrorSession(t, tt.maxTurns, answers(t, tt.specs(t)...))
 				var stdout, stderr bytes.Buffer
-				code := Run(t.Context(), sess, "say hi", Config{OutputFormat: format, MaxRetries: 2, MaxBudgetUSD: tt.budget, Stdout: &stdout, Stderr: &stderr})
+				code := Run(t.Context(), sess, "say hi", Config{OutputFormat: format, MaxRetries: 2, MaxBudgetUSD: tt.budget, Catalogue: provider.Catalogue, Stdout: &stdout, Stderr: &stderr})
 				want := map[string]ccLines{FormatJSON: cc.JSON, FormatStreamJSON: cc.StreamJSON}[format]
 				if format == FormatText {
 					want.ExitCode = cc.Text.ExitCode

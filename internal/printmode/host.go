@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/internal/printmode/cclines"
 	"github.com/sluicehq/sluice/internal/streamjson"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/session"
 	"github.com/sluicehq/sluice/tool"
 )
 
@@ -65,7 +66,9 @@ type userInput struct {
 
 // host is print mode's side of a run: the session (opened once, after the
 // host's initialize when one comes first), the input reader, the control
-// protocol and the state it changes.
+// protocol and the state it changes. It drives the session through its
+// handle (session.Session), as the other faces do, and takes of the agent
+// only what a process running it has (localParts).
 //
 // Its fields fall in four groups by how they are shared:
 //   - set by newHost and Run before any goroutine starts, then only read;
@@ -87,7 +90,8 @@ type host struct {
 	// Set once by openWith (inside openOnce), read after opened is closed.
 	openOnce sync.Once
 	opened   chan struct{}
-	sess     *agent.Session
+	sess     session.Session
+	loc      localParts
 	openErr  error
 	// structured is the StructuredOutput tool, when a schema was given.
 	structured *cclines.StructuredOutput
@@ -140,15 +144,30 @@ func newHost(cfg Config, w *cclines.Writer, sess *agent.Session) *host {
 		decided: map[string]cclines.Decision{},
 	}
 	if sess != nil {
-		h.sess = sess
+		h.sess, h.loc = session.Local(sess), localOf(sess)
 		h.openOnce.Do(func() { close(h.opened) })
 	}
 	return h
 }
 
+// localParts is what print mode takes of a session that only the process
+// running it has; everything else goes through the session's handle.
+type localParts struct {
+	// subscribe subscribes with opts: stream-json's partial messages need
+	// the model's parts (agent.SubscribeOptions.ModelParts).
+	subscribe func(opts agent.SubscribeOptions) (protocol.Snapshot, *agent.Subscription)
+	// stopTasks ends the session's background commands (settleTasks).
+	stopTasks func()
+}
+
+// localOf takes the local parts of s, which runs in this process.
+func localOf(s *agent.Session) localParts {
+	return localParts{subscribe: s.SnapshotAndSubscribe, stopTasks: s.StopTasks}
+}
+
 // session returns the session, opening it as the command line alone asks
 // when no initialize did.
-func (h *host) session() (*agent.Session, error) {
+func (h *host) session() (session.Session, error) {
 	h.mu.Lock()
 	done := h.initDone
 	h.mu.Unlock()
@@ -159,7 +178,7 @@ func (h *host) session() (*agent.Session, error) {
 }
 
 // openWith returns the session, opening it with init on the first call.
-func (h *host) openWith(init Init) (*agent.Session, error) {
+func (h *host) openWith(init Init) (session.Session, error) {
 	h.openOnce.Do(func() {
 		defer close(h.opened)
 		if h.open == nil {
@@ -178,7 +197,10 @@ func (h *host) openWith(init Init) (*agent.Session, error) {
 			h.structured = cclines.NewStructuredOutput(schema)
 			init.Tools = append(init.Tools, h.structured)
 		}
-		h.sess, h.openErr = h.open(init)
+		var as *agent.Session
+		if as, h.openErr = h.open(init); h.openErr == nil {
+			h.sess, h.loc = session.Local(as), localOf(as)
+		}
 	})
 	<-h.opened
 	return h.sess, h.openErr
@@ -393,7 +415,7 @@ func (h *host) initialize(id, raw json.RawMessage) {
 
 // initializeResponse is initialize's answer with the fields the Agent
 // SDK's SDKControlInitializeResponse declares.
-func (h *host) initializeResponse(sess *agent.Session, mcpApplied bool) map[string]any {
+func (h *host) initializeResponse(sess session.Session, mcpApplied bool) map[string]any {
 	models := []map[string]any{}
 	for _, m := range h.cfg.Models {
 		models = append(models, map[string]any{"value": m, "displayName": m, "description": m})
@@ -425,7 +447,7 @@ func (h *host) initializeResponse(sess *agent.Session, mcpApplied bool) map[stri
 	return resp
 }
 
-func (h *host) reportedMode(sess *agent.Session) string {
+func (h *host) reportedMode(sess session.Session) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.mode == "dontAsk" || h.mode == "auto" {
@@ -445,13 +467,15 @@ func (h *host) control(ctx context.Context, id json.RawMessage, subtype string, 
 	respond(h.w, id, resp, err)
 }
 
-func (h *host) answer(_ context.Context, sess *agent.Session, subtype string, raw json.RawMessage) (any, error) {
+func (h *host) answer(ctx context.Context, sess session.Session, subtype string, raw json.RawMessage) (any, error) {
 	switch subtype {
 	case "interrupt":
 		// The turn ends; the host's messages queued behind it (sent
 		// while it ran, too late to steer into it) run next.
 		if sess.Running() {
-			sess.Interrupt("interrupted")
+			if err := sess.Interrupt(ctx, "interrupted"); err != nil {
+				return nil, err
+			}
 		}
 		return map[string]any{"still_queued": h.stillQueued(sess)}, nil
 	case "set_permission_mode":
@@ -468,7 +492,7 @@ func (h *host) answer(_ context.Context, sess *agent.Session, subtype string, ra
 		if h.cfg.Restricted && m == protocol.ModeBypassPermissions {
 			return nil, errors.New("bypassPermissions is not supported in restricted mode")
 		}
-		if err := sess.SetPermissionMode(m); err != nil {
+		if err := sess.SetPermissionMode(ctx, m); err != nil {
 			return nil, err
 		}
 		h.mu.Lock()
@@ -486,7 +510,9 @@ func (h *host) answer(_ context.Context, sess *agent.Session, subtype string, ra
 		if req.Model != nil && *req.Model != "" && *req.Model != "default" {
 			m = *req.Model
 		}
-		sess.SetModel(m)
+		if err := sess.SetModel(ctx, m); err != nil {
+			return nil, err
+		}
 		return map[string]any{}, nil
 	case "set_max_thinking_tokens":
 		var req struct {
@@ -499,7 +525,9 @@ func (h *host) answer(_ context.Context, sess *agent.Session, subtype string, ra
 		if req.MaxThinkingTokens != nil {
 			n = *req.MaxThinkingTokens
 		}
-		sess.SetThinkingBudget(n)
+		if err := sess.SetThinkingBudget(ctx, n); err != nil {
+			return nil, err
+		}
 		return map[string]any{}, nil
 	case "mcp_status":
 		return map[string]any{"mcpServers": h.mcpServers()}, nil
@@ -560,13 +588,13 @@ func (h *host) mcpServers() []streamjson.MCPServer {
 
 // contextUsage is get_context_usage's answer: the context the last
 // response was given, of the model's window.
-func (h *host) contextUsage(sess *agent.Session) map[string]any {
+func (h *host) contextUsage(sess session.Session) map[string]any {
 	h.mu.Lock()
 	used := h.lastInput
 	h.mu.Unlock()
 	window := h.cfg.ContextWindow
 	if window <= 0 {
-		window = sess.ModelContextWindow()
+		window = h.cfg.Catalogue.ContextWindow(sess.Model())
 	}
 	free := max(window-used, 0)
 	return map[string]any{
@@ -792,7 +820,9 @@ func (h *host) stopTurn(d agent.Denial) {
 	h.deniedStop = &d
 	h.mu.Unlock()
 	if sess, err := h.session(); err == nil {
-		sess.Interrupt(fmt.Sprintf("the host denied %s and asked to stop", d.Name))
+		if err := sess.Interrupt(context.Background(), fmt.Sprintf("the host denied %s and asked to stop", d.Name)); err != nil {
+			fmt.Fprintf(h.cfg.Stderr, "sluice: stopping the turn: %v\n", err)
+		}
 	}
 }
 
@@ -874,6 +904,16 @@ func (h *host) workDir() string {
 }
 
 // spend adds a turn's cost and reports whether the budget is now spent.
+// cost estimates what u costs at modelName's list price in the
+// catalogue (0 when it has none: the budget is an estimate, never a bill).
+func (h *host) cost(modelName string, u protocol.Usage) float64 {
+	p, ok := h.cfg.Catalogue.Price(modelName)
+	if !ok {
+		return 0
+	}
+	return p.USD(u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens)
+}
+
 func (h *host) spend(usd float64) bool {
 	if h.cfg.MaxBudgetUSD <= 0 {
 		return false
@@ -915,7 +955,7 @@ func mcpServerOf(name string) (string, bool) {
 
 // agentInfos are the session's subagent kinds as initialize's answer lists
 // them (the Agent SDK's AgentInfo: name, description, model).
-func agentInfos(sess *agent.Session) []map[string]any {
+func agentInfos(sess session.Session) []map[string]any {
 	out := []map[string]any{}
 	for _, d := range sess.Subagents() {
 		info := map[string]any{"name": d.Name, "description": d.Description}

@@ -25,7 +25,9 @@ import (
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/printmode/cclines"
 	"github.com/sluicehq/sluice/internal/streamjson"
+	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/session"
 )
 
 // Output formats.
@@ -84,8 +86,12 @@ type Config struct {
 	// Models are the models initialize offers (the session's when empty).
 	Models []string
 	// ContextWindow is the model's context in tokens, for
-	// get_context_usage (0: 200,000).
+	// get_context_usage (0: the model's in Catalogue).
 	ContextWindow int
+	// Catalogue holds the models' context windows and list prices (the
+	// session's agent.Options.Catalogue): get_context_usage's window and
+	// the cost --max-budget-usd counts.
+	Catalogue model.Catalogue
 	// MaxBudgetUSD, when positive, stops a run once the session's turns
 	// have cost this much at list price (--max-budget-usd), and refuses
 	// later ones.
@@ -193,7 +199,7 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 	var sub *agent.Subscription
 	// start subscribes to the session and, for stream-json, starts a turn
 	// with system/init as Claude Code does.
-	start := func() (*agent.Session, error) {
+	start := func() (session.Session, error) {
 		s, err := h.session()
 		if err != nil {
 			return nil, err
@@ -201,7 +207,7 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 		if sub == nil {
 			w.SetSession(s.ID())
 			var snap protocol.Snapshot
-			snap, sub = s.SnapshotAndSubscribe(agent.SubscribeOptions{ModelParts: cfg.OutputFormat == FormatStreamJSON, MaxPendingBytes: maxPendingOutput})
+			snap, sub = h.loc.subscribe(agent.SubscribeOptions{ModelParts: cfg.OutputFormat == FormatStreamJSON, MaxPendingBytes: maxPendingOutput})
 			h.tasks.Reset(snap)
 		}
 		if cfg.OutputFormat == FormatStreamJSON {
@@ -227,10 +233,10 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 	for {
 		var (
 			in  userInput
-			pre *agent.Handle
+			pre session.Job
 		)
 		if sent, ok := st.nextOrNone(); ok {
-			in, pre = sent.in, sent.h
+			in, pre = sent.in, sent.job
 		} else {
 			var ok bool
 			if in, ok = popIdle(ctx, prompts, sub, st, &h.tasks, w, cfg); !ok {
@@ -289,12 +295,12 @@ func Run(ctx context.Context, sess *agent.Session, prompt string, cfg Config) in
 	return code
 }
 
-func (h *host) initLine(s *agent.Session) streamjson.InitLine {
+func (h *host) initLine(s session.Session) streamjson.InitLine {
 	return streamjson.InitLine{
 		Type: "system", Subtype: "init", CWD: s.WorkDir(), SessionID: s.ID(),
 		Tools: initTools(s), MCPServers: h.mcpServers(), Model: s.Model(),
 		PermissionMode: h.reportedMode(s), SlashCommands: []string{}, APIKeySource: h.cfg.APIKeySource,
-		SluiceVersion: h.cfg.Version, OutputStyle: "default", Agents: s.SubagentNames(), Skills: []string{},
+		SluiceVersion: h.cfg.Version, OutputStyle: "default", Agents: subagentNames(s), Skills: []string{},
 		Plugins: []any{}, UUID: uuid.NewString(),
 		AdditionalDirs:    append([]string{}, h.cfg.AddDirs...),
 		ClaudeCodeVersion: streamjson.ClaudeCodeVersion, Capabilities: streamjson.Capabilities, OriginalCWD: s.WorkDir(),
@@ -306,12 +312,22 @@ func (h *host) initLine(s *agent.Session) streamjson.InitLine {
 
 // initTools are the session's tools as Claude Code's init line names
 // them: the Agent tool is "Task" there.
-func initTools(s *agent.Session) []string {
-	names := s.Tools()
+func initTools(s session.Session) []string {
+	names := slices.Clone(s.Tools()) // renamed here: not the session's own
 	for i, n := range names {
 		if n == "Agent" {
 			names[i] = "Task"
 		}
+	}
+	return names
+}
+
+// subagentNames are the session's subagent kinds as system/init names
+// them.
+func subagentNames(s session.Session) []string {
+	names := []string{}
+	for _, d := range s.Subagents() {
+		names = append(names, d.Name)
 	}
 	return names
 }
@@ -353,22 +369,22 @@ func (o orderedType) MarshalJSON() ([]byte, error) {
 }
 
 // run is how runOne takes its prompt with stream-json input: pre is its
-// handle when the prompt was given to the session mid-run (by st), and
+// job when the prompt was given to the session mid-run (by st), and
 // the prompts that arrive while it runs go to the session through st.
 type run struct {
-	pre     *agent.Handle
+	pre     session.Job
 	st      *steerer
 	prompts *queue[userInput]
 }
 
 // runOne runs one prompt and writes its lines and result. An interrupt
 // (ctx done) aborts the run; what it produced is still written.
-func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w *cclines.Writer, in userInput, cfg Config, hst *host, r run) error {
+func runOne(ctx context.Context, sess session.Session, sub *agent.Subscription, w *cclines.Writer, in userInput, cfg Config, hst *host, r run) error {
 	start := time.Now()
 	h := r.pre
 	if h == nil && hst.overBudget() {
 		err := budgetErr(errors.New("over budget"), hst, cfg)
-		w.Line(hst.numbered(cclines.NewResultLine(sess.ID(), sess.Model(), agent.Result{}, "", err, 0)))
+		w.Line(hst.numbered(cclines.NewResultLine(sess.ID(), sess.Model(), session.JobResult{}, "", err, 0)))
 		w.Flush()
 		return err
 	}
@@ -384,7 +400,7 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	}
 	if h == nil {
 		var err error
-		if h, err = submit(ctx, sess, in); err != nil {
+		if _, h, err = sess.SubmitMessage(ctx, in.text, in.images...); err != nil {
 			hl.end()
 			return err
 		}
@@ -405,7 +421,7 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	}
 	// After Submit, so that an interrupt that came before it aborts the
 	// message too (AfterFunc runs at once when ctx is already done).
-	stop := context.AfterFunc(ctx, func() { sess.Abort("interrupted") })
+	stop := context.AfterFunc(ctx, func() { abort(sess, "interrupted", cfg) })
 	defer stop()
 	tr := cclines.NewTranslator(w, cclines.Options{
 		IncludePartial: cfg.IncludePartial, MaxRetries: cfg.MaxRetries, RequestModel: sess.Model(), Decided: hst.decision,
@@ -429,16 +445,16 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 		if it.Event != nil {
 			hst.tasks.Take(lines, it.Event, time.Now)
 		}
-		if e, ok := it.Event.(protocol.TurnEnded); ok && e.Usage != nil && hst.spend(sess.CostUSD(*e.Usage)) {
-			sess.Abort(fmt.Sprintf("the budget of $%g is spent", cfg.MaxBudgetUSD))
+		if e, ok := it.Event.(protocol.TurnEnded); ok && e.Usage != nil && hst.spend(hst.cost(sess.Model(), *e.Usage)) {
+			abort(sess, fmt.Sprintf("the budget of $%g is spent", cfg.MaxBudgetUSD), cfg)
 		}
 		rs, ok := it.Event.(protocol.RunStateChanged)
 		return ok && rs.State == protocol.RunIdle
 	}
 	// A run ends with runStateChanged idle, also when it is aborted, and
-	// its handle is done after that event. A message aborted while still
-	// queued (an interrupt as the run starts) publishes nothing: its
-	// handle is done and nothing more will come.
+	// its job is done after that event. A message aborted while still
+	// queued (an interrupt as the run starts) publishes nothing: its job
+	// is done and nothing more will come.
 	done, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
 	go func() {
@@ -477,7 +493,7 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 			continue
 		}
 		if err != nil {
-			// What the run published before its handle was done is queued.
+			// What the run published before its job was done is queued.
 			for sub.Pending() > 0 {
 				if it, err := sub.NextItem(context.Background()); err != nil || ends(it) {
 					break
@@ -512,7 +528,7 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	}
 	var stopped []string
 	if cfg.InputFormat != FormatStreamJSON {
-		stopped = settleTasks(ctx, sess, sub, &hst.tasks, lines, cfg.BackgroundWait)
+		stopped = settleTasks(ctx, hst.loc.stopTasks, sub, &hst.tasks, lines, cfg.BackgroundWait)
 		if len(stopped) > 0 {
 			fmt.Fprintf(cfg.Stderr, "sluice: stopped background commands still running at the end of the run: %s\n", strings.Join(stopped, ", "))
 		}
@@ -558,6 +574,14 @@ func runOne(ctx context.Context, sess *agent.Session, sub *agent.Subscription, w
 	return err
 }
 
+// abort aborts the session's work; a session that cannot hear it is
+// reported, not waited on.
+func abort(sess session.Session, reason string, cfg Config) {
+	if err := sess.Abort(context.Background(), reason); err != nil {
+		fmt.Fprintf(cfg.Stderr, "sluice: aborting the run: %v\n", err)
+	}
+}
+
 // budgetErr is err, or cclines.ErrBudget when the run failed with the budget
 // spent (the budget stops a run by aborting it).
 func budgetErr(err error, hst *host, cfg Config) error {
@@ -583,7 +607,7 @@ func (h *host) inputFailed(err error) {
 	if h.sess == nil {
 		return
 	}
-	line := h.numbered(cclines.NewResultLine(h.sess.ID(), h.sess.Model(), agent.Result{}, "", fmt.Errorf("%w: %w", cclines.ErrInput, err), 0))
+	line := h.numbered(cclines.NewResultLine(h.sess.ID(), h.sess.Model(), session.JobResult{}, "", fmt.Errorf("%w: %w", cclines.ErrInput, err), 0))
 	line.TerminalReason = "input_error"
 	h.w.LineWith(&line, line.Result)
 }

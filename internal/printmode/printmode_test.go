@@ -577,7 +577,7 @@ func TestMaxBudget(t *testing.T) {
 	in := `{"type":"user","message":{"role":"user","content":"one"}}` + "\n" + `{"type":"user","message":{"role":"user","content":"two"}}` + "\n"
 	var stdout, stderr bytes.Buffer
 	code := Run(t.Context(), sess, "", Config{
-		OutputFormat: FormatStreamJSON, InputFormat: FormatStreamJSON, MaxBudgetUSD: 1e-9,
+		OutputFormat: FormatStreamJSON, InputFormat: FormatStreamJSON, MaxBudgetUSD: 1e-9, Catalogue: provider.Catalogue,
 		Stdin: strings.NewReader(in), Stdout: &stdout, Stderr: &stderr,
 	})
 	if code != 1 {

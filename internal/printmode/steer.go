@@ -10,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/printmode/cclines"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/session"
 )
 
 // steerer gives the session the host's messages that arrive while a run is
@@ -26,32 +27,34 @@ type steerer struct {
 	carry *agent.Item
 }
 
-// sentInput is a host message given to the session mid-run. A nil h means
-// it was not given (the budget was spent): the next runOne reports it.
+// sentInput is a host message given to the session mid-run: its id and
+// its job. A nil job means it was not given (the budget was spent): the
+// next runOne reports it.
 type sentInput struct {
-	in userInput
-	h  *agent.Handle
+	in  userInput
+	id  string
+	job session.Job
 }
 
 // feed submits the prompts that arrive until ctx is done. It returns when
 // ctx is done or the input has ended.
-func (st *steerer) feed(ctx context.Context, sess *agent.Session, prompts *queue[userInput], w *cclines.Writer, cfg Config, hst *host) {
+func (st *steerer) feed(ctx context.Context, sess session.Session, prompts *queue[userInput], w *cclines.Writer, cfg Config, hst *host) {
 	for {
 		in, ok := prompts.pop(ctx)
 		if !ok {
 			return
 		}
-		var h *agent.Handle
+		sent := sentInput{in: in}
 		if !hst.overBudget() {
 			var err error
-			h, err = submit(ctx, sess, in)
+			sent.id, sent.job, err = sess.SubmitMessage(ctx, in.text, in.images...)
 			if err != nil {
 				fmt.Fprintf(cfg.Stderr, "sluice: %v\n", err)
 				continue
 			}
 		}
 		st.mu.Lock()
-		st.sent = append(st.sent, sentInput{in: in, h: h})
+		st.sent = append(st.sent, sent)
 		st.mu.Unlock()
 		// After the session has it: the echo says it was taken.
 		if cfg.ReplayUserMessages && in.line != nil {
@@ -73,18 +76,18 @@ func (st *steerer) nextOrNone() (sentInput, bool) {
 	for len(st.sent) > 0 {
 		s := st.sent[0]
 		st.sent = st.sent[1:]
-		if s.h == nil || !steered(s.h) {
+		if s.job == nil || !steered(s.job) {
 			return s, true
 		}
 	}
 	return sentInput{}, false
 }
 
-// startsRun reports whether it, read after run's handle is done, is the
-// first event of a later message's own run. Before the handle is done every
-// event is the run's (a later run publishes only after it), and a message
-// steered into the run is done, as steered, before the run's handle.
-func (st *steerer) startsRun(run *agent.Handle, it agent.Item) bool {
+// startsRun reports whether it, read after run's job is done, is the first
+// event of a later message's own run. Before the job is done every event
+// is the run's (a later run publishes only after it), and a message
+// steered into the run is done, as steered, before the run's job.
+func (st *steerer) startsRun(run session.Job, it agent.Item) bool {
 	e, ok := it.Event.(protocol.UserMessageAdded)
 	if !ok || st == nil {
 		return false
@@ -97,21 +100,21 @@ func (st *steerer) startsRun(run *agent.Handle, it agent.Item) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	for _, s := range st.sent {
-		if s.h != nil && s.h.ID() == e.Message.ID {
-			return !steered(s.h)
+		if s.job != nil && s.id == e.Message.ID {
+			return !steered(s.job)
 		}
 	}
 	return false
 }
 
-// steered reports whether h's message joined an earlier run.
-func steered(h *agent.Handle) bool {
+// steered reports whether job's message joined an earlier run.
+func steered(job session.Job) bool {
 	select {
-	case <-h.Done():
+	case <-job.Done():
 	default:
 		return false
 	}
-	res, _ := h.Wait(context.Background())
+	res, _ := job.Wait(context.Background())
 	return res.SteeredInto != ""
 }
 
@@ -168,7 +171,7 @@ func popIdle(ctx context.Context, prompts *queue[userInput], sub *agent.Subscrip
 // leaves to run (its receipt, as Claude Code's interrupt_receipt_v1): those
 // the session holds queued, then those read and not yet given to it. Only
 // messages the host stamped with a uuid are listed.
-func (h *host) stillQueued(sess *agent.Session) []string {
+func (h *host) stillQueued(sess session.Session) []string {
 	out := []string{}
 	if h.st == nil {
 		return out
@@ -176,8 +179,8 @@ func (h *host) stillQueued(sess *agent.Session) []string {
 	h.st.mu.Lock()
 	byID := map[string]json.RawMessage{}
 	for _, s := range h.st.sent {
-		if s.h != nil {
-			byID[s.h.ID()] = s.in.line
+		if s.job != nil {
+			byID[s.id] = s.in.line
 		}
 	}
 	h.st.mu.Unlock()
@@ -198,12 +201,4 @@ func (h *host) stillQueued(sess *agent.Session) []string {
 		add(in.line)
 	}
 	return out
-}
-
-// submit gives one host message to the session.
-func submit(ctx context.Context, sess *agent.Session, in userInput) (*agent.Handle, error) {
-	if len(in.images) > 0 {
-		return sess.SubmitImages(ctx, in.text, in.images)
-	}
-	return sess.Submit(ctx, in.text)
 }

@@ -18,7 +18,7 @@ const DefaultBackgroundWait = time.Minute
 // waits for them up to wait, reading the run's subscription on (tl follows
 // the tasks; with w, their stream-json lines are written), then stops the
 // rest and returns a description of each it stopped.
-func settleTasks(ctx context.Context, sess *agent.Session, sub *agent.Subscription, tl *cclines.TaskLines, w *cclines.Writer, wait time.Duration) []string {
+func settleTasks(ctx context.Context, stopTasks func(), sub *agent.Subscription, tl *cclines.TaskLines, w *cclines.Writer, wait time.Duration) []string {
 	if len(tl.Running()) == 0 {
 		return nil
 	}
@@ -45,7 +45,7 @@ func settleTasks(ctx context.Context, sess *agent.Session, sub *agent.Subscripti
 	if len(tasks) == 0 {
 		return nil
 	}
-	sess.StopTasks()
+	stopTasks()
 	// Their ends are published before StopTasks returns.
 	for sub.Pending() > 0 {
 		if take(context.Background()) != nil {

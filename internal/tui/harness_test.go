@@ -58,8 +58,17 @@ func (f *fakeBackend) SetPermissionMode(_ context.Context, m protocol.Permission
 	f.record("SetPermissionMode %s", m)
 	return nil
 }
-func (f *fakeBackend) Tools() []string { return nil }
-func (f *fakeBackend) Owner() string   { return "" }
+func (f *fakeBackend) Tools() []string               { return nil }
+func (f *fakeBackend) Subagents() []session.Subagent { return nil }
+func (f *fakeBackend) Interrupt(_ context.Context, reason string) error {
+	f.record("Interrupt")
+	return nil
+}
+func (f *fakeBackend) SetThinkingBudget(_ context.Context, n int) error {
+	f.record("SetThinkingBudget %d", n)
+	return nil
+}
+func (f *fakeBackend) Owner() string { return "" }
 func (f *fakeBackend) Ask(_ context.Context, q string) (string, error) {
 	f.record("Ask %s", q)
 	return "It returns the sum.", nil

@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/streamjson"
 	"github.com/sluicehq/sluice/model"
+	"github.com/sluicehq/sluice/session"
 )
 
 // ErrInput is the cause of a result written because the input ended on a
@@ -22,7 +23,7 @@ var ErrInput = errors.New("reading stream-json input")
 func roundCost(usd float64) float64 { return math.Round(usd*1e9) / 1e9 }
 
 // NewResultLine is the last line of a run, in Claude Code's shape. The
-// result of a run that succeeded is its answer (agent.Result.Text, what
+// result of a run that succeeded is its answer (session.JobResult.Text, what
 // --output-format text prints): the whole answer, joined across
 // automatic max_tokens continuations (continued_after names the stop
 // reason that cut it). A run that failed on the model's API has is_error
@@ -31,7 +32,7 @@ func roundCost(usd float64) float64 { return math.Round(usd*1e9) / 1e9 }
 // in errors. sessionID and model (the session's model now, named in
 // modelUsage unless a fallback answered) are the session's: the line
 // needs its identity, not the session.
-func NewResultLine(sessionID, model string, res agent.Result, answer string, err error, d time.Duration) streamjson.ResultLine {
+func NewResultLine(sessionID, model string, res session.JobResult, answer string, err error, d time.Duration) streamjson.ResultLine {
 	line := streamjson.ResultLine{
 		Type: "result", Subtype: "success",
 		DurationMs: d.Milliseconds(), DurationAPIMs: res.APIDuration.Milliseconds(),
@@ -58,7 +59,7 @@ func NewResultLine(sessionID, model string, res agent.Result, answer string, err
 		for _, r := range res.Subagents {
 			st.Spawned++
 			st.ByType[r.Type]++
-			if r.Err != nil {
+			if r.Failed {
 				st.Failed++
 			} else {
 				st.Completed++
