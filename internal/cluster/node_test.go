@@ -836,6 +836,15 @@ func TestInterruptAndThinkingFromAnotherNode(t *testing.T) {
 			break
 		}
 	}
+	// The owner publishes the user message before it asks the model: an
+	// interrupt before the request would cut nothing the gate holds.
+	for script.Count() < 1 {
+		select {
+		case <-t.Context().Done():
+			t.Fatal(t.Context().Err())
+		case <-time.After(5 * time.Millisecond): // polls the owner's model
+		}
+	}
 	secondID, second, err := hb.SubmitMessage(t.Context(), "two")
 	if err != nil {
 		t.Fatal(err)
