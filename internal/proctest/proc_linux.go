@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 )
 
 // Alive reports whether pid runs. A zombie does not: in a container the
@@ -18,8 +19,15 @@ func Alive(pid int) bool {
 	return i < 0 || i+2 >= len(data) || data[i+2] != 'Z'
 }
 
-// Children lists pid's child processes.
+// Children lists pid's child processes. A child is listed under the
+// thread that started it, which in a Go program is any of its threads,
+// so every thread's list is read.
 func Children(pid int) []int {
-	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-	return pids(string(data))
+	lists, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var all []byte
+	for _, l := range lists {
+		data, _ := os.ReadFile(l)
+		all = append(append(all, data...), ' ')
+	}
+	return pids(string(all))
 }
