@@ -5,10 +5,10 @@
 // The pieces: package route decides which messages a run produces, by the
 // stop reason of each model turn; package split cuts them to the channel's
 // limit; package deliver sends them, in order per conversation, paced per
-// channel, kept in SQLite (package store) until the platform took them;
-// package channel/wechat and channel/telegram speak the platforms' HTTP
-// APIs; package backend runs the agent (sluice's own, or Claude Code as a
-// process). This package wires them together (Relay), answers the chat
+// channel, kept in the state file (package store) until the platform took
+// them; package channel/wechat and channel/telegram speak the platforms'
+// HTTP APIs; package backend runs the agent (sluice's own, or Claude Code
+// as a process). This package wires them together (Relay), answers the chat
 // commands, holds the preview tool (Simulate), the platforms' table
 // (Platforms: a new platform is its channel package, its file here and one
 // line there) and a configured run (Run). The command line is

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -334,6 +335,45 @@ func TestStuckChatOverTelegram(t *testing.T) {
 	}
 }
 
+// stoppedWhen stops the relay process p (SIGSTOP) as soon as check,
+// given the state at path as a kill at that moment would leave it, returns
+// true, and leaves it stopped for the caller to kill; it returns false,
+// with p running, once ctx ends. The relay holds its state file's lock:
+// check reads a copy, taken while p is stopped (wait4 reports the stop
+// once every thread of p has stopped, so no commit is half-written).
+func stoppedWhen(ctx context.Context, t *testing.T, p *os.Process, path string, check func(*store.Store) bool) bool {
+	t.Helper()
+	cp := filepath.Join(t.TempDir(), "state.db")
+	for {
+		if err := p.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		var ws syscall.WaitStatus
+		if _, err := syscall.Wait4(p.Pid, &ws, syscall.WUNTRACED, nil); err != nil || !ws.Stopped() {
+			t.Fatalf("waiting for the relay to stop: %v (status %#x)", err, ws)
+		}
+		if data, err := os.ReadFile(path); err == nil {
+			if err := os.WriteFile(cp, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			st := openStore(t, cp)
+			done := check(st)
+			st.Close()
+			if done {
+				return true
+			}
+		}
+		if err := p.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
 // crashPlatform is a fake platform as TestCrashWhileAnswering drives it.
 type crashPlatform struct {
 	name    string
@@ -416,23 +456,19 @@ func TestCrashWhileAnswering(t *testing.T) {
 			// questions are (a kill between the platform's taking a
 			// message and its row going sends it again: at least once, see
 			// the README).
-			st := openStore(t, filepath.Join(state, p.name+".db"))
 			ctx := waitCtx(t)
-			for {
-				items, err1 := st.Pending(ctx, p.name)
-				qs, err2 := st.Questions(ctx, p.name)
-				if err1 == nil && err2 == nil && len(items) == 0 && len(qs) == 2 {
-					break
-				}
-				select {
-				case <-ctx.Done():
-					kill()
-					t.Fatalf("outbox %+v, inbox %+v", items, qs)
-				case <-time.After(10 * time.Millisecond):
-				}
-			}
-			st.Close()
+			var items []store.Item
+			var qs []store.Question
+			stopped := stoppedWhen(ctx, t, cmd.Process, filepath.Join(state, p.name+".db"), func(st *store.Store) bool {
+				var err1, err2 error
+				items, err1 = st.Pending(ctx, p.name)
+				qs, err2 = st.Questions(ctx, p.name)
+				return err1 == nil && err2 == nil && len(items) == 0 && len(qs) == 2
+			})
 			kill()
+			if !stopped {
+				t.Fatalf("outbox %+v, inbox %+v", items, qs)
+			}
 
 			stop, stderr2 := mainInBackground(t, args...)
 			sent, err := p.waitFor(waitCtx(t), 3)
@@ -592,21 +628,16 @@ func TestCrashWhileSluiceAnswers(t *testing.T) {
 		kill()
 		t.Fatalf("the model was never asked\n%s", stderr.String())
 	}
-	st := openStore(t, filepath.Join(state, "telegram.db"))
-	for {
-		qs, err := st.Questions(ctx, "telegram")
-		if err == nil && len(qs) == 2 && qs[0].Started {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			kill()
-			t.Fatalf("inbox %+v\n%s", qs, stderr.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	st.Close()
+	var qs []store.Question
+	stopped := stoppedWhen(ctx, t, cmd.Process, filepath.Join(state, "telegram.db"), func(st *store.Store) bool {
+		var err error
+		qs, err = st.Questions(ctx, "telegram")
+		return err == nil && len(qs) == 2 && qs[0].Started
+	})
 	kill()
+	if !stopped {
+		t.Fatalf("inbox %+v\n%s", qs, stderr.String())
+	}
 
 	stop, stderr2 := mainInBackground(t, args...)
 	sent, err := tg.WaitSent(waitCtx(t), 2)

@@ -63,10 +63,10 @@ func sharedDB(t *testing.T) (string, *pgstore.Store) {
 	return shared.dsn, shared.pg
 }
 
-// forEachBackend runs f on a SQLite file and on a PostgreSQL account
+// forEachBackend runs f on a state file and on a PostgreSQL account
 // (fenced by a lease the test holds); reopen opens the same state again.
 func forEachBackend(t *testing.T, f func(t *testing.T, reopen func() *Store)) {
-	t.Run("sqlite", func(t *testing.T) {
+	t.Run("bolt", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "relay.db")
 		f(t, func() *Store { return open(t, path) })
 	})
