@@ -23,6 +23,16 @@ var (
 	kvBucket     = []byte("kv")
 )
 
+// createBuckets creates the buckets a state file lacks.
+func createBuckets(tx *bolt.Tx) error {
+	for _, name := range [][]byte{outboxBucket, inboxBucket, seenBucket, kvBucket} {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // lockWait bounds how long Open waits for the state file's lock: a relay
 // restarted while the old process is still exiting gets it, a second
 // relay on the same file fails instead of hanging.
@@ -40,22 +50,17 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	db, err := openBolt(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{outboxBucket, inboxBucket, seenBucket, kvBucket} {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := db.Update(createBuckets); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store: create buckets in %s: %w", path, err)
 	}
 	return &Store{b: &boltBackend{db: db}}, nil
 }
+
+// errHeld is the error of opening a file another process has open.
+var errHeld = errors.New("another process holds it (is another relay running on the same state directory?)")
 
 // openBolt opens the bbolt file at path (0600: it holds message text) and
 // locks it for this process.
@@ -64,12 +69,9 @@ func openBolt(path string) (*bolt.DB, error) {
 	opts.Timeout = lockWait
 	db, err := bolt.Open(path, 0o600, &opts)
 	if errors.Is(err, berrors.ErrTimeout) {
-		return nil, fmt.Errorf("store: open %s: another process holds it (is another relay running on the same state directory?)", path)
+		return nil, errHeld
 	}
-	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
-	}
-	return db, nil
+	return db, err
 }
 
 func (b *boltBackend) close() error { return b.db.Close() }
