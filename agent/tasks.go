@@ -34,10 +34,9 @@ func (s *Session) watchTasks() {
 // the session's view state, as every face reads it: a task is listed from
 // the publication of its start to that of its end, so that what a face did
 // on the end (print mode's result, written once the last end is in) agrees
-// with Tasks at once. The tool's own list may lag the end: Bash's shells
-// count a command running until the end is reported, so that Stop returns
-// only then. The work of a tool that does not report it has no events and
-// is read from the tool.
+// with Tasks at once, whenever the tool's goroutine that reported the end
+// gets to run again. The work of a tool that does not report it has no
+// events and is read from the tool.
 func (s *Session) Tasks() []tool.Task {
 	s.bus.mu.Lock()
 	viewed := s.bus.list.Tasks()

@@ -8,9 +8,9 @@ import (
 
 // HeldBash is a Bash tool whose background commands, once each reported
 // its end (the session published it), wait for the test before the tool
-// is done with them (before Shells marks them ended and Stop may return).
-// On a loaded machine the scheduler opens that window at random; a test
-// holds it open to see what a reader of the session sees in it.
+// is done with them (before Stop may return). On a loaded machine the
+// scheduler opens that window at random; a test holds it open to see what
+// a reader of the session sees in it.
 type HeldBash struct {
 	*tools.Bash
 	// Ended receives each task whose end was just reported; its command
