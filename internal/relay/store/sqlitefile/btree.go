@@ -25,7 +25,12 @@ type walker struct {
 	// visit is a loop, and reading a table costs at most one pass over
 	// the file.
 	seen map[uint32]bool
-	rows []Row
+	// local counts the payload bytes read from cells. In a sound page the
+	// cells do not overlap, so they cannot hold more bytes than the pages
+	// visited: a corrupt page whose cell pointers all point into one
+	// large cell is refused before it costs a page's size per pointer.
+	local uint64
+	rows  []Row
 }
 
 // walk returns the rows of the table b-tree rooted at page root, in order.
@@ -115,10 +120,9 @@ func (w *walker) leafCell(cell []byte) error {
 	if k := len(w.rows); k > 0 && rowid <= w.rows[k-1].RowID {
 		return fmt.Errorf("rowid %d follows rowid %d", rowid, w.rows[k-1].RowID)
 	}
-	// A payload cannot be larger than the database; checking first keeps
-	// a corrupt size from allocating.
+	// A payload cannot be larger than the pages there are.
 	u := uint64(w.f.usable)
-	if size > uint64(w.f.nPages)*u {
+	if size > w.f.stored()*u {
 		return fmt.Errorf("row %d: payload of %d bytes is larger than the database", rowid, size)
 	}
 	rest := cell[n1+n2:]
@@ -126,8 +130,12 @@ func (w *walker) leafCell(cell []byte) error {
 	if uint64(len(rest)) < local {
 		return fmt.Errorf("row %d: %w", rowid, errTruncatedCell)
 	}
-	payload := make([]byte, 0, size)
-	payload = append(payload, rest[:local]...)
+	if w.local += local; w.local > uint64(len(w.seen))*u {
+		return fmt.Errorf("row %d: cells overlap (more payload than pages)", rowid)
+	}
+	// The overflow pages are appended as they are read, so a corrupt
+	// size costs no more than the pages that are there.
+	payload := append([]byte(nil), rest[:local]...)
 	if local < size {
 		if uint64(len(rest)) < local+4 {
 			return fmt.Errorf("row %d: %w", rowid, errTruncatedCell)

@@ -219,6 +219,12 @@ func (f *File) Close() error {
 	return nil
 }
 
+// stored is how many pages the file and the WAL hold, at most the
+// database's size.
+func (f *File) stored() uint64 {
+	return min(uint64(f.nPages), uint64(len(f.db)/f.pageSize+len(f.walPages)))
+}
+
 // page returns the usable part of page n, from the WAL if it holds the
 // page, else from the file.
 func (f *File) page(n uint32) ([]byte, error) {

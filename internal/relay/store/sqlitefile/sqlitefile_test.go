@@ -513,3 +513,90 @@ func FuzzOpen(f *testing.F) {
 		}
 	})
 }
+
+// synth builds a database of two pageSize-byte pages: page 1 holds the
+// schema of one table t whose b-tree is the table leaf page 2, holding
+// cells (each a cell's bytes).
+func synth(pageSize int, cells ...[]byte) []byte {
+	db := make([]byte, 2*pageSize)
+	copy(db, "SQLite format 3\x00")
+	binary.BigEndian.PutUint16(db[16:], uint16(pageSize)) // 65536 is stored as 1
+	if pageSize == 65536 {
+		binary.BigEndian.PutUint16(db[16:], 1)
+	}
+	db[18], db[19], db[21], db[22], db[23] = 1, 1, 64, 32, 32
+	binary.BigEndian.PutUint32(db[24:], 1) // change counter
+	binary.BigEndian.PutUint32(db[28:], 2) // pages
+	binary.BigEndian.PutUint32(db[56:], 1) // UTF-8
+	binary.BigEndian.PutUint32(db[92:], 1) // version-valid-for
+	leaf := func(page, hdr int, cells [][]byte) {
+		p := db[page*pageSize : (page+1)*pageSize]
+		p[hdr] = tableLeaf
+		binary.BigEndian.PutUint16(p[hdr+3:], uint16(len(cells)))
+		end := pageSize
+		for i, c := range cells {
+			end -= len(c)
+			copy(p[end:], c)
+			binary.BigEndian.PutUint16(p[hdr+8+2*i:], uint16(end))
+		}
+	}
+	schema := rec("table", "t", "t", int64(2), "CREATE TABLE t(x)")
+	leaf(0, 100, [][]byte{append([]byte{byte(len(schema)), 1}, schema...)})
+	leaf(1, 0, cells)
+	return db
+}
+
+// rec encodes a short record of strings and small integers.
+func rec(values ...any) []byte {
+	header, body := []byte{0}, []byte{}
+	for _, v := range values {
+		switch v := v.(type) {
+		case string:
+			header = append(header, byte(13+2*len(v)))
+			body = append(body, v...)
+		case int64:
+			header = append(header, 1)
+			body = append(body, byte(v))
+		}
+	}
+	header[0] = byte(len(header))
+	return append(header, body...)
+}
+
+func TestPageSize65536(t *testing.T) {
+	r := rec("hello")
+	f, err := Open(files(t, synth(65536, append([]byte{byte(len(r)), 7}, r...)), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := f.Rows("t")
+	if want := []Row{{7, []any{"hello"}}}; err != nil || !reflect.DeepEqual(rows, want) {
+		t.Fatalf("Rows(t) = %v, %v, want %v", rows, err, want)
+	}
+}
+
+// TestOverlappingCells: cell pointers into one region of a page, each
+// reading a payload of most of the page, are refused rather than costing a
+// page's size each.
+func TestOverlappingCells(t *testing.T) {
+	const n, spacing = 40, 5
+	// Each cell: a 3800-byte size (a 2-byte varint), its rowid, then a
+	// record of one NULL; the next cell starts inside its payload.
+	region := []byte{}
+	for i := range n {
+		region = append(region, 0x80|3800>>7, 3800&0x7f, byte(i+1), 2, 0)
+	}
+	db := synth(4096, append(region, make([]byte, 4096-8-2*n-len(region))...))
+	p := db[4096:]
+	binary.BigEndian.PutUint16(p[3:], n)
+	for i := range n {
+		binary.BigEndian.PutUint16(p[8+2*i:], uint16(8+2*n+spacing*i))
+	}
+	f, err := Open(files(t, db, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Rows("t"); err == nil || !strings.Contains(err.Error(), "overlap") {
+		t.Fatalf("Rows(t) = %v, want an error about overlapping cells", err)
+	}
+}
