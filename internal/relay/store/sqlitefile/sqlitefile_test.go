@@ -242,7 +242,7 @@ func TestShape(t *testing.T) {
 
 // frames returns the offsets of the frames of wal whose salts are the
 // header's, whether each is a commit, and the offset after them.
-func frames(t *testing.T, wal []byte) (offs []int, commits []bool, end int) {
+func frames(t testing.TB, wal []byte) (offs []int, commits []bool, end int) {
 	t.Helper()
 	size := 24 + int(binary.BigEndian.Uint32(wal[8:]))
 	end = 32
@@ -314,7 +314,7 @@ func bigEndian(t *testing.T, wal []byte) []byte {
 
 // resum recomputes the checksums of a WAL's header and live frames in
 // place, reading words in order.
-func resum(t *testing.T, w []byte, order binary.ByteOrder) {
+func resum(t testing.TB, w []byte, order binary.ByteOrder) {
 	sum := func(s [2]uint32, b []byte) [2]uint32 {
 		for i := 0; i < len(b); i += 8 {
 			s[0] += order.Uint32(b[i:]) + s[1]
@@ -502,6 +502,13 @@ func FuzzOpen(f *testing.F) {
 		wal, _ := os.ReadFile(filepath.Join("testdata", name+"-wal"))
 		f.Add(read(f, name), wal)
 	}
+	// Small inputs, which the fuzzer mutates faster and deeper.
+	db := synth(512, cell(1, "in the file"), cell(2, int64(-3), "x"))
+	f.Add(db, []byte(nil))
+	f.Add(db, walOf(f, 512, struct {
+		page, commit uint32
+		data         []byte
+	}{2, 2, synth(512, cell(3, "in the WAL"))[512:]}))
 	f.Fuzz(func(t *testing.T, db, wal []byte) {
 		file, err := Open(files(t, db, wal))
 		if err != nil {
@@ -518,22 +525,33 @@ func FuzzOpen(f *testing.F) {
 // schema of one table t whose b-tree is the table leaf page 2, holding
 // cells (each a cell's bytes).
 func synth(pageSize int, cells ...[]byte) []byte {
-	db := make([]byte, 2*pageSize)
+	return synthReserved(pageSize, 0, nil, cells...)
+}
+
+// synthReserved is synth with reserved bytes at the end of each page,
+// filled with 0xEE, and more pages after page 2.
+func synthReserved(pageSize, reserved int, more [][]byte, cells ...[]byte) []byte {
+	n := 2 + len(more)
+	db := bytes.Repeat([]byte{0xEE}, n*pageSize)
+	usable := pageSize - reserved
+	for i := range n {
+		clear(db[i*pageSize : i*pageSize+usable])
+	}
 	copy(db, "SQLite format 3\x00")
 	binary.BigEndian.PutUint16(db[16:], uint16(pageSize)) // 65536 is stored as 1
 	if pageSize == 65536 {
 		binary.BigEndian.PutUint16(db[16:], 1)
 	}
-	db[18], db[19], db[21], db[22], db[23] = 1, 1, 64, 32, 32
-	binary.BigEndian.PutUint32(db[24:], 1) // change counter
-	binary.BigEndian.PutUint32(db[28:], 2) // pages
-	binary.BigEndian.PutUint32(db[56:], 1) // UTF-8
-	binary.BigEndian.PutUint32(db[92:], 1) // version-valid-for
+	db[18], db[19], db[20], db[21], db[22], db[23] = 1, 1, byte(reserved), 64, 32, 32
+	binary.BigEndian.PutUint32(db[24:], 1)         // change counter
+	binary.BigEndian.PutUint32(db[28:], uint32(n)) // pages
+	binary.BigEndian.PutUint32(db[56:], 1)         // UTF-8
+	binary.BigEndian.PutUint32(db[92:], 1)         // version-valid-for
 	leaf := func(page, hdr int, cells [][]byte) {
-		p := db[page*pageSize : (page+1)*pageSize]
+		p := db[page*pageSize : page*pageSize+usable]
 		p[hdr] = tableLeaf
 		binary.BigEndian.PutUint16(p[hdr+3:], uint16(len(cells)))
-		end := pageSize
+		end := usable
 		for i, c := range cells {
 			end -= len(c)
 			copy(p[end:], c)
@@ -543,7 +561,36 @@ func synth(pageSize int, cells ...[]byte) []byte {
 	schema := rec("table", "t", "t", int64(2), "CREATE TABLE t(x)")
 	leaf(0, 100, [][]byte{append([]byte{byte(len(schema)), 1}, schema...)})
 	leaf(1, 0, cells)
+	for i, p := range more {
+		copy(db[(2+i)*pageSize:(2+i)*pageSize+usable], p)
+	}
 	return db
+}
+
+// TestReservedOverflow: with reserved bytes, the spill and the overflow
+// pages' contents follow the usable size, not the page size.
+func TestReservedOverflow(t *testing.T) {
+	// 512-byte pages, 32 reserved: U=480, X=445, M=35. A 993-byte payload
+	// keeps K=35+(993-35)%476=41 bytes in the cell; two overflow pages
+	// hold the other 476 bytes each.
+	text := make([]byte, 990)
+	for i := range text {
+		text[i] = 'a' + byte(i%26)
+	}
+	const serial = 13 + 2*990
+	payload := append([]byte{3, 0x80 | serial>>7, serial & 0x7f}, text...)
+	c := append([]byte{0x80 | 993>>7, 993 & 0x7f, 1}, payload[:41]...)
+	c = binary.BigEndian.AppendUint32(c, 3)
+	over1 := append(binary.BigEndian.AppendUint32(nil, 4), payload[41:517]...)
+	over2 := append(binary.BigEndian.AppendUint32(nil, 0), payload[517:]...)
+	f, err := Open(files(t, synthReserved(512, 32, [][]byte{over1, over2}, c), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := f.Rows("t")
+	if err != nil || len(rows) != 1 || !reflect.DeepEqual(rows[0].Values, []any{string(text)}) {
+		t.Fatalf("Rows(t) = %v, %v, want one row of the text", rows, err)
+	}
 }
 
 // rec encodes a short record of strings and small integers.
@@ -598,5 +645,57 @@ func TestOverlappingCells(t *testing.T) {
 	}
 	if _, err := f.Rows("t"); err == nil || !strings.Contains(err.Error(), "overlap") {
 		t.Fatalf("Rows(t) = %v, want an error about overlapping cells", err)
+	}
+}
+
+// walOf builds a little-endian WAL of pageSize-byte frames, each a page
+// number, the database's size if it commits (else 0), and the page.
+func walOf(t testing.TB, pageSize int, frames ...struct {
+	page, commit uint32
+	data         []byte
+}) []byte {
+	w := make([]byte, 32)
+	binary.BigEndian.PutUint32(w, 0x377f0682)
+	binary.BigEndian.PutUint32(w[4:], 3007000)
+	binary.BigEndian.PutUint32(w[8:], uint32(pageSize))
+	copy(w[16:], "saltsalt")
+	for _, f := range frames {
+		w = binary.BigEndian.AppendUint32(w, f.page)
+		w = binary.BigEndian.AppendUint32(w, f.commit)
+		w = append(w, "saltsalt"...)
+		w = append(w, make([]byte, 8)...)
+		w = append(w, f.data...)
+	}
+	resum(t, w, binary.LittleEndian)
+	return w
+}
+
+// cell is a table leaf cell of a short record.
+func cell(rowid byte, values ...any) []byte {
+	r := rec(values...)
+	return append([]byte{byte(len(r)), rowid}, r...)
+}
+
+// TestWALVersions: of the committed frames, the latest version of a page
+// wins; frames after the last commit do not count.
+func TestWALVersions(t *testing.T) {
+	db := synth(512, cell(1, "in the file"))
+	page2 := func(s string) []byte { return synth(512, cell(1, s))[512:] }
+	type frame = struct {
+		page, commit uint32
+		data         []byte
+	}
+	wal := walOf(t, 512,
+		frame{2, 2, page2("first commit")},
+		frame{2, 0, page2("overwritten")},
+		frame{2, 2, page2("second commit")},
+		frame{2, 0, page2("never committed")})
+	f, err := Open(files(t, db, wal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := f.Rows("t")
+	if want := []Row{{1, []any{"second commit"}}}; err != nil || !reflect.DeepEqual(rows, want) {
+		t.Fatalf("Rows(t) = %v, %v, want %v", rows, err, want)
 	}
 }
