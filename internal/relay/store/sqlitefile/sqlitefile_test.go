@@ -510,7 +510,9 @@ func FuzzOpen(f *testing.F) {
 		data         []byte
 	}{2, 2, synth(512, cell(3, "in the WAL"))[512:]}))
 	f.Fuzz(func(t *testing.T, db, wal []byte) {
-		file, err := Open(files(t, db, wal))
+		// parse, not Open: the same reading without temp files, which
+		// cost the fuzzer nine tenths of its speed.
+		file, err := parse(db, wal)
 		if err != nil {
 			return
 		}
