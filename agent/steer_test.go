@@ -113,8 +113,10 @@ func TestSteeringKeepsOtherWorkInOrder(t *testing.T) {
 		modeltest.Answer("m3", "after the bang"),
 	)
 	s := newSession(t, p, func(o *agent.Options) { o.PermissionMode = protocol.ModeBypassPermissions })
-	first, _ := s.Submit(context.Background(), "go")
+	// Subscribed first: a response added before the subscription would be
+	// in its snapshot, and waitFor would never see its event.
 	rec := record(t, s)
+	first, _ := s.Submit(context.Background(), "go")
 	rec.waitFor("the first response", func(ev protocol.Event) bool { _, ok := ev.(protocol.AssistantMessageAdded); return ok })
 	bang, _ := s.SubmitBang(context.Background(), "echo hi")
 	after, _ := s.Submit(context.Background(), "and then?")

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"time"
+
 	"github.com/sluicehq/sluice/protocol"
 	"github.com/sluicehq/sluice/tool"
 )
@@ -27,9 +29,26 @@ func (s *Session) watchTasks() {
 // Tasks lists the work the session's tools left running after their calls
 // returned (commands run with Bash run_in_background), oldest first within
 // each tool.
+//
+// The work of a tool that reports it (tool.TaskWatcher: Bash) is read from
+// the session's view state, as every face reads it: a task is listed from
+// the publication of its start to that of its end, so that what a face did
+// on the end (print mode's result, written once the last end is in) agrees
+// with Tasks at once, whenever the tool's goroutine that reported the end
+// gets to run again. The work of a tool that does not report it has no
+// events and is read from the tool.
 func (s *Session) Tasks() []tool.Task {
-	var tasks []tool.Task
+	s.bus.mu.Lock()
+	viewed := s.bus.list.Tasks()
+	s.bus.mu.Unlock()
+	tasks := make([]tool.Task, 0, len(viewed))
+	for _, t := range viewed {
+		tasks = append(tasks, tool.Task{ID: t.TaskID, Description: t.Description, Started: time.UnixMilli(t.StartedAt), ToolID: t.ToolID, Tail: t.ShortResult})
+	}
 	for _, t := range s.tools {
+		if _, watched := t.(tool.TaskWatcher); watched {
+			continue
+		}
 		if b, ok := t.(tool.Background); ok {
 			tasks = append(tasks, b.Running()...)
 		}

@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/tools/toolstest"
 	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/tool"
 )
 
 // A command the model runs in the background outlives its call and its run,
@@ -112,5 +114,55 @@ func TestBackgroundTaskEndIsPublished(t *testing.T) {
 	}
 	if snap := s.Messages().Tasks; len(snap) != 0 {
 		t.Errorf("snapshot tasks %+v after the end", snap)
+	}
+}
+
+// Tasks is the view state's list: a background command leaves it the
+// moment its end is published (the event faces act on: print mode writes
+// its result on it), not when the Bash tool is done with it a moment later.
+// The test holds the tool in that window, which a loaded machine opens at
+// random.
+func TestTasksDropATaskWhenItsEndIsPublished(t *testing.T) {
+	t.Parallel()
+	bash := toolstest.HoldEnds()
+	p := modeltest.NewScript(
+		modeltest.Response(modeltest.Start("m1"),
+			modeltest.ToolUse(0, "t1", "Bash", map[string]any{"command": "echo done", "run_in_background": true}),
+			modeltest.Stop("tool_use")),
+		modeltest.Answer("m2", "started"),
+	)
+	s, err := agent.New(agent.Options{Provider: p, WorkDir: t.TempDir(), Tools: []tool.Tool{bash}, Stream: modeltest.StreamOptions(), PermissionMode: protocol.ModeBypassPermissions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	defer close(bash.Release) // before Close, which waits for the command
+	rec := record(t, s)
+	if _, err := s.Run(context.Background(), "go"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	select {
+	case ended := <-bash.Ended:
+		if ended.ID != "bash_1" {
+			t.Fatalf("ended %+v, want bash_1", ended)
+		}
+	case <-ctx.Done():
+		t.Fatal("timed out waiting for the command's end")
+	}
+	if tasks := s.Tasks(); len(tasks) != 0 {
+		t.Errorf("Tasks() = %+v once bash_1's end is published", tasks)
+	}
+	if snap := s.Messages().Tasks; len(snap) != 0 {
+		t.Errorf("snapshot tasks %+v once bash_1's end is published", snap)
+	}
+	// A subscriber that reads the end finds Tasks as the event left it.
+	rec.waitFor("the task's end", func(ev protocol.Event) bool {
+		u, ok := ev.(protocol.TaskUpdated)
+		return ok && u.State == protocol.TaskEnded
+	})
+	if tasks := s.Tasks(); len(tasks) != 0 {
+		t.Errorf("Tasks() = %+v after the end event", tasks)
 	}
 }

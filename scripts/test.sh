@@ -21,7 +21,11 @@ phase() { echo "== $* (at $((SECONDS - start))s)"; }
 # One build of the binary for every test that runs it (package testbin),
 # built as a release is (scripts/build.sh: static, CGO_ENABLED=0).
 bin=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$bin"' EXIT
+# On exit, every background job is stopped with its children, parent first
+# (a go test -c started by the fuzz prebuild's loop would otherwise outlive
+# the script, and a loop not yet stopped would start the next one).
+killtree() { local c cs; cs=$(cat /proc/"$1"/task/*/children 2>/dev/null || true); kill "$1" 2>/dev/null || true; for c in $cs; do killtree "$c"; done; }
+trap 'for j in $(jobs -p); do killtree "$j"; done; rm -rf "$bin"' EXIT
 phase scripts/build.sh
 ./scripts/build.sh "$bin/sluice"
 export SLUICE_BIN="$bin/sluice"

@@ -15,8 +15,10 @@ import (
 
 	"github.com/sluicehq/sluice/agent"
 	"github.com/sluicehq/sluice/internal/streamjson"
+	"github.com/sluicehq/sluice/internal/tools/toolstest"
 	"github.com/sluicehq/sluice/model/modeltest"
 	"github.com/sluicehq/sluice/protocol"
+	"github.com/sluicehq/sluice/tool"
 )
 
 // A one-prompt run whose model starts a background command: the result
@@ -46,23 +48,38 @@ func TestBackgroundCommandsAtTheEndOfARun(t *testing.T) {
 					modeltest.Stop("tool_use")),
 				modeltest.Answer("m2", "The build runs in the background."),
 			)
-			sess, err := agent.New(agent.Options{Provider: p, WorkDir: dir, Stream: modeltest.StreamOptions(), PermissionMode: protocol.ModeBypassPermissions})
+			opts := agent.Options{Provider: p, WorkDir: dir, Stream: modeltest.StreamOptions(), PermissionMode: protocol.ModeBypassPermissions}
+			var bash *toolstest.HeldBash
+			if tt.finish {
+				// The command's end is held once published, before Bash
+				// is done with it: the window in which CI once saw the
+				// result written and the task still listed.
+				bash = toolstest.HoldEnds()
+				opts.Tools = []tool.Tool{bash}
+			}
+			sess, err := agent.New(opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer sess.Close()
 			if tt.finish {
-				// Once the command runs, let it end: the run is then
-				// waiting for it (its answer is in; its result is not).
+				defer close(bash.Release) // before Close, which waits for the command
+				// Once the command reads the fifo, let it end: the run
+				// is then waiting for it (its answer is in; its result
+				// is not). Opening the fifo waits for the reader.
 				go func() {
-					for len(sess.Tasks()) == 0 {
-						time.Sleep(10 * time.Millisecond)
-					}
 					if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
 						f.Write([]byte("go\n"))
 						f.Close()
 					}
 				}()
+				// A command that never ran leaves the writer waiting:
+				// a reader lets it go.
+				t.Cleanup(func() {
+					if f, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+						f.Close()
+					}
+				})
 			}
 			var out, errOut bytes.Buffer
 			code := Run(context.Background(), sess, "build it", Config{
@@ -75,14 +92,20 @@ func TestBackgroundCommandsAtTheEndOfARun(t *testing.T) {
 			if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 				t.Fatalf("%v: %s", err, out.String())
 			}
-			// A task that ended by itself leaves the session's list just
-			// after its end is published (seen once in CI under load): the
-			// list must empty, promptly; a stopped one is gone already.
-			for i := 0; tt.finish && len(sess.Tasks()) != 0 && i < 3000; i++ {
-				time.Sleep(10 * time.Millisecond) // polls the session's list
-			}
+			// The result is written on the task's end, as the session's
+			// list has it: the list is empty when the result is out.
 			if len(sess.Tasks()) != 0 {
 				t.Errorf("tasks still running after the result: %+v", sess.Tasks())
+			}
+			if tt.finish {
+				// It is held until now: the check above was made in the
+				// window, whatever the scheduler did. (The bound only
+				// turns a hang into a failure.)
+				select {
+				case <-bash.Ended:
+				case <-time.After(time.Minute):
+					t.Error("the command's end was never reported")
+				}
 			}
 			_, doneErr := os.Stat(filepath.Join(dir, "done.txt"))
 			if tt.stopped {

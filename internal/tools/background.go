@@ -59,14 +59,19 @@ type shell struct {
 	toolID      string // the call that started it
 	started     time.Time
 	pid         int
-	done        chan struct{} // closed when the command has ended and its output is read
+	done        chan struct{} // closed once the command has ended and its end is reported
 
 	// watch reports the shell's start, output and end (Shells.WatchTasks).
 	watch func(t tool.Task, ended bool, status string)
 
-	mu      sync.Mutex // guards the fields below
-	unread  *headTail  // output since the last BashOutput
-	exitErr error      // the shell's wait error, once done
+	mu     sync.Mutex // guards the fields below
+	unread *headTail  // output since the last BashOutput
+	// ended is set, with exitErr (the shell's wait error), once the
+	// command has exited and its output is read: before its end is
+	// reported, so that nothing lists or kills it once the session has
+	// published its end (done closes only after the report).
+	ended   bool
+	exitErr error
 	killed  bool
 	// For watch: the output's last bytes, how much there was, and how
 	// much when the tail was last reported.
@@ -160,7 +165,7 @@ func (s *Shells) start(env *tool.Env, command, callID string) (string, error) {
 		<-copied
 		pr.Close()
 		sh.mu.Lock()
-		sh.exitErr = err
+		sh.ended, sh.exitErr = true, err
 		sh.mu.Unlock()
 		// Before done closes: Stop, which waits for done, returns only
 		// once the end is reported.
@@ -187,9 +192,7 @@ func (s *Shells) Running() []tool.Task {
 	defer s.mu.Unlock()
 	var tasks []tool.Task
 	for _, sh := range s.shells {
-		select {
-		case <-sh.done:
-		default:
+		if !sh.hasEnded() {
 			tasks = append(tasks, sh.task())
 		}
 	}
@@ -212,16 +215,21 @@ func (s *Shells) Stop() {
 	wg.Wait()
 }
 
-// kill stops sh's process group: SIGTERM, SIGKILL after the grace.
+// kill stops sh's process group: SIGTERM, SIGKILL after the grace. It
+// returns once sh's end is reported. A command that has exited already is
+// not signalled, whether its end is reported yet or not: its status stays
+// the one reported.
 func (s *Shells) kill(sh *shell) {
-	select {
-	case <-sh.done:
-		return
-	default:
-	}
 	sh.mu.Lock()
-	sh.killed = true
+	ended := sh.ended
+	if !ended {
+		sh.killed = true
+	}
 	sh.mu.Unlock()
+	if ended {
+		<-sh.done
+		return
+	}
 	_ = syscall.Kill(-sh.pid, syscall.SIGTERM)
 	grace := time.NewTimer(orDefault(s.KillGrace, DefaultKillGrace))
 	defer grace.Stop()
@@ -235,12 +243,17 @@ func (s *Shells) kill(sh *shell) {
 
 // status says how sh stands: running, or how it ended.
 func (sh *shell) status() (string, bool) {
-	select {
-	case <-sh.done:
-	default:
+	if !sh.hasEnded() {
 		return "running", true
 	}
 	return sh.endStatus(), false
+}
+
+// hasEnded says whether sh has exited and its output is read.
+func (sh *shell) hasEnded() bool {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.ended
 }
 
 // endStatus says how sh ended, once its wait error is set.

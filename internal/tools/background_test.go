@@ -179,3 +179,32 @@ func waitGone(t *testing.T, pgid int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A command whose end is being reported (the session publishes it in the
+// watcher) is no longer running for the shells: Running does not list it
+// and BashOutput reads how it ended, as every face will.
+func TestShellsAgreeWithTheReportedEnd(t *testing.T) {
+	t.Parallel()
+	shells := &Shells{}
+	type seen struct {
+		running []tool.Task
+		read    string
+	}
+	atEnd := make(chan seen, 1)
+	out := &BashOutput{Shells: shells}
+	shells.WatchTasks(func(tk tool.Task, ended bool, _ string) {
+		if ended {
+			res, _ := out.Run(context.Background(), nil, json.RawMessage(`{"bash_id":"`+tk.ID+`"}`), nil)
+			atEnd <- seen{shells.Running(), res.Content}
+		}
+	})
+	bgRun(t, &Bash{Shells: shells}, &tool.Env{WorkDir: t.TempDir()}, `{"command":"echo done","run_in_background":true}`)
+	got := <-atEnd
+	if len(got.running) != 0 {
+		t.Errorf("Running() = %+v while the end is reported", got.running)
+	}
+	if want := "bash_1: exited with status 0\n\ndone"; got.read != want {
+		t.Errorf("BashOutput while the end is reported: %q, want %q", got.read, want)
+	}
+	shells.Stop()
+}
