@@ -48,6 +48,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
+	if err := migrateSQLite(path); err != nil {
+		return nil, fmt.Errorf("store: migrate %s from SQLite: %w", path, err)
+	}
 	db, err := openBolt(path)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)

@@ -13,7 +13,9 @@
 // Every transaction is on disk (fsync) before the call returns.
 //
 // One process at a time has a state file open: a second Open of the same
-// file fails, saying another process holds it.
+// file fails, saying another process holds it. A state file the relay kept
+// in SQLite before is migrated by the first Open: its rows are copied,
+// with their ids, and the old file is kept as path+".sqlite".
 //
 // Message text lives here until delivered; credentials never do (the
 // channels keep them in their own 0600 file).
