@@ -109,6 +109,7 @@ func isSQLite(path string) (bool, error) {
 	return string(head) == sqliteMagic, nil
 }
 
+// missing reports whether nothing is at path.
 func missing(path string) (bool, error) {
 	_, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
