@@ -121,6 +121,7 @@ type Server struct {
 	srv      *httptest.Server
 	respond  func(Request) Answer
 	requests atomic.Int64
+	written  atomic.Int64
 }
 
 // New starts a server on 127.0.0.1 that answers every request with
@@ -136,6 +137,10 @@ func (s *Server) URL() string { return s.srv.URL }
 
 // Requests counts the requests answered or being answered.
 func (s *Server) Requests() int64 { return s.requests.Load() }
+
+// Written counts the bytes of response bodies written so far: how much of
+// an answer a client that stops reading, or gives up, was sent.
+func (s *Server) Written() int64 { return s.written.Load() }
 
 // Close stops the server, cutting the streams still open.
 func (s *Server) Close() {
@@ -168,7 +173,8 @@ type wireContent struct {
 	} `json:"source"`
 }
 
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+func (s *Server) serve(rw http.ResponseWriter, r *http.Request) {
+	w := countingWriter{rw, &s.written}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
 		writeError(w, http.StatusNotFound, "not_found_error", "no such endpoint")
 		return
@@ -378,6 +384,21 @@ func streamAnswer(ctx context.Context, w http.ResponseWriter, a Answer) {
 		"usage": obj{"output_tokens": outputTokens(a)}})
 	emit("message_stop", obj{"type": "message_stop"})
 }
+
+// countingWriter adds the bytes of a response body to n as they are
+// written.
+type countingWriter struct {
+	http.ResponseWriter
+	n *atomic.Int64
+}
+
+func (c countingWriter) Write(p []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (c countingWriter) Flush() { c.ResponseWriter.(http.Flusher).Flush() }
 
 // wait waits until gate is closed; false when the request ended first.
 func wait(ctx context.Context, gate <-chan struct{}) bool {

@@ -1,0 +1,31 @@
+package fakemodel
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// Written counts every byte of the streamed bodies a client was sent.
+func TestServerWritten(t *testing.T) {
+	t.Parallel()
+	s := New(func(Request) Answer { return Answer{Text: Chunks(strings.Repeat("x", 5000), 1000)} })
+	defer s.Close()
+	var read int64
+	for range 2 {
+		resp, err := http.Post(s.URL()+"/v1/messages", "application/json", strings.NewReader(`{"stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		read += n
+	}
+	if got := s.Written(); got != read || read < 10000 {
+		t.Fatalf("Written %d, the client read %d", got, read)
+	}
+}
