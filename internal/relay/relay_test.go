@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"encoding/json"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -518,17 +517,6 @@ func TestStopDropsWaitingQuestions(t *testing.T) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-}
-
-// anthropicAnswer is a whole Messages API event stream answering text.
-func anthropicAnswer(text string) string {
-	quoted, _ := json.Marshal(text)
-	return "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_2\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n" +
-		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
-		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":" + string(quoted) + "}}\n\n" +
-		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
-		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":3}}\n\n" +
-		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
 }
 
 // newScript is a fake Anthropic model answering its requests with replies
