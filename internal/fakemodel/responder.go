@@ -14,6 +14,9 @@
 //   - Echo (NewEcho) answers Anthropic requests by the text of the last
 //     user message (tool:, agent:, think:, long:N ...), with fixed ids
 //     and usage, so that the host protocol's transcripts are stable.
+//   - The fault handlers (SSE, Stall, ResetAfter, Page, JSON, chained by
+//     Attempts) fail at the level of bytes, around bodies the caller writes
+//     in any provider's format: the providers' own tests.
 package fakemodel
 
 import (
