@@ -27,6 +27,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"go.uber.org/goleak"
 
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/provider/anthropic"
 	pt "github.com/sluicehq/sluice/internal/provider/providertest"
 	"github.com/sluicehq/sluice/internal/sse"
@@ -412,32 +413,23 @@ func TestFailuresRetried(t *testing.T) {
 			return withFrames(append(prefix(t, "content_block_stop"), frame(t, []byte(`{"bytes":"!!not base64"}`), ":message-type", "event", ":event-type", "chunk")...))
 		}, is(model.ErrMalformedEvent)},
 		{"html page", func(t *testing.T) http.HandlerFunc {
-			return func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "text/html")
-				io.WriteString(w, "<html><body>Sign in to the proxy</body></html>")
-			}
+			return fakemodel.Page("text/html", "<html><body>Sign in to the proxy</body></html>")
 		}, is(model.ErrNotEventStream)},
 		{"no frame, no content type", func(t *testing.T) http.HandlerFunc {
-			return func(w http.ResponseWriter, r *http.Request) {
-				w.Header()["Content-Type"] = nil
-				io.WriteString(w, "maintenance\n")
-			}
+			return fakemodel.Page("", "maintenance\n")
 		}, is(model.ErrNotEventStream)},
 		{"empty 200", func(t *testing.T) http.HandlerFunc { return withFrames(nil) }, is(model.ErrNotEventStream)},
 		{"text whose start reads as a huge frame", func(t *testing.T) http.HandlerFunc {
-			return func(w http.ResponseWriter, r *http.Request) {
-				w.Header()["Content-Type"] = nil
-				io.WriteString(w, "\x7f\x00\x00\x00\x00\x00\x00\x10 upstream timed out\n")
-			}
+			return fakemodel.Page("", "\x7f\x00\x00\x00\x00\x00\x00\x10 upstream timed out\n")
 		}, is(model.ErrNotEventStream)},
 		{"connection reset mid-stream", func(t *testing.T) http.HandlerFunc {
-			return pt.ResetAfter(string(prefix(t, "message_stop")), len(prefix(t, "content_block_delta"))+5)
+			return fakemodel.ResetAfter(string(prefix(t, "message_stop")), len(prefix(t, "content_block_delta"))+5)
 		}, func(error) bool { return true }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			h, n := pt.Attempts(tt.first(t), ok(t))
+			h, n := fakemodel.Attempts(tt.first(t), ok(t))
 			p, _ := server(t, h)
 			parts, waits, err := pt.StreamAll(t, p, hi, model.StreamOptions{})
 			if err != nil {
@@ -495,7 +487,7 @@ func TestStatusCodes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.status, tt.exception), func(t *testing.T) {
 			t.Parallel()
-			h, n := pt.Attempts(func(w http.ResponseWriter, r *http.Request) {
+			h, n := fakemodel.Attempts(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("X-Amzn-ErrorType", tt.exception+":http://internal.amazon.com/coral/com.amazon.bedrock/")
 				w.Header().Set("X-Amzn-RequestId", "b3c1e2f4-req")
 				w.Header().Set("Content-Type", "application/json")
@@ -524,7 +516,7 @@ func TestStatusCodes(t *testing.T) {
 // An exception that says the request is wrong ends the stream, unretried.
 func TestValidationExceptionInStream(t *testing.T) {
 	t.Parallel()
-	h, n := pt.Attempts(func(w http.ResponseWriter, r *http.Request) {
+	h, n := fakemodel.Attempts(func(w http.ResponseWriter, r *http.Request) {
 		serveFrames(w, exceptionFrame(t, "validationException", "max_tokens: too large"), false)
 	}, ok(t))
 	p, _ := server(t, h)
@@ -558,15 +550,9 @@ func TestStallAndIdleTimeout(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	defer close(release)
-	silent := func(w http.ResponseWriter, r *http.Request) {
-		serveFrames(w, prefix(t, "content_block_start"), false)
-		w.(http.Flusher).Flush()
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}
-	h, n := pt.Attempts(silent, ok(t))
+	head := prefix(t, "content_block_start")
+	silent := fakemodel.Stall(func(w http.ResponseWriter, r *http.Request) { serveFrames(w, head, false) }, release)
+	h, n := fakemodel.Attempts(silent, ok(t))
 	p, _ := server(t, h)
 	clock := modeltest.NewClock(time.Unix(0, 0))
 	opts := model.StreamOptions{
