@@ -102,6 +102,9 @@ type Request struct {
 	// ToolResults are the tool_result blocks of the request's user
 	// messages, in order: what the model is told its calls returned.
 	ToolResults []ToolResult
+	// Body is the request's JSON as the client sent it, for what the
+	// fields above leave out.
+	Body []byte
 }
 
 // ToolResult is a tool_result block of a request.
@@ -192,7 +195,7 @@ func (s *Server) serve(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.requests.Add(1)
-	req := Request{Model: wr.Model, Stream: wr.Stream, Messages: len(wr.Messages)}
+	req := Request{Model: wr.Model, Stream: wr.Stream, Messages: len(wr.Messages), Body: body}
 	for _, m := range wr.Messages {
 		var text string
 		if json.Unmarshal(m.Content, &text) == nil {

@@ -7,14 +7,20 @@ import (
 	"testing"
 )
 
-// Written counts every byte of the streamed bodies a client was sent.
-func TestServerWritten(t *testing.T) {
+// Written counts every byte of the streamed bodies a client was sent, and
+// Request.Body is what the client posted.
+func TestServerWrittenAndBody(t *testing.T) {
 	t.Parallel()
-	s := New(func(Request) Answer { return Answer{Text: Chunks(strings.Repeat("x", 5000), 1000)} })
+	const posted = `{"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	bodies := make(chan string, 2)
+	s := New(func(r Request) Answer {
+		bodies <- string(r.Body)
+		return Answer{Text: Chunks(strings.Repeat("x", 5000), 1000)}
+	})
 	defer s.Close()
 	var read int64
 	for range 2 {
-		resp, err := http.Post(s.URL()+"/v1/messages", "application/json", strings.NewReader(`{"stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+		resp, err := http.Post(s.URL()+"/v1/messages", "application/json", strings.NewReader(posted))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -27,5 +33,10 @@ func TestServerWritten(t *testing.T) {
 	}
 	if got := s.Written(); got != read || read < 10000 {
 		t.Fatalf("Written %d, the client read %d", got, read)
+	}
+	for range 2 {
+		if b := <-bodies; b != posted {
+			t.Fatalf("Body %q, want %q", b, posted)
+		}
 	}
 }
