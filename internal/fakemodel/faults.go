@@ -1,17 +1,19 @@
 package fakemodel
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 )
 
 // The handlers below are the faults of a model API, or of what stands in
 // front of it, at the level of bytes: the providers' tests serve them with
 // httptest, one per request (Attempts), around bodies in each provider's
-// own wire format.
+// own wire format, and ask a Recorder what they were sent.
 
 // ServeSSE writes body as a 200 event stream, whole or one byte per write
 // (flushed, so that every byte boundary is a read boundary).
@@ -109,4 +111,36 @@ func JSON(status int, body string, header ...string) http.HandlerFunc {
 		w.WriteHeader(status)
 		io.WriteString(w, body)
 	}
+}
+
+// Recorder serves every request with the handler it wraps, and keeps it:
+// a server made of the handlers above that a test asks afterwards what it
+// was sent. Its methods are safe for concurrent use.
+type Recorder struct {
+	h        http.Handler
+	mu       sync.Mutex
+	requests []Received
+}
+
+// Record wraps h.
+func Record(h http.Handler) *Recorder { return &Recorder{h: h} }
+
+func (rec *Recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	rec.mu.Lock()
+	rec.requests = append(rec.requests, Received{URL: r.URL, Header: r.Header, Body: body})
+	rec.mu.Unlock()
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	rec.h.ServeHTTP(w, r)
+}
+
+// Requests returns the requests received so far.
+func (rec *Recorder) Requests() []Received {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return append([]Received(nil), rec.requests...)
 }

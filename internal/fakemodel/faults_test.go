@@ -1,9 +1,11 @@
 package fakemodel
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -76,5 +78,38 @@ func TestFaults(t *testing.T) {
 	}
 	if resp, _, _ := get(); resp.StatusCode != http.StatusTeapot || n.Load() != 8 {
 		t.Fatalf("past the last attempt: %d after %d requests", resp.StatusCode, n.Load())
+	}
+}
+
+// A Recorder keeps each request's URL, header and body, and the handler it
+// wraps still reads the body.
+func TestRecorder(t *testing.T) {
+	t.Parallel()
+	var seen []string
+	h, _ := Attempts(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		seen = append(seen, string(b))
+		ServeSSE(w, nil, false)
+	})
+	rec := Record(h)
+	srv := httptest.NewServer(rec)
+	defer srv.Close()
+	for _, body := range []string{`{"n":1}`, `{"n":2}`} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/models/m:stream?alt=sse", strings.NewReader(body))
+		req.Header.Set("x-api-key", "k")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	got := rec.Requests()
+	if len(got) != 2 || len(seen) != 1 || seen[0] != `{"n":1}` {
+		t.Fatalf("%d recorded, the handler read %q", len(got), seen)
+	}
+	for i, r := range got {
+		if r.URL.Path != "/v1/models/m:stream" || r.URL.RawQuery != "alt=sse" || r.Header.Get("x-api-key") != "k" || string(r.Body) != fmt.Sprintf(`{"n":%d}`, i+1) {
+			t.Fatalf("request %d: %s %v %s", i+1, r.URL, r.Header, r.Body)
+		}
 	}
 }
