@@ -17,6 +17,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/model"
 )
 
@@ -127,22 +128,19 @@ func TestBedrockLocalServer(t *testing.T) {
 // (CLAUDE_CODE_SKIP_VERTEX_AUTH: no credentials looked for, no token sent).
 func TestVertexLocalServer(t *testing.T) {
 	t.Parallel()
-	var auth []string
-	var path string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		auth, path = r.Header.Values("Authorization"), r.URL.Path
-		w.Header().Set("Content-Type", "text/event-stream")
-		for _, ev := range []string{
-			`{"type":"message_start","message":{"id":"m","model":"x","usage":{"input_tokens":1,"output_tokens":1}}}`,
-			`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
-			`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"from vertex"}}`,
-			`{"type":"content_block_stop","index":0}`,
-			`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}`,
-			`{"type":"message_stop"}`,
-		} {
-			w.Write([]byte("data: " + ev + "\n\n"))
-		}
-	}))
+	var body strings.Builder
+	for _, ev := range []string{
+		`{"type":"message_start","message":{"id":"m","model":"x","usage":{"input_tokens":1,"output_tokens":1}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"from vertex"}}`,
+		`{"type":"content_block_stop","index":0}`,
+		`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}`,
+		`{"type":"message_stop"}`,
+	} {
+		body.WriteString("data: " + ev + "\n\n")
+	}
+	rec := fakemodel.Record(fakemodel.SSE(body.String()))
+	srv := httptest.NewServer(rec)
 	defer srv.Close()
 	sel, err := Open(Config{}, env(map[string]string{
 		"CLAUDE_CODE_USE_VERTEX": "1", "CLAUDE_CODE_SKIP_VERTEX_AUTH": "1", "ANTHROPIC_VERTEX_PROJECT_ID": "proj", "CLOUD_ML_REGION": "us-east5",
@@ -162,8 +160,10 @@ func TestVertexLocalServer(t *testing.T) {
 	if got := acc.Response().Content[0].Text; got != "from vertex" {
 		t.Fatalf("got %q", got)
 	}
-	if len(auth) != 0 || path != "/v1/projects/proj/locations/us-east5/publishers/anthropic/models/claude-haiku-4-5@20251001:streamRawPredict" {
-		t.Fatalf("authorization %q, path %q", auth, path)
+	for _, r := range rec.Requests() {
+		if auth, path := r.Header.Values("Authorization"), r.URL.Path; len(auth) != 0 || path != "/v1/projects/proj/locations/us-east5/publishers/anthropic/models/claude-haiku-4-5@20251001:streamRawPredict" {
+			t.Fatalf("authorization %q, path %q", auth, path)
+		}
 	}
 }
 
