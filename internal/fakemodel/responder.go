@@ -16,7 +16,9 @@
 //     and usage, so that the host protocol's transcripts are stable.
 //   - The fault handlers (SSE, Stall, ResetAfter, Page, JSON, chained by
 //     Attempts) fail at the level of bytes, around bodies the caller writes
-//     in any provider's format: the providers' own tests.
+//     in any provider's format (Bedrock's binary frames built by
+//     BedrockChunk and its kin), and a Recorder keeps what they were sent:
+//     the providers' own tests.
 package fakemodel
 
 import (
