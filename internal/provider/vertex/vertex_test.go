@@ -375,7 +375,11 @@ func TestNotRetried(t *testing.T) {
 // retried, and the error carries no secret.
 func TestTokenRefused(t *testing.T) {
 	t.Parallel()
-	ts := httptest.NewServer(http.HandlerFunc(fakemodel.JSON(http.StatusBadRequest, `{"error":"invalid_grant","error_description":"Invalid JWT Signature."}`)))
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, `{"error":"invalid_grant","error_description":"Invalid JWT Signature."}`)
+	}))
 	defer ts.Close()
 	f := &fake{t: t, handler: ok}
 	srv := httptest.NewServer(f)
