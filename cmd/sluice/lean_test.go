@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"runtime"
@@ -15,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/testbin"
 )
 
@@ -151,18 +150,16 @@ func TestHeadlessStartFilePages(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("RssFile is read from /proc, which is Linux's")
 	}
-	answer := newTextServer(1 << 10)
-	defer answer.Close()
 	arrived := make(chan struct{})
 	release := make(chan struct{})
 	var first sync.Once
-	gate := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	gate := fakemodel.New(func(fakemodel.Request) fakemodel.Answer {
 		first.Do(func() {
 			close(arrived)
 			<-release
 		})
-		answer.Config.Handler.ServeHTTP(w, r)
-	}))
+		return loremAnswer(1 << 10)
+	})
 	defer gate.Close()
 	released := sync.OnceFunc(func() { close(release) })
 	defer released()
@@ -171,7 +168,7 @@ func TestHeadlessStartFilePages(t *testing.T) {
 	cmd := exec.Command(testbin.Sluice(t), "-p", "hi", "--output-format", "stream-json", "--include-partial-messages")
 	cmd.Dir = home
 	cmd.Env = []string{"HOME=" + home, "SLUICE_HOME=" + home, "PATH=" + os.Getenv("PATH"),
-		"ANTHROPIC_BASE_URL=" + gate.URL, "ANTHROPIC_API_KEY=x"}
+		"ANTHROPIC_BASE_URL=" + gate.URL(), "ANTHROPIC_API_KEY=x"}
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	if err := cmd.Start(); err != nil {

@@ -7,16 +7,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/testbin"
 )
 
@@ -28,53 +26,32 @@ import (
 //
 //	go test -run '^$' -bench 'HostileStream|LargeAnswer|RPCHostNotReading' -benchtime 1x ./cmd/sluice
 
-// textServer is a fake Anthropic server whose every answer is one text
-// block of size bytes streamed in deltas of 16 KiB, as fast as the client
-// reads. written counts the bytes of the response bodies written so far.
-type textServer struct {
-	*httptest.Server
-	written atomic.Int64
+// newTextServer is a fake Anthropic server whose every answer is
+// loremAnswer(size), streamed as fast as the client reads; its Written
+// counts the bytes of the response bodies written so far.
+func newTextServer(size int64) *fakemodel.Server {
+	a := loremAnswer(size)
+	return fakemodel.New(func(fakemodel.Request) fakemodel.Answer { return a })
 }
 
-func newTextServer(size int64) *textServer {
-	s := &textServer{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/messages" {
-			http.NotFound(w, r)
-			return
-		}
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		bw := bufio.NewWriterSize(w, 64<<10)
-		write := func(event, data string) bool {
-			n, err := fmt.Fprintf(bw, "event: %s\ndata: %s\n\n", event, data)
-			s.written.Add(int64(n))
-			return err == nil
-		}
-		write("message_start", `{"type":"message_start","message":{"id":"msg_big","type":"message","role":"assistant","model":"fake-model","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":1}}}`)
-		write("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
-		chunk := strings.Repeat("lorem ipsum dolor sit amet ", 16<<10/27+1)[:16<<10]
-		delta := `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"` + chunk + `"}}`
-		for sent := int64(0); sent < size; sent += int64(len(chunk)) {
-			if !write("content_block_delta", delta) {
-				return // the client gave up (the response size cap)
-			}
-		}
-		write("content_block_stop", `{"type":"content_block_stop","index":0}`)
-		write("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":1000}}`)
-		write("message_stop", `{"type":"message_stop"}`)
-		bw.Flush()
-	}))
-	return s
+// loremAnswer is one text block of at least size bytes, in deltas of
+// 16 KiB.
+func loremAnswer(size int64) fakemodel.Answer {
+	chunk := strings.Repeat("lorem ipsum dolor sit amet ", 16<<10/27+1)[:16<<10]
+	text := make([]string, (size+int64(len(chunk))-1)/int64(len(chunk)))
+	for i := range text {
+		text[i] = chunk
+	}
+	return fakemodel.Answer{Text: text}
 }
 
 // sluiceCmd is the binary run in a fresh home against srv.
-func sluiceCmd(b *testing.B, srv *textServer, args ...string) *exec.Cmd {
+func sluiceCmd(b *testing.B, srv *fakemodel.Server, args ...string) *exec.Cmd {
 	home := b.TempDir()
 	cmd := exec.Command(testbin.Sluice(b), args...)
 	cmd.Dir = home
 	cmd.Env = []string{"HOME=" + home, "SLUICE_HOME=" + home, "PATH=" + os.Getenv("PATH"),
-		"ANTHROPIC_BASE_URL=" + srv.URL, "ANTHROPIC_API_KEY=x"}
+		"ANTHROPIC_BASE_URL=" + srv.URL(), "ANTHROPIC_API_KEY=x"}
 	return cmd
 }
 
@@ -95,7 +72,7 @@ func printRun(b *testing.B, size int64, format string, wantExit int) {
 		if code := cmd.ProcessState.ExitCode(); code != wantExit {
 			b.Fatalf("exit %d (%v), want %d:\n%s", code, err, wantExit, stderr.String())
 		}
-		read := srv.written.Load()
+		read := srv.Written()
 		rss := peakRSS(cmd)
 		b.ReportMetric(float64(read)/(1<<20), "read-MiB")
 		b.ReportMetric(float64(rss)/(1<<20), "peak-rss-MiB")
@@ -142,14 +119,14 @@ func BenchmarkRPCHostNotReading(b *testing.B) {
 		io.WriteString(stdin, `{"jsonrpc":"2.0","id":2,"method":"sendMessage","params":{"text":"go"}}`+"\n")
 		last, since := int64(-1), time.Now()
 		for time.Since(since) < time.Second {
-			if n := srv.written.Load(); n != last {
+			if n := srv.Written(); n != last {
 				last, since = n, time.Now()
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 		// What the host not reading has cost: the peak so far, and how far
 		// the stream got.
-		heldRSS, heldAt := vmHWM(b, cmd.Process.Pid), srv.written.Load()
+		heldRSS, heldAt := vmHWM(b, cmd.Process.Pid), srv.Written()
 		ended := false
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(nil, 256<<20)
@@ -171,9 +148,9 @@ func BenchmarkRPCHostNotReading(b *testing.B) {
 			b.Fatalf("no turnEnded (%v):\n%s", err, stderr.String())
 		}
 		rss := peakRSS(cmd)
-		b.ReportMetric(float64(srv.written.Load())/(1<<20), "read-MiB")
+		b.ReportMetric(float64(srv.Written())/(1<<20), "read-MiB")
 		b.ReportMetric(float64(rss)/(1<<20), "peak-rss-MiB")
-		b.ReportMetric(float64(rss)/float64(srv.written.Load()), "rss/read")
+		b.ReportMetric(float64(rss)/float64(srv.Written()), "rss/read")
 		b.ReportMetric(float64(heldAt)/(1<<20), "unread-streamed-MiB")
 		b.ReportMetric(float64(heldRSS)/(1<<20), "unread-peak-rss-MiB")
 	}

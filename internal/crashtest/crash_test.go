@@ -11,8 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +23,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testbin"
 )
@@ -37,64 +36,39 @@ func TestMain(m *testing.M) {
 // outcome.
 const guard = 60 * time.Second
 
-// model is a fake Anthropic server. The first request gets an answer that
-// streams chunk-0001, chunk-0002, ... one every 10 ms until the client
-// goes away (or, with first set, that answer instead); later requests get
-// a short text answer. It records the request bodies.
+// model is a fake Anthropic server. The first request gets first's answer
+// or, without one, an answer that streams chunk-0001, chunk-0002, ... one
+// every 10 ms until the client goes away (its chunks last twice the guard:
+// a test that sees them end has failed already); later requests get a
+// short text answer. It records the request bodies.
 type model struct {
-	srv   *httptest.Server
-	first func(w io.Writer, f http.Flusher, r *http.Request)
+	srv *fakemodel.Server
 
 	mu     sync.Mutex
 	bodies [][]byte
 }
 
-func newModel(t *testing.T, first func(w io.Writer, f http.Flusher, r *http.Request)) *model {
-	m := &model{first: first}
-	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))
-	t.Cleanup(func() { m.srv.CloseClientConnections(); m.srv.Close() })
+func newModel(t *testing.T, first *fakemodel.Answer) *model {
+	m := &model{}
+	chunks := make([]string, 2*guard/(10*time.Millisecond))
+	for i := range chunks {
+		chunks[i] = fmt.Sprintf("chunk-%04d ", i+1)
+	}
+	m.srv = fakemodel.New(func(r fakemodel.Request) fakemodel.Answer {
+		m.mu.Lock()
+		m.bodies = append(m.bodies, r.Body)
+		n := len(m.bodies)
+		m.mu.Unlock()
+		switch {
+		case n > 1:
+			return fakemodel.Answer{Text: []string{"Continuing."}}
+		case first != nil:
+			return *first
+		}
+		return fakemodel.Answer{Text: chunks, Pace: 10 * time.Millisecond}
+	})
+	t.Cleanup(m.srv.Close)
 	return m
-}
-
-func (m *model) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	m.mu.Lock()
-	m.bodies = append(m.bodies, body)
-	n := len(m.bodies)
-	m.mu.Unlock()
-	w.Header().Set("Content-Type", "text/event-stream")
-	f := w.(http.Flusher)
-	send := func(typ string, v any) {
-		data, _ := json.Marshal(v)
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, data)
-		f.Flush()
-	}
-	send("message_start", map[string]any{"type": "message_start", "message": map[string]any{
-		"id": fmt.Sprint("msg_", n), "type": "message", "role": "assistant", "model": "fake", "content": []any{},
-		"usage": map[string]any{"input_tokens": 10, "output_tokens": 1}}})
-	if n == 1 {
-		if m.first != nil {
-			m.first(w, f, r)
-			return
-		}
-		send("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for i := 1; ; i++ {
-			send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
-				"delta": map[string]any{"type": "text_delta", "text": fmt.Sprintf("chunk-%04d ", i)}})
-			select {
-			case <-tick.C:
-			case <-r.Context().Done():
-				return
-			}
-		}
-	}
-	send("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
-	send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": "Continuing."}})
-	send("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
-	send("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": "end_turn"}, "usage": map[string]any{"output_tokens": 3}})
-	send("message_stop", map[string]any{"type": "message_stop"})
 }
 
 // request returns the messages of request i (from 0) as role and the
@@ -160,7 +134,7 @@ func newEnv(t *testing.T, m *model) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, home: t.TempDir(), wd: wd, url: m.srv.URL}
+	return &env{t: t, home: t.TempDir(), wd: wd, url: m.srv.URL()}
 }
 
 func (e *env) command(args ...string) *exec.Cmd {
@@ -382,21 +356,7 @@ func (e *env) restore(id string) []shownMessage {
 func TestKilledDuringBash(t *testing.T) {
 	t.Parallel()
 	command := `sleep 1000 & echo $! > job; echo $$ > shell; sleep 1000`
-	m := newModel(t, func(w io.Writer, f http.Flusher, r *http.Request) {
-		send := func(typ string, v any) {
-			data, _ := json.Marshal(v)
-			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, data)
-			f.Flush()
-		}
-		input, _ := json.Marshal(map[string]string{"command": command})
-		send("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
-			"content_block": map[string]any{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": map[string]any{}}})
-		send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
-			"delta": map[string]any{"type": "input_json_delta", "partial_json": string(input)}})
-		send("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
-		send("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": "tool_use"}, "usage": map[string]any{"output_tokens": 3}})
-		send("message_stop", map[string]any{"type": "message_stop"})
-	})
+	m := newModel(t, &fakemodel.Answer{Tool: &fakemodel.ToolCall{ID: "toolu_1", Name: "Bash", Input: map[string]string{"command": command}}})
 	e := newEnv(t, m)
 	cmd, _, id := e.startPrint("--dangerously-skip-permissions", "run it")
 	deadline := time.Now().Add(guard)
@@ -461,21 +421,11 @@ func TestKilledWithMCPServer(t *testing.T) {
 // TestSaveFailureFailsTheRun (a store failing like a full disk).
 func TestDiskFull(t *testing.T) {
 	t.Parallel()
-	m := newModel(t, func(w io.Writer, f http.Flusher, r *http.Request) {
-		send := func(typ string, v any) {
-			data, _ := json.Marshal(v)
-			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, data)
-		}
-		send("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
-		chunk := strings.Repeat("filler ", 100)
-		for range 1000 { // 700 KB, more than the disk holds
-			send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": chunk}})
-		}
-		send("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
-		send("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": "end_turn"}, "usage": map[string]any{"output_tokens": 3}})
-		send("message_stop", map[string]any{"type": "message_stop"})
-		f.Flush()
-	})
+	filler := make([]string, 1000) // 700 KB, more than the disk holds
+	for i := range filler {
+		filler[i] = strings.Repeat("filler ", 100)
+	}
+	m := newModel(t, &fakemodel.Answer{Text: filler})
 	e := newEnv(t, m)
 	mountSmallDisk(t, e.home)
 	cmd := e.command("-p", "write a lot")

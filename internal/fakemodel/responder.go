@@ -14,6 +14,11 @@
 //   - Echo (NewEcho) answers Anthropic requests by the text of the last
 //     user message (tool:, agent:, think:, long:N ...), with fixed ids
 //     and usage, so that the host protocol's transcripts are stable.
+//   - The fault handlers (SSE, Stall, ResetAfter, Page, JSON, chained by
+//     Attempts) fail at the level of bytes, around bodies the caller writes
+//     in any provider's format (Bedrock's binary frames built by
+//     BedrockChunk and its kin), and a Recorder keeps what they were sent:
+//     the providers' own tests.
 package fakemodel
 
 import (
@@ -99,6 +104,9 @@ type Request struct {
 	// ToolResults are the tool_result blocks of the request's user
 	// messages, in order: what the model is told its calls returned.
 	ToolResults []ToolResult
+	// Body is the request's JSON as the client sent it, for what the
+	// fields above leave out.
+	Body []byte
 }
 
 // ToolResult is a tool_result block of a request.
@@ -121,6 +129,7 @@ type Server struct {
 	srv      *httptest.Server
 	respond  func(Request) Answer
 	requests atomic.Int64
+	written  atomic.Int64
 }
 
 // New starts a server on 127.0.0.1 that answers every request with
@@ -136,6 +145,10 @@ func (s *Server) URL() string { return s.srv.URL }
 
 // Requests counts the requests answered or being answered.
 func (s *Server) Requests() int64 { return s.requests.Load() }
+
+// Written counts the bytes of response bodies written so far: how much of
+// an answer a client that stops reading, or gives up, was sent.
+func (s *Server) Written() int64 { return s.written.Load() }
 
 // Close stops the server, cutting the streams still open.
 func (s *Server) Close() {
@@ -168,7 +181,8 @@ type wireContent struct {
 	} `json:"source"`
 }
 
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+func (s *Server) serve(rw http.ResponseWriter, r *http.Request) {
+	w := countingWriter{rw, &s.written}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
 		writeError(w, http.StatusNotFound, "not_found_error", "no such endpoint")
 		return
@@ -183,7 +197,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.requests.Add(1)
-	req := Request{Model: wr.Model, Stream: wr.Stream, Messages: len(wr.Messages)}
+	req := Request{Model: wr.Model, Stream: wr.Stream, Messages: len(wr.Messages), Body: body}
 	for _, m := range wr.Messages {
 		var text string
 		if json.Unmarshal(m.Content, &text) == nil {
@@ -378,6 +392,21 @@ func streamAnswer(ctx context.Context, w http.ResponseWriter, a Answer) {
 		"usage": obj{"output_tokens": outputTokens(a)}})
 	emit("message_stop", obj{"type": "message_stop"})
 }
+
+// countingWriter adds the bytes of a response body to n as they are
+// written.
+type countingWriter struct {
+	http.ResponseWriter
+	n *atomic.Int64
+}
+
+func (c countingWriter) Write(p []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (c countingWriter) Flush() { c.ResponseWriter.(http.Flusher).Flush() }
 
 // wait waits until gate is closed; false when the request ended first.
 func wait(ctx context.Context, gate <-chan struct{}) bool {

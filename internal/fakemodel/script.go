@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -39,9 +40,12 @@ type Reply struct {
 	Hang bool
 }
 
-// Received is one request the server received.
+// Received is one request a server received (Script, Recorder).
 type Received struct {
-	Body []byte
+	// URL is the request's path and query.
+	URL    *url.URL
+	Header http.Header
+	Body   []byte
 }
 
 // Script is a fake model API speaking Anthropic's Messages stream, OpenAI's
@@ -100,7 +104,7 @@ func (s *Script) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	s.requests = append(s.requests, Received{Body: body})
+	s.requests = append(s.requests, Received{URL: r.URL, Header: r.Header, Body: body})
 	n := len(s.requests)
 	var a Reply
 	ok := n <= len(s.answers)

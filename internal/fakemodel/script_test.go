@@ -2,6 +2,7 @@ package fakemodel
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -44,5 +45,30 @@ func TestParseAnswers(t *testing.T) {
 		if _, err := ParseReplies([]string{bad}); err == nil {
 			t.Errorf("ParseReplies(%q) did not fail", bad)
 		}
+	}
+}
+
+// A Script keeps what each request carried: its URL, header and body.
+func TestScriptRecordsRequests(t *testing.T) {
+	t.Parallel()
+	as, err := ParseReplies([]string{"say:hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewScript(OpenAI, as)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	req, _ := http.NewRequest(http.MethodPost, s.URL+"/chat/completions", strings.NewReader(`{"model":"m"}`))
+	req.Header.Set("Authorization", "Bearer k")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	got := s.Requests()
+	if len(got) != 1 || got[0].URL.Path != "/v1/chat/completions" || got[0].Header.Get("Authorization") != "Bearer k" || string(got[0].Body) != `{"model":"m"}` {
+		t.Fatalf("%+v", got)
 	}
 }

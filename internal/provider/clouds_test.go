@@ -1,11 +1,9 @@
 package provider
 
 import (
-	"bytes"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"net/http"
@@ -15,8 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
-
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/model"
 )
 
@@ -77,28 +74,19 @@ func TestOpenClouds(t *testing.T) {
 // at a local server that speaks Bedrock's event stream.
 func TestBedrockLocalServer(t *testing.T) {
 	t.Parallel()
-	var auth, path string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		auth, path = r.Header.Get("Authorization"), r.URL.Path
-		w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
-		enc := eventstream.NewEncoder()
-		for _, ev := range []string{
-			`{"type":"message_start","message":{"id":"m","model":"x","usage":{"input_tokens":1,"output_tokens":1}}}`,
-			`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
-			`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"from bedrock"}}`,
-			`{"type":"content_block_stop","index":0}`,
-			`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}`,
-			`{"type":"message_stop"}`,
-		} {
-			payload, _ := json.Marshal(map[string]string{"bytes": base64.StdEncoding.EncodeToString([]byte(ev))})
-			msg := eventstream.Message{Payload: payload}
-			msg.Headers.Set(":message-type", eventstream.StringValue("event"))
-			msg.Headers.Set(":event-type", eventstream.StringValue("chunk"))
-			var b bytes.Buffer
-			enc.Encode(&b, msg)
-			w.Write(b.Bytes())
-		}
-	}))
+	var body []byte
+	for _, ev := range []string{
+		`{"type":"message_start","message":{"id":"m","model":"x","usage":{"input_tokens":1,"output_tokens":1}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"from bedrock"}}`,
+		`{"type":"content_block_stop","index":0}`,
+		`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}`,
+		`{"type":"message_stop"}`,
+	} {
+		body = append(body, fakemodel.BedrockChunk([]byte(ev))...)
+	}
+	rec := fakemodel.Record(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fakemodel.ServeBedrock(w, body, false) }))
+	srv := httptest.NewServer(rec)
 	defer srv.Close()
 	sel, err := Open(Config{}, env(map[string]string{
 		"CLAUDE_CODE_USE_BEDROCK": "1", "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "AKIDLOCAL", "AWS_SECRET_ACCESS_KEY": "local-secret",
@@ -117,8 +105,10 @@ func TestBedrockLocalServer(t *testing.T) {
 	if got := acc.Response().Content[0].Text; got != "from bedrock" {
 		t.Fatalf("got %q", got)
 	}
-	if !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKIDLOCAL/") || strings.Contains(auth, "local-secret") || path != "/model/us.anthropic.claude-sonnet-4-6/invoke-with-response-stream" {
-		t.Fatalf("authorization %q, path %q", auth, path)
+	for _, r := range rec.Requests() {
+		if auth, path := r.Header.Get("Authorization"), r.URL.Path; !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKIDLOCAL/") || strings.Contains(auth, "local-secret") || path != "/model/us.anthropic.claude-sonnet-4-6/invoke-with-response-stream" {
+			t.Fatalf("authorization %q, path %q", auth, path)
+		}
 	}
 }
 
@@ -127,22 +117,19 @@ func TestBedrockLocalServer(t *testing.T) {
 // (CLAUDE_CODE_SKIP_VERTEX_AUTH: no credentials looked for, no token sent).
 func TestVertexLocalServer(t *testing.T) {
 	t.Parallel()
-	var auth []string
-	var path string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		auth, path = r.Header.Values("Authorization"), r.URL.Path
-		w.Header().Set("Content-Type", "text/event-stream")
-		for _, ev := range []string{
-			`{"type":"message_start","message":{"id":"m","model":"x","usage":{"input_tokens":1,"output_tokens":1}}}`,
-			`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
-			`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"from vertex"}}`,
-			`{"type":"content_block_stop","index":0}`,
-			`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}`,
-			`{"type":"message_stop"}`,
-		} {
-			w.Write([]byte("data: " + ev + "\n\n"))
-		}
-	}))
+	var body strings.Builder
+	for _, ev := range []string{
+		`{"type":"message_start","message":{"id":"m","model":"x","usage":{"input_tokens":1,"output_tokens":1}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"from vertex"}}`,
+		`{"type":"content_block_stop","index":0}`,
+		`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}`,
+		`{"type":"message_stop"}`,
+	} {
+		body.WriteString("data: " + ev + "\n\n")
+	}
+	rec := fakemodel.Record(fakemodel.SSE(body.String()))
+	srv := httptest.NewServer(rec)
 	defer srv.Close()
 	sel, err := Open(Config{}, env(map[string]string{
 		"CLAUDE_CODE_USE_VERTEX": "1", "CLAUDE_CODE_SKIP_VERTEX_AUTH": "1", "ANTHROPIC_VERTEX_PROJECT_ID": "proj", "CLOUD_ML_REGION": "us-east5",
@@ -162,8 +149,10 @@ func TestVertexLocalServer(t *testing.T) {
 	if got := acc.Response().Content[0].Text; got != "from vertex" {
 		t.Fatalf("got %q", got)
 	}
-	if len(auth) != 0 || path != "/v1/projects/proj/locations/us-east5/publishers/anthropic/models/claude-haiku-4-5@20251001:streamRawPredict" {
-		t.Fatalf("authorization %q, path %q", auth, path)
+	for _, r := range rec.Requests() {
+		if auth, path := r.Header.Values("Authorization"), r.URL.Path; len(auth) != 0 || path != "/v1/projects/proj/locations/us-east5/publishers/anthropic/models/claude-haiku-4-5@20251001:streamRawPredict" {
+			t.Fatalf("authorization %q, path %q", auth, path)
+		}
 	}
 }
 

@@ -1,15 +1,13 @@
 package provider
 
 import (
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/provider/demo"
 	"github.com/sluicehq/sluice/model"
 )
@@ -101,37 +99,28 @@ func TestConfigHidesKey(t *testing.T) {
 // the environment, as print mode will.
 func TestLocalServers(t *testing.T) {
 	t.Parallel()
-	var gotKey, gotAuth string
-	anth := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gotKey = r.Header.Get("x-api-key")
-		w.Header().Set("Content-Type", "text/event-stream")
-		for _, ev := range []string{
-			`{"type":"message_start","message":{"id":"m","model":"x","usage":{"input_tokens":1,"output_tokens":1}}}`,
-			`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
-			`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"from anthropic"}}`,
-			`{"type":"content_block_stop","index":0}`,
-			`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}`,
-			`{"type":"message_stop"}`,
-		} {
-			var head struct{ Type string }
-			json.Unmarshal([]byte(ev), &head)
-			w.Write([]byte("event: " + head.Type + "\ndata: " + ev + "\n\n"))
+	script := func(format, answer string) *fakemodel.Script {
+		t.Helper()
+		replies, err := fakemodel.ParseReplies([]string{"say:" + answer})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}))
-	defer anth.Close()
-	oai := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gotAuth = r.Header.Get("Authorization")
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Write([]byte(`data: {"id":"c","model":"llama","choices":[{"index":0,"delta":{"content":"from openai"},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n"))
-	}))
-	defer oai.Close()
+		s, err := fakemodel.NewScript(format, replies)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		return s
+	}
+	anth := script(fakemodel.Anthropic, "from anthropic")
+	oai := script(fakemodel.OpenAI, "from openai")
 
 	for _, tt := range []struct {
 		env  map[string]string
 		want string
 	}{
 		{map[string]string{"ANTHROPIC_BASE_URL": anth.URL, "ANTHROPIC_API_KEY": "sk-a"}, "from anthropic"},
-		{map[string]string{"OPENAI_BASE_URL": oai.URL + "/v1"}, "from openai"},
+		{map[string]string{"OPENAI_BASE_URL": oai.URL}, "from openai"},
 		{nil, "Welcome to the sluice demo"},
 	} {
 		sel, err := Open(Config{Demo: demoNoDelay}, env(tt.env))
@@ -149,8 +138,15 @@ func TestLocalServers(t *testing.T) {
 			t.Fatalf("%s: got %q", sel.Name, got)
 		}
 	}
-	if gotKey != "sk-a" || gotAuth != "" {
-		t.Fatalf("key %q, authorization %q", gotKey, gotAuth)
+	for _, r := range anth.Requests() {
+		if gotKey := r.Header.Get("x-api-key"); gotKey != "sk-a" {
+			t.Fatalf("key %q", gotKey)
+		}
+	}
+	for _, r := range oai.Requests() {
+		if gotAuth := r.Header.Get("Authorization"); gotAuth != "" {
+			t.Fatalf("authorization %q", gotAuth)
+		}
 	}
 }
 

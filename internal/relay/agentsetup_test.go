@@ -4,13 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -43,19 +40,6 @@ func serveTestMCP() {
 	os.Exit(0)
 }
 
-// anthropicToolUse is a streamed Anthropic answer calling tool name with
-// input.
-func anthropicToolUse(id, name string, input any) string {
-	in, _ := json.Marshal(input)
-	quoted, _ := json.Marshal(string(in))
-	return "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n" +
-		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"" + id + "\",\"name\":\"" + name + "\",\"input\":{}}}\n\n" +
-		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":" + string(quoted) + "}}\n\n" +
-		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
-		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":3}}\n\n" +
-		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
-}
-
 // TestRelayAgentSetUpAsEveryFace: 'sluice relay telegram' with sluice's
 // agent builds it as every face does. With --mcp-config naming a real MCP
 // server, a CLAUDE.md in the working directory and a subagent defined in
@@ -64,21 +48,8 @@ func anthropicToolUse(id, name string, input any) string {
 // tool, whose answer (from the server) it is sent next, and its final
 // answer reaches the chat.
 func TestRelayAgentSetUpAsEveryFace(t *testing.T) {
-	var mu sync.Mutex
-	var bodies []string
-	modelSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		bodies = append(bodies, string(body))
-		mu.Unlock()
-		w.Header().Set("Content-Type", "text/event-stream")
-		if strings.Contains(string(body), "tool_result") {
-			io.WriteString(w, anthropicAnswer("The server said so."))
-			return
-		}
-		io.WriteString(w, anthropicToolUse("toolu_1", "mcp__relaytest__echo", map[string]string{"text": "heliotrope"}))
-	}))
-	t.Cleanup(modelSrv.Close)
+	// The model calls the MCP server's tool, then answers.
+	modelSrv := newScript(t, `tool:mcp__relaytest__echo:{"text":"heliotrope"}`, "say:The server said so.")
 	tg := telegramfake.New()
 	srv := httptest.NewServer(tg)
 	t.Cleanup(srv.Close)
@@ -120,8 +91,10 @@ func TestRelayAgentSetUpAsEveryFace(t *testing.T) {
 	if got := sent[len(sent)-1].Text; got != "The server said so." {
 		t.Errorf("the chat got %q", got)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	var bodies []string
+	for _, r := range modelSrv.Requests() {
+		bodies = append(bodies, string(r.Body))
+	}
 	if len(bodies) != 2 {
 		t.Fatalf("the model got %d requests, want 2\n%s", len(bodies), stderr.String())
 	}

@@ -2,16 +2,12 @@ package relay
 
 import (
 	"context"
-	"encoding/json"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluicehq/sluice/agent"
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/pgtest"
 	"github.com/sluicehq/sluice/internal/relay/backend"
 	"github.com/sluicehq/sluice/internal/relay/backend/claudecode"
@@ -558,15 +555,20 @@ func TestStopDropsWaitingQuestions(t *testing.T) {
 	}
 }
 
-// anthropicAnswer is a whole Messages API event stream answering text.
-func anthropicAnswer(text string) string {
-	quoted, _ := json.Marshal(text)
-	return "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_2\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n" +
-		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
-		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":" + string(quoted) + "}}\n\n" +
-		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
-		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":3}}\n\n" +
-		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+// newScript is a fake Anthropic model answering its requests with replies
+// (fakemodel.ParseReplies's specs), in order.
+func newScript(t *testing.T, replies ...string) *fakemodel.Script {
+	t.Helper()
+	answers, err := fakemodel.ParseReplies(replies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := fakemodel.NewScript(fakemodel.Anthropic, answers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
 }
 
 // TestCrashWhileSluiceAnswers is TestCrashWhileAnswering with sluice's own
@@ -574,30 +576,9 @@ func anthropicAnswer(text string) string {
 // the restart the chat is told, the waiting question is answered, in the
 // chat's restored session.
 func TestCrashWhileSluiceAnswers(t *testing.T) {
-	hung := make(chan struct{}, 1)
-	var mu sync.Mutex
-	var bodies []string
-	modelSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		bodies = append(bodies, string(body))
-		mu.Unlock()
-		w.Header().Set("Content-Type", "text/event-stream")
-		if strings.Contains(string(body), "second question") {
-			io.WriteString(w, anthropicAnswer("Answer two."))
-			return
-		}
-		io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n"+
-			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"+
-			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Thinking about it\"}}\n\n")
-		w.(http.Flusher).Flush()
-		select {
-		case hung <- struct{}{}:
-		default:
-		}
-		<-r.Context().Done() // the relay dies with the request open
-	}))
-	t.Cleanup(modelSrv.Close)
+	// The first question's answer hangs mid-stream (the relay dies with
+	// the request open); the second's is whole.
+	modelSrv := newScript(t, "hang:Thinking about it", "say:Answer two.")
 	tg := telegramfake.New()
 	srv := httptest.NewServer(tg)
 	t.Cleanup(srv.Close)
@@ -622,11 +603,13 @@ func TestCrashWhileSluiceAnswers(t *testing.T) {
 	tg.UserSays(5, "first question, please")
 	tg.UserSays(5, "second question")
 	ctx := waitCtx(t)
-	select {
-	case <-hung:
-	case <-ctx.Done():
-		kill()
-		t.Fatalf("the model was never asked\n%s", stderr.String())
+	for len(modelSrv.Requests()) == 0 {
+		select {
+		case <-ctx.Done():
+			kill()
+			t.Fatalf("the model was never asked\n%s", stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 	var qs []store.Question
 	stopped := stoppedWhen(ctx, t, cmd.Process, filepath.Join(state, "telegram.db"), func(st *store.Store) bool {
@@ -653,9 +636,7 @@ func TestCrashWhileSluiceAnswers(t *testing.T) {
 	if code := stop(); code != 0 {
 		t.Errorf("exit code %d: %s", code, stderr2.String())
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(bodies) != 2 || !strings.Contains(bodies[1], "first question, please") {
+	if bodies := modelSrv.Requests(); len(bodies) != 2 || !strings.Contains(string(bodies[1].Body), "first question, please") {
 		t.Errorf("the model got %d requests; the second should carry the restored session: %.300s", len(bodies), bodies)
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	pt "github.com/sluicehq/sluice/internal/provider/providertest"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/model/modeltest"
@@ -155,7 +156,7 @@ func TestFixtures(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			raw := fixture(t, name)
-			p, _ := server(t, func(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, raw, false) })
+			p, _ := server(t, func(w http.ResponseWriter, r *http.Request) { fakemodel.ServeSSE(w, raw, false) })
 			parts, waits, err := pt.StreamAll(t, p, hi, model.StreamOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -198,7 +199,7 @@ func TestFixtureContents(t *testing.T) {
 	t.Parallel()
 	run := func(t *testing.T, name string) *model.Response {
 		raw := fixture(t, name)
-		p, _ := server(t, func(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, raw, false) })
+		p, _ := server(t, func(w http.ResponseWriter, r *http.Request) { fakemodel.ServeSSE(w, raw, false) })
 		parts, _, err := pt.StreamAll(t, p, hi, model.StreamOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -337,7 +338,7 @@ func TestDeliveryVariants(t *testing.T) {
 			}
 			var want []model.Part
 			for _, v := range variants {
-				p, _ := server(t, func(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, v.body, v.oneByte) })
+				p, _ := server(t, func(w http.ResponseWriter, r *http.Request) { fakemodel.ServeSSE(w, v.body, v.oneByte) })
 				parts, err := pt.Attempt(t, p, &model.Request{})
 				if err != nil {
 					t.Fatalf("%s: %v", v.name, err)
@@ -389,7 +390,7 @@ func TestIgnoredEvents(t *testing.T) {
 		strings.Replace(miniStream, "event: content_block_stop", ": keep-alive\nevent: brand_new_event\ndata: {\"type\":\"brand_new_event\",\"x\":[1]}\n\nevent: content_block_stop", 1)
 	var want []model.Part
 	for _, body := range []string{miniStream, noisy} {
-		p, _ := server(t, func(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, []byte(body), false) })
+		p, _ := server(t, fakemodel.SSE(body))
 		parts, err := pt.Attempt(t, p, &model.Request{})
 		if err != nil {
 			t.Fatal(err)
@@ -403,7 +404,7 @@ func TestIgnoredEvents(t *testing.T) {
 	// A repeated text in the start is ignored: the block's text comes only
 	// from deltas.
 	dup := strings.Replace(miniStream, `"content_block":{"type":"text","text":""}`, `"content_block":{"type":"text","text":"Hi"}`, 1)
-	p, _ := server(t, func(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, []byte(dup), false) })
+	p, _ := server(t, fakemodel.SSE(dup))
 	parts, err := pt.Attempt(t, p, &model.Request{})
 	if err != nil {
 		t.Fatal(err)
@@ -413,7 +414,7 @@ func TestIgnoredEvents(t *testing.T) {
 	}
 }
 
-func ok(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, []byte(miniStream), false) }
+var ok = fakemodel.SSE(miniStream)
 
 func TestFailuresRetried(t *testing.T) {
 	t.Parallel()
@@ -422,35 +423,19 @@ func TestFailuresRetried(t *testing.T) {
 		first   http.HandlerFunc
 		wantErr error
 	}{
-		{"error event mid-stream", func(w http.ResponseWriter, r *http.Request) {
-			pt.ServeSSE(w, []byte(miniStream[:strings.Index(miniStream, "event: content_block_stop")]+"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"), false)
-		}, &model.APIError{}},
-		{"no message_stop", func(w http.ResponseWriter, r *http.Request) {
-			pt.ServeSSE(w, []byte(miniStream[:strings.Index(miniStream, "event: message_stop")]), false)
-		}, model.ErrIncomplete},
-		{"cut inside an event", func(w http.ResponseWriter, r *http.Request) {
-			pt.ServeSSE(w, []byte(miniStream[:strings.Index(miniStream, `"Hi"`)]), false)
-		}, model.ErrIncomplete},
-		{"html page", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			io.WriteString(w, "<html><body><h1>Sign in to the corporate proxy</h1></body></html>")
-		}, model.ErrNotEventStream},
-		{"html page without content type", func(w http.ResponseWriter, r *http.Request) {
-			w.Header()["Content-Type"] = nil // no sniffing either
-			io.WriteString(w, "<html>\n<body>maintenance</body>\n</html>\n")
-		}, model.ErrNotEventStream},
-		{"empty 200", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/event-stream")
-		}, model.ErrNotEventStream},
-		{"connection reset mid-stream", pt.ResetAfter(miniStream, strings.Index(miniStream, "event: content_block_delta")), nil},
-		{"malformed event", func(w http.ResponseWriter, r *http.Request) {
-			pt.ServeSSE(w, []byte(strings.Replace(miniStream, `"text":"Hi"}}`, `"text":"Hi"`, 1)), false)
-		}, model.ErrMalformedEvent},
+		{"error event mid-stream", fakemodel.SSE(miniStream[:strings.Index(miniStream, "event: content_block_stop")] + "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"), &model.APIError{}},
+		{"no message_stop", fakemodel.SSE(miniStream[:strings.Index(miniStream, "event: message_stop")]), model.ErrIncomplete},
+		{"cut inside an event", fakemodel.SSE(miniStream[:strings.Index(miniStream, `"Hi"`)]), model.ErrIncomplete},
+		{"html page", fakemodel.Page("text/html; charset=utf-8", "<html><body><h1>Sign in to the corporate proxy</h1></body></html>"), model.ErrNotEventStream},
+		{"html page without content type", fakemodel.Page("", "<html>\n<body>maintenance</body>\n</html>\n"), model.ErrNotEventStream},
+		{"empty 200", fakemodel.Page("text/event-stream", ""), model.ErrNotEventStream},
+		{"connection reset mid-stream", fakemodel.ResetAfter(miniStream, strings.Index(miniStream, "event: content_block_delta")), nil},
+		{"malformed event", fakemodel.SSE(strings.Replace(miniStream, `"text":"Hi"}}`, `"text":"Hi"`, 1)), model.ErrMalformedEvent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			h, n := pt.Attempts(tt.first, ok)
+			h, n := fakemodel.Attempts(tt.first, ok)
 			p, _ := server(t, h)
 			parts, waits, err := pt.StreamAll(t, p, hi, model.StreamOptions{})
 			if err != nil {
@@ -522,7 +507,7 @@ func TestStatusCodes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.status, tt.header), func(t *testing.T) {
 			t.Parallel()
-			h, n := pt.Attempts(func(w http.ResponseWriter, r *http.Request) {
+			h, n := fakemodel.Attempts(func(w http.ResponseWriter, r *http.Request) {
 				for k, v := range tt.header {
 					if v == date {
 						v = time.Now().Add(30 * time.Second).UTC().Format(http.TimeFormat)
@@ -572,7 +557,7 @@ func TestStatusCodes(t *testing.T) {
 
 func TestContextOverflow(t *testing.T) {
 	t.Parallel()
-	h, n := pt.Attempts(func(w http.ResponseWriter, r *http.Request) {
+	h, n := fakemodel.Attempts(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(400)
 		io.WriteString(w, `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208310 tokens > 200000 maximum"}}`)
 	})
@@ -589,9 +574,7 @@ func TestContextOverflow(t *testing.T) {
 
 func TestFallbackToComplete(t *testing.T) {
 	t.Parallel()
-	broken := func(w http.ResponseWriter, r *http.Request) {
-		pt.ServeSSE(w, []byte(miniStream[:strings.Index(miniStream, "event: content_block_stop")]+"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"), false)
-	}
+	broken := fakemodel.SSE(miniStream[:strings.Index(miniStream, "event: content_block_stop")] + "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n")
 	var streamed, completed atomic.Int32
 	p, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
 		var req struct{ Stream bool }
@@ -630,15 +613,8 @@ func TestStallAndIdleTimeout(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	defer close(release)
-	silent := func(w http.ResponseWriter, r *http.Request) {
-		pt.ServeSSE(w, []byte(miniStream[:strings.Index(miniStream, "event: content_block_start")]), false)
-		w.(http.Flusher).Flush()
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}
-	h, n := pt.Attempts(silent, ok)
+	silent := fakemodel.Stall(fakemodel.SSE(miniStream[:strings.Index(miniStream, "event: content_block_start")]), release)
+	h, n := fakemodel.Attempts(silent, ok)
 	p, _ := server(t, h)
 	clock := modeltest.NewClock(time.Unix(0, 0))
 	opts := model.StreamOptions{
@@ -691,10 +667,9 @@ func TestStallAndIdleTimeout(t *testing.T) {
 func TestEarlyBreakReleasesConnection(t *testing.T) {
 	t.Parallel()
 	gone := make(chan struct{})
+	stall := fakemodel.Stall(fakemodel.SSE(miniStream[:strings.Index(miniStream, "event: content_block_stop")]), nil)
 	p, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
-		pt.ServeSSE(w, []byte(miniStream[:strings.Index(miniStream, "event: content_block_stop")]), false)
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
+		stall(w, r)
 		close(gone)
 	})
 	for part, err := range model.Stream(t.Context(), p, &model.Request{}, model.StreamOptions{}) {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	pt "github.com/sluicehq/sluice/internal/provider/providertest"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/model/modeltest"
@@ -27,19 +28,14 @@ import (
 func TestJSONErrorIn200(t *testing.T) {
 	t.Parallel()
 	overloaded := `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded right now"}}`
-	jsonError := func(body string) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			io.WriteString(w, body)
-		}
-	}
+	jsonError := func(body string) http.HandlerFunc { return fakemodel.JSON(http.StatusOK, body) }
 	t.Run("fallback", func(t *testing.T) {
 		t.Parallel()
 		var streams, completes atomic.Int32
 		p, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
 			if strings.Contains(readBody(r), `"stream":true`) {
 				streams.Add(1)
-				pt.ServeSSE(w, []byte(miniStream[:strings.Index(miniStream, "event: content_block_stop")]+"event: error\ndata: "+overloaded+"\n\n"), false)
+				fakemodel.ServeSSE(w, []byte(miniStream[:strings.Index(miniStream, "event: content_block_stop")]+"event: error\ndata: "+overloaded+"\n\n"), false)
 				return
 			}
 			completes.Add(1)
@@ -59,7 +55,7 @@ func TestJSONErrorIn200(t *testing.T) {
 	})
 	t.Run("stream, not retried when invalid", func(t *testing.T) {
 		t.Parallel()
-		h, n := pt.Attempts(jsonError(`{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: too large"}}`), ok)
+		h, n := fakemodel.Attempts(jsonError(`{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: too large"}}`), ok)
 		p, _ := server(t, h)
 		_, _, err := pt.StreamAll(t, p, hi, model.StreamOptions{})
 		var apiErr *model.APIError
@@ -69,7 +65,7 @@ func TestJSONErrorIn200(t *testing.T) {
 	})
 	t.Run("stream, retried when overloaded", func(t *testing.T) {
 		t.Parallel()
-		h, n := pt.Attempts(jsonError(overloaded), ok)
+		h, n := fakemodel.Attempts(jsonError(overloaded), ok)
 		p, _ := server(t, h)
 		parts, waits, err := pt.StreamAll(t, p, hi, model.StreamOptions{})
 		if err != nil || len(waits) != 1 || n.Load() != 2 {
@@ -100,7 +96,7 @@ func readBody(r *http.Request) string {
 // receives, until the request ends.
 func pingServer(tick <-chan struct{}) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		pt.ServeSSE(w, []byte(miniStream[:strings.Index(miniStream, "event: content_block_start")]), false)
+		fakemodel.ServeSSE(w, []byte(miniStream[:strings.Index(miniStream, "event: content_block_start")]), false)
 		w.(http.Flusher).Flush()
 		for {
 			select {
@@ -119,7 +115,7 @@ func pingServer(tick <-chan struct{}) http.HandlerFunc {
 func TestEndlessPingsTimeOut(t *testing.T) {
 	t.Parallel()
 	tick := make(chan struct{})
-	h, n := pt.Attempts(pingServer(tick), ok)
+	h, n := fakemodel.Attempts(pingServer(tick), ok)
 	p, _ := server(t, h)
 	clock := modeltest.NewClock(time.Unix(0, 0))
 	opts := model.StreamOptions{Clock: clock, StallWarning: 10 * time.Second, IdleTimeout: time.Minute,
@@ -181,7 +177,7 @@ func TestEndlessPingsTimeOut(t *testing.T) {
 func endless(written *atomic.Int64) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		head := miniStream[:strings.Index(miniStream, "event: content_block_delta")]
-		pt.ServeSSE(w, []byte(head), false)
+		fakemodel.ServeSSE(w, []byte(head), false)
 		delta := []byte(fmt.Sprintf("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":%q}}\n\n", strings.Repeat("lorem ipsum ", 1000)))
 		for r.Context().Err() == nil {
 			n, err := w.Write(delta)
@@ -198,7 +194,7 @@ func endless(written *atomic.Int64) http.HandlerFunc {
 func TestMaxResponseSize(t *testing.T) {
 	t.Parallel()
 	var written atomic.Int64
-	h, n := pt.Attempts(endless(&written), ok)
+	h, n := fakemodel.Attempts(endless(&written), ok)
 	p, _ := server(t, h)
 	_, waits, err := pt.StreamAll(t, p, hi, model.StreamOptions{MaxResponseSize: 1 << 20})
 	if !errors.Is(err, model.ErrResponseTooLarge) || len(waits) != 0 || n.Load() != 1 {
@@ -311,7 +307,7 @@ func TestMalformedStreamRecurs(t *testing.T) {
 			streams.Add(1)
 			// A shape this decoder does not read: a delta whose text is
 			// not a string.
-			pt.ServeSSE(w, []byte(strings.Replace(miniStream, `"text":"Hi"}`, `"text":["Hi"]}`, 1)), false)
+			fakemodel.ServeSSE(w, []byte(strings.Replace(miniStream, `"text":"Hi"}`, `"text":["Hi"]}`, 1)), false)
 			return
 		}
 		completes.Add(1)
@@ -354,8 +350,8 @@ func TestPingsDuringServerToolKeepItAlive(t *testing.T) {
 		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n" +
 		strings.ReplaceAll(miniStream[strings.Index(miniStream, "event: content_block_start"):strings.Index(miniStream, "event: message_delta")], `"index":0`, `"index":2`) +
 		miniStream[strings.Index(miniStream, "event: message_delta"):]
-	h, n := pt.Attempts(func(w http.ResponseWriter, r *http.Request) {
-		pt.ServeSSE(w, []byte(head), false)
+	h, n := fakemodel.Attempts(func(w http.ResponseWriter, r *http.Request) {
+		fakemodel.ServeSSE(w, []byte(head), false)
 		w.(http.Flusher).Flush()
 		for {
 			select {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	pt "github.com/sluicehq/sluice/internal/provider/providertest"
 	"github.com/sluicehq/sluice/model"
 )
@@ -54,7 +55,7 @@ func TestShapes(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, oneByte := range []bool{false, true} {
-				p, _ := server(t, func(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, raw, oneByte) })
+				p, _ := server(t, func(w http.ResponseWriter, r *http.Request) { fakemodel.ServeSSE(w, raw, oneByte) })
 				parts, waits, err := pt.StreamAll(t, p, hi, model.StreamOptions{})
 				if err != nil || len(waits) > 0 {
 					t.Fatalf("err %v after %d retries", err, len(waits))
@@ -101,7 +102,7 @@ func TestMessageStartContentAndBlocks(t *testing.T) {
 data: {"type":"message_start","message":{"id":"m","content":[{"type":"text","text":"Hi"}],"usage":{}}}
 
 ` + miniStream[len("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"m\",\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n"):]
-	p, _ := server(t, func(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, []byte(body), false) })
+	p, _ := server(t, fakemodel.SSE(body))
 	parts, err := pt.Attempt(t, p, hi)
 	if err != nil {
 		t.Fatal(err)

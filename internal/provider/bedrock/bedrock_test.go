@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -23,10 +22,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"go.uber.org/goleak"
 
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/provider/anthropic"
 	pt "github.com/sluicehq/sluice/internal/provider/providertest"
 	"github.com/sluicehq/sluice/internal/sse"
@@ -62,39 +61,12 @@ func sseEvents(t testing.TB, raw []byte) [][]byte {
 	}
 }
 
-// chunkFrame is one "chunk" event as Bedrock sends it, built with the AWS
-// library's encoder: the event's JSON, base64, in {"bytes","p"}.
-func chunkFrame(t testing.TB, event []byte) []byte {
-	t.Helper()
-	payload, _ := json.Marshal(map[string]string{"bytes": base64.StdEncoding.EncodeToString(event), "p": "abcdefghijklmnopqrstuvwxyzABCDEFGH"[:len(event)%20]})
-	return frame(t, payload, ":message-type", "event", ":event-type", "chunk", ":content-type", "application/json")
-}
-
-func exceptionFrame(t testing.TB, name, message string) []byte {
-	t.Helper()
-	payload, _ := json.Marshal(map[string]string{"message": message})
-	return frame(t, payload, ":message-type", "exception", ":exception-type", name, ":content-type", "application/json")
-}
-
-func frame(t testing.TB, payload []byte, headers ...string) []byte {
-	t.Helper()
-	msg := eventstream.Message{Payload: payload}
-	for i := 0; i < len(headers); i += 2 {
-		msg.Headers.Set(headers[i], eventstream.StringValue(headers[i+1]))
-	}
-	var b bytes.Buffer
-	if err := eventstream.NewEncoder().Encode(&b, msg); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
-
 // stream is the event stream Bedrock sends for a recorded SSE stream.
 func stream(t testing.TB, sseRaw []byte) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	for _, ev := range sseEvents(t, sseRaw) {
-		b.Write(chunkFrame(t, ev))
+		b.Write(fakemodel.BedrockChunk(ev))
 	}
 	return b.Bytes()
 }
@@ -105,24 +77,6 @@ const miniSSE = "event: message_start\ndata: {\"type\":\"message_start\",\"messa
 	"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
 	"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":2}}\n\n" +
 	"event: message_stop\ndata: {\"type\":\"message_stop\",\"amazon-bedrock-invocationMetrics\":{\"inputTokenCount\":3,\"outputTokenCount\":2,\"invocationLatency\":512,\"firstByteLatency\":300}}\n\n"
-
-// serveFrames writes body as Bedrock's answer, whole or one byte per
-// flushed write.
-func serveFrames(w http.ResponseWriter, body []byte, oneByte bool) {
-	w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
-	w.Header().Set("X-Amzn-Bedrock-Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	if !oneByte {
-		w.Write(body)
-		return
-	}
-	for i := range body {
-		if _, err := w.Write(body[i : i+1]); err != nil {
-			return
-		}
-		w.(http.Flusher).Flush()
-	}
-}
 
 // fake is a local Bedrock: it checks each request's SigV4 signature against
 // the credentials it knows, then hands it to the test's handler.
@@ -301,7 +255,7 @@ func TestFixtures(t *testing.T) {
 			want := sseParts(t, raw)
 			body := stream(t, raw)
 			for _, oneByte := range []bool{false, true} {
-				p, _ := server(t, func(w http.ResponseWriter, r *http.Request) { serveFrames(w, body, oneByte) })
+				p, _ := server(t, func(w http.ResponseWriter, r *http.Request) { fakemodel.ServeBedrock(w, body, oneByte) })
 				parts, err := pt.Attempt(t, p, hi)
 				if err != nil {
 					t.Fatalf("one byte %v: %v", oneByte, err)
@@ -325,7 +279,9 @@ func TestRequest(t *testing.T) {
 	} {
 		t.Run(tt.model, func(t *testing.T) {
 			t.Parallel()
-			p, f := server(t, func(w http.ResponseWriter, r *http.Request) { serveFrames(w, stream(t, []byte(miniSSE)), false) })
+			p, f := server(t, func(w http.ResponseWriter, r *http.Request) {
+				fakemodel.ServeBedrock(w, stream(t, []byte(miniSSE)), false)
+			})
 			req := *hi
 			req.Model, req.System, req.MaxTokens = tt.model, "be brief", 100
 			if _, err := pt.Attempt(t, p, &req); err != nil {
@@ -355,7 +311,7 @@ func TestRequest(t *testing.T) {
 
 func ok(t *testing.T) http.HandlerFunc {
 	body := stream(t, []byte(miniSSE))
-	return func(w http.ResponseWriter, r *http.Request) { serveFrames(w, body, false) }
+	return func(w http.ResponseWriter, r *http.Request) { fakemodel.ServeBedrock(w, body, false) }
 }
 
 // prefix is the frames of miniSSE up to (not including) the event whose
@@ -366,7 +322,7 @@ func prefix(t *testing.T, before string) []byte {
 		if bytes.Contains(ev, []byte(`"type":"`+before+`"`)) {
 			break
 		}
-		b.Write(chunkFrame(t, ev))
+		b.Write(fakemodel.BedrockChunk(ev))
 	}
 	return b.Bytes()
 }
@@ -376,7 +332,7 @@ func prefix(t *testing.T, before string) []byte {
 func TestFailuresRetried(t *testing.T) {
 	t.Parallel()
 	withFrames := func(b []byte) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) { serveFrames(w, b, false) }
+		return func(w http.ResponseWriter, r *http.Request) { fakemodel.ServeBedrock(w, b, false) }
 	}
 	tests := []struct {
 		name  string
@@ -384,19 +340,19 @@ func TestFailuresRetried(t *testing.T) {
 		want  func(error) bool
 	}{
 		{"throttlingException mid-stream", func(t *testing.T) http.HandlerFunc {
-			return withFrames(append(prefix(t, "content_block_stop"), exceptionFrame(t, "throttlingException", "Too many tokens, please wait before trying again.")...))
+			return withFrames(append(prefix(t, "content_block_stop"), fakemodel.BedrockException("throttlingException", "Too many tokens, please wait before trying again.")...))
 		}, isType("throttlingException")},
 		{"modelStreamErrorException", func(t *testing.T) http.HandlerFunc {
-			return withFrames(append(prefix(t, "content_block_delta"), exceptionFrame(t, "modelStreamErrorException", "The model stream failed")...))
+			return withFrames(append(prefix(t, "content_block_delta"), fakemodel.BedrockException("modelStreamErrorException", "The model stream failed")...))
 		}, isType("modelStreamErrorException")},
 		{"internalServerException", func(t *testing.T) http.HandlerFunc {
-			return withFrames(append(prefix(t, "message_delta"), exceptionFrame(t, "internalServerException", "internal error")...))
+			return withFrames(append(prefix(t, "message_delta"), fakemodel.BedrockException("internalServerException", "internal error")...))
 		}, isType("internalServerException")},
 		{"serviceUnavailableException", func(t *testing.T) http.HandlerFunc {
-			return withFrames(exceptionFrame(t, "serviceUnavailableException", "Bedrock is unable to process your request."))
+			return withFrames(fakemodel.BedrockException("serviceUnavailableException", "Bedrock is unable to process your request."))
 		}, isType("serviceUnavailableException")},
 		{"overloaded error event in a chunk", func(t *testing.T) http.HandlerFunc {
-			return withFrames(append(prefix(t, "content_block_stop"), chunkFrame(t, []byte(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`))...))
+			return withFrames(append(prefix(t, "content_block_stop"), fakemodel.BedrockChunk([]byte(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`))...))
 		}, isType("overloaded_error")},
 		{"no message_stop", func(t *testing.T) http.HandlerFunc { return withFrames(prefix(t, "message_stop")) }, is(model.ErrIncomplete)},
 		{"cut inside a frame", func(t *testing.T) http.HandlerFunc {
@@ -409,35 +365,26 @@ func TestFailuresRetried(t *testing.T) {
 			return withFrames(b)
 		}, is(model.ErrMalformedEvent)},
 		{"chunk that is not base64", func(t *testing.T) http.HandlerFunc {
-			return withFrames(append(prefix(t, "content_block_stop"), frame(t, []byte(`{"bytes":"!!not base64"}`), ":message-type", "event", ":event-type", "chunk")...))
+			return withFrames(append(prefix(t, "content_block_stop"), fakemodel.BedrockFrame([]byte(`{"bytes":"!!not base64"}`), ":message-type", "event", ":event-type", "chunk")...))
 		}, is(model.ErrMalformedEvent)},
 		{"html page", func(t *testing.T) http.HandlerFunc {
-			return func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "text/html")
-				io.WriteString(w, "<html><body>Sign in to the proxy</body></html>")
-			}
+			return fakemodel.Page("text/html", "<html><body>Sign in to the proxy</body></html>")
 		}, is(model.ErrNotEventStream)},
 		{"no frame, no content type", func(t *testing.T) http.HandlerFunc {
-			return func(w http.ResponseWriter, r *http.Request) {
-				w.Header()["Content-Type"] = nil
-				io.WriteString(w, "maintenance\n")
-			}
+			return fakemodel.Page("", "maintenance\n")
 		}, is(model.ErrNotEventStream)},
 		{"empty 200", func(t *testing.T) http.HandlerFunc { return withFrames(nil) }, is(model.ErrNotEventStream)},
 		{"text whose start reads as a huge frame", func(t *testing.T) http.HandlerFunc {
-			return func(w http.ResponseWriter, r *http.Request) {
-				w.Header()["Content-Type"] = nil
-				io.WriteString(w, "\x7f\x00\x00\x00\x00\x00\x00\x10 upstream timed out\n")
-			}
+			return fakemodel.Page("", "\x7f\x00\x00\x00\x00\x00\x00\x10 upstream timed out\n")
 		}, is(model.ErrNotEventStream)},
 		{"connection reset mid-stream", func(t *testing.T) http.HandlerFunc {
-			return pt.ResetAfter(string(prefix(t, "message_stop")), len(prefix(t, "content_block_delta"))+5)
+			return fakemodel.ResetAfter(string(prefix(t, "message_stop")), len(prefix(t, "content_block_delta"))+5)
 		}, func(error) bool { return true }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			h, n := pt.Attempts(tt.first(t), ok(t))
+			h, n := fakemodel.Attempts(tt.first(t), ok(t))
 			p, _ := server(t, h)
 			parts, waits, err := pt.StreamAll(t, p, hi, model.StreamOptions{})
 			if err != nil {
@@ -495,7 +442,7 @@ func TestStatusCodes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.status, tt.exception), func(t *testing.T) {
 			t.Parallel()
-			h, n := pt.Attempts(func(w http.ResponseWriter, r *http.Request) {
+			h, n := fakemodel.Attempts(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("X-Amzn-ErrorType", tt.exception+":http://internal.amazon.com/coral/com.amazon.bedrock/")
 				w.Header().Set("X-Amzn-RequestId", "b3c1e2f4-req")
 				w.Header().Set("Content-Type", "application/json")
@@ -524,8 +471,8 @@ func TestStatusCodes(t *testing.T) {
 // An exception that says the request is wrong ends the stream, unretried.
 func TestValidationExceptionInStream(t *testing.T) {
 	t.Parallel()
-	h, n := pt.Attempts(func(w http.ResponseWriter, r *http.Request) {
-		serveFrames(w, exceptionFrame(t, "validationException", "max_tokens: too large"), false)
+	h, n := fakemodel.Attempts(func(w http.ResponseWriter, r *http.Request) {
+		fakemodel.ServeBedrock(w, fakemodel.BedrockException("validationException", "max_tokens: too large"), false)
 	}, ok(t))
 	p, _ := server(t, h)
 	_, _, err := pt.StreamAll(t, p, hi, model.StreamOptions{})
@@ -538,7 +485,7 @@ func TestFrameTooLarge(t *testing.T) {
 	t.Parallel()
 	f := &fake{t: t, secrets: map[string]string{testKey: testSecret}}
 	f.handler = func(w http.ResponseWriter, r *http.Request) {
-		serveFrames(w, append(prefix(t, "content_block_stop"), chunkFrame(t, bytes.Repeat([]byte("x"), 4<<10))...), false)
+		fakemodel.ServeBedrock(w, append(prefix(t, "content_block_stop"), fakemodel.BedrockChunk(bytes.Repeat([]byte("x"), 4<<10))...), false)
 	}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
@@ -558,15 +505,9 @@ func TestStallAndIdleTimeout(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	defer close(release)
-	silent := func(w http.ResponseWriter, r *http.Request) {
-		serveFrames(w, prefix(t, "content_block_start"), false)
-		w.(http.Flusher).Flush()
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}
-	h, n := pt.Attempts(silent, ok(t))
+	head := prefix(t, "content_block_start")
+	silent := fakemodel.Stall(func(w http.ResponseWriter, r *http.Request) { fakemodel.ServeBedrock(w, head, false) }, release)
+	h, n := fakemodel.Attempts(silent, ok(t))
 	p, _ := server(t, h)
 	clock := modeltest.NewClock(time.Unix(0, 0))
 	opts := model.StreamOptions{
@@ -617,13 +558,13 @@ func TestFallbackToInvoke(t *testing.T) {
 	t.Parallel()
 	var streamed, invoked int
 	var mu sync.Mutex
-	broken := exceptionFrame(t, "throttlingException", "slow down")
+	broken := fakemodel.BedrockException("throttlingException", "slow down")
 	p, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
 		if strings.HasSuffix(r.URL.Path, "/invoke-with-response-stream") {
 			streamed++
-			serveFrames(w, broken, false)
+			fakemodel.ServeBedrock(w, broken, false)
 			return
 		}
 		invoked++
@@ -644,7 +585,7 @@ func TestBearerToken(t *testing.T) {
 	var auth string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth = r.Header.Get("Authorization")
-		serveFrames(w, stream(t, []byte(miniSSE)), false)
+		fakemodel.ServeBedrock(w, stream(t, []byte(miniSSE)), false)
 	}))
 	defer srv.Close()
 	p, err := New(t.Context(), Config{Region: testRegion, BaseURL: srv.URL, BearerToken: "bedrock-api-key-secret"})
@@ -667,7 +608,7 @@ func TestSkipAuth(t *testing.T) {
 	var auth []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth = r.Header.Values("Authorization")
-		serveFrames(w, stream(t, []byte(miniSSE)), false)
+		fakemodel.ServeBedrock(w, stream(t, []byte(miniSSE)), false)
 	}))
 	defer srv.Close()
 	p, err := New(t.Context(), Config{Region: testRegion, BaseURL: srv.URL, SkipAuth: true})
@@ -768,8 +709,8 @@ func (f credentialsFunc) Retrieve(ctx context.Context) (aws.Credentials, error) 
 
 func FuzzDecode(f *testing.F) {
 	f.Add(stream(f, []byte(miniSSE)))
-	f.Add(exceptionFrame(f, "throttlingException", "slow"))
-	f.Add(append(chunkFrame(f, []byte(`{"type":"content_block_start","index":0,"content_block":{"type":"redacted_thinking","data":"x"}}`)), frame(f, nil, ":message-type", "error", ":error-code", "x")...))
+	f.Add(fakemodel.BedrockException("throttlingException", "slow"))
+	f.Add(append(fakemodel.BedrockChunk([]byte(`{"type":"content_block_start","index":0,"content_block":{"type":"redacted_thinking","data":"x"}}`)), fakemodel.BedrockFrame(nil, ":message-type", "error", ":error-code", "x")...))
 	f.Add(stream(f, fixture(f, "tool_use_response.sse")))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		n := 0
@@ -801,7 +742,7 @@ func FuzzChunks(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var body bytes.Buffer
 		for line := range bytes.SplitSeq(data, []byte("\n")) {
-			body.Write(chunkFrame(t, line))
+			body.Write(fakemodel.BedrockChunk(line))
 		}
 		n := 0
 		var acc model.Accumulator

@@ -11,9 +11,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/testbin"
 )
 
@@ -36,32 +36,9 @@ func TestBinaryToolRoundTrip(t *testing.T) {
 		`[{"text":"Reading."}]`,
 		`[{"functionCall":{"name":"Read","args":{"file_path":"notes.txt"},"id":"fc-7"},"thoughtSignature":"c2lnLWNhbGw="}]`)
 	second := stream("STOP", `[{"text":"The notes say 42."}]`, `[{"text":"","thoughtSignature":"c2lnLWVuZA=="}]`)
-	var (
-		mu     sync.Mutex
-		bodies [][]byte
-	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		bodies = append(bodies, body)
-		n := len(bodies)
-		mu.Unlock()
-		if r.URL.Path != "/v1beta/models/gemini-3-pro-preview:streamGenerateContent" || r.URL.RawQuery != "alt=sse" ||
-			r.Header.Get("x-goog-api-key") != apiKey {
-			t.Errorf("request %s?%s key %q", r.URL.Path, r.URL.RawQuery, r.Header.Get("x-goog-api-key"))
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		switch n {
-		case 1:
-			io.WriteString(w, first)
-		case 2:
-			io.WriteString(w, second)
-		default:
-			w.WriteHeader(http.StatusTeapot)
-		}
-	}))
+	h, _ := fakemodel.Attempts(fakemodel.SSE(first), fakemodel.SSE(second))
+	rec := fakemodel.Record(h)
+	srv := httptest.NewServer(rec)
 	defer srv.Close()
 
 	cmd := exec.Command(bin, "-p", "What do my notes say?", "--provider", "gemini", "--model", "gemini-3-pro-preview",
@@ -71,15 +48,22 @@ func TestBinaryToolRoundTrip(t *testing.T) {
 		"ANTHROPIC_API_KEY=", "OPENAI_API_KEY=", "SLUICE_PROVIDER=", "SLUICE_MODEL=")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	err := cmd.Run()
+	var bodies [][]byte
+	for _, r := range rec.Requests() {
+		if r.URL.Path != "/v1beta/models/gemini-3-pro-preview:streamGenerateContent" || r.URL.RawQuery != "alt=sse" ||
+			r.Header.Get("x-goog-api-key") != apiKey {
+			t.Errorf("request %s?%s key %q", r.URL.Path, r.URL.RawQuery, r.Header.Get("x-goog-api-key"))
+		}
+		bodies = append(bodies, r.Body)
+	}
+	if err != nil {
 		t.Fatalf("sluice: %v\n%s\n%s", err, stderr.String(), stdout.String())
 	}
 	if strings.Contains(stdout.String()+stderr.String(), apiKey) {
 		t.Fatal("the key is in the output")
 	}
 
-	mu.Lock()
-	defer mu.Unlock()
 	if len(bodies) != 2 {
 		t.Fatalf("%d requests", len(bodies))
 	}
@@ -158,37 +142,18 @@ func TestBinaryToolRoundTrip(t *testing.T) {
 func TestBinaryOverflowAndContinuation(t *testing.T) {
 	t.Parallel()
 	bin := testbin.Sluice(t)
-	answers := []func(w http.ResponseWriter){
-		func(w http.ResponseWriter) {
-			w.Header().Set("Content-Type", "text/event-stream")
+	h, _ := fakemodel.Attempts(
+		func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream") // as Google answers a streaming request
 			w.WriteHeader(http.StatusBadRequest)
 			io.WriteString(w, `{"error":{"code":400,"message":"The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}`)
 		},
-		func(w http.ResponseWriter) {
-			io.WriteString(w, stream("STOP", `[{"text":"The user asks what the notes say."}]`))
-		},
-		func(w http.ResponseWriter) {
-			io.WriteString(w, stream("MAX_TOKENS", `[{"text":"Let me answer.","thought":true}]`, `[{"text":"The notes"}]`, `[{"text":" say","thoughtSignature":"Y3V0"}]`))
-		},
-		func(w http.ResponseWriter) { io.WriteString(w, stream("STOP", `[{"text":" 42."}]`)) },
-	}
-	var (
-		mu     sync.Mutex
-		bodies []string
+		fakemodel.SSE(stream("STOP", `[{"text":"The user asks what the notes say."}]`)),
+		fakemodel.SSE(stream("MAX_TOKENS", `[{"text":"Let me answer.","thought":true}]`, `[{"text":"The notes"}]`, `[{"text":" say","thoughtSignature":"Y3V0"}]`)),
+		fakemodel.SSE(stream("STOP", `[{"text":" 42."}]`)),
 	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		bodies = append(bodies, string(body))
-		n := len(bodies)
-		mu.Unlock()
-		if n > len(answers) {
-			w.WriteHeader(http.StatusTeapot)
-			return
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		answers[n-1](w)
-	}))
+	rec := fakemodel.Record(h)
+	srv := httptest.NewServer(rec)
 	defer srv.Close()
 
 	cmd := exec.Command(bin, "-p", "What do my notes say?", "--provider", "gemini", "--output-format", "json")
@@ -207,8 +172,10 @@ func TestBinaryOverflowAndContinuation(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &result); err != nil || result.Subtype != "success" || result.Result != "The notes say 42." {
 		t.Fatalf("result %s: %v", stdout.String(), err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	var bodies []string
+	for _, r := range rec.Requests() {
+		bodies = append(bodies, string(r.Body))
+	}
 	if len(bodies) != 4 {
 		t.Fatalf("%d requests", len(bodies))
 	}

@@ -22,6 +22,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	pt "github.com/sluicehq/sluice/internal/provider/providertest"
 	"github.com/sluicehq/sluice/internal/testbin"
 	"github.com/sluicehq/sluice/model"
@@ -159,7 +160,7 @@ func TestFixtures(t *testing.T) {
 			}
 			var first []model.Part
 			for _, v := range variants {
-				p := server(t, func(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, v.body, v.oneByte) })
+				p := server(t, func(w http.ResponseWriter, r *http.Request) { fakemodel.ServeSSE(w, v.body, v.oneByte) })
 				parts, waits, err := pt.StreamAll(t, p, hi, model.StreamOptions{})
 				if err != nil || len(waits) > 0 {
 					t.Fatalf("%s: %v after %d retries", v.name, err, len(waits))
@@ -296,7 +297,7 @@ func TestParts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			p := server(t, func(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, []byte(tt.body), false) })
+			p := server(t, fakemodel.SSE(tt.body))
 			parts, err := pt.Attempt(t, p, hi)
 			if err != nil {
 				t.Fatal(err)
@@ -317,7 +318,7 @@ func TestParts(t *testing.T) {
 func TestUsage(t *testing.T) {
 	t.Parallel()
 	body := stream("STOP", `[{"text":"a"}]`, `[{"text":"b"}]`)
-	p := server(t, func(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, []byte(body), false) })
+	p := server(t, fakemodel.SSE(body))
 	parts, err := pt.Attempt(t, p, hi)
 	if err != nil {
 		t.Fatal(err)
@@ -332,7 +333,7 @@ func TestUsage(t *testing.T) {
 
 var okBody = stream("STOP", `[{"text":"Hi"}]`)
 
-func ok(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, []byte(okBody), false) }
+var ok = fakemodel.SSE(okBody)
 
 func TestFailuresRetried(t *testing.T) {
 	t.Parallel()
@@ -342,34 +343,19 @@ func TestFailuresRetried(t *testing.T) {
 		first http.HandlerFunc
 		want  error
 	}{
-		{"no finishReason", func(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, []byte(unfinished), false) }, model.ErrIncomplete},
-		{"cut inside the last chunk", func(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, []byte(okBody[:len(okBody)-30]), false) }, model.ErrIncomplete},
-		{"error after 200", func(w http.ResponseWriter, r *http.Request) {
-			pt.ServeSSE(w, []byte(unfinished+`data: {"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}`+"\r\n\r\n"), false)
-		}, &model.APIError{}},
-		{"malformed function call", func(w http.ResponseWriter, r *http.Request) {
-			pt.ServeSSE(w, []byte(stream("MALFORMED_FUNCTION_CALL", `[{"text":""}]`)), false)
-		}, &model.APIError{}},
-		{"html page", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/html")
-			io.WriteString(w, "<!doctype html><title>502</title>")
-		}, model.ErrNotEventStream},
-		{"connection reset", pt.ResetAfter(okBody, 40), nil},
-		{"500", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(500)
-			io.WriteString(w, `{"error":{"code":500,"message":"An internal error has occurred.","status":"INTERNAL"}}`)
-		}, &model.APIError{}},
-		{"503", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(503)
-			io.WriteString(w, `{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}`)
-		}, &model.APIError{}},
+		{"no finishReason", fakemodel.SSE(unfinished), model.ErrIncomplete},
+		{"cut inside the last chunk", fakemodel.SSE(okBody[:len(okBody)-30]), model.ErrIncomplete},
+		{"error after 200", fakemodel.SSE(unfinished + `data: {"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}` + "\r\n\r\n"), &model.APIError{}},
+		{"malformed function call", fakemodel.SSE(stream("MALFORMED_FUNCTION_CALL", `[{"text":""}]`)), &model.APIError{}},
+		{"html page", fakemodel.Page("text/html", "<!doctype html><title>502</title>"), model.ErrNotEventStream},
+		{"connection reset", fakemodel.ResetAfter(okBody, 40), nil},
+		{"500", fakemodel.JSON(500, `{"error":{"code":500,"message":"An internal error has occurred.","status":"INTERNAL"}}`), &model.APIError{}},
+		{"503", fakemodel.JSON(503, `{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}`), &model.APIError{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			h, n := pt.Attempts(tt.first, ok)
+			h, n := fakemodel.Attempts(tt.first, ok)
 			p := server(t, h)
 			parts, waits, err := pt.StreamAll(t, p, hi, model.StreamOptions{})
 			if err != nil || n.Load() != 2 || len(waits) != 1 {
@@ -399,11 +385,7 @@ func TestFailuresRetried(t *testing.T) {
 // A 429 waits as long as Google's RetryInfo asks, in the body.
 func TestRateLimitRetryInfo(t *testing.T) {
 	t.Parallel()
-	h, n := pt.Attempts(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(429)
-		io.WriteString(w, `{"error":{"code":429,"message":"You exceeded your current quota.","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaMetric":"generativelanguage.googleapis.com/generate_content_free_tier_requests"}]},{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"37s"}]}}`)
-	}, ok)
+	h, n := fakemodel.Attempts(fakemodel.JSON(429, `{"error":{"code":429,"message":"You exceeded your current quota.","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaMetric":"generativelanguage.googleapis.com/generate_content_free_tier_requests"}]},{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"37s"}]}}`), ok)
 	p := server(t, h)
 	parts, waits, err := pt.StreamAll(t, p, hi, model.StreamOptions{})
 	if err != nil || n.Load() != 2 || len(waits) != 1 || waits[0] != 37*time.Second {
@@ -435,9 +417,9 @@ func TestErrorAnswers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			h, n := pt.Attempts(func(w http.ResponseWriter, r *http.Request) {
+			h, n := fakemodel.Attempts(func(w http.ResponseWriter, r *http.Request) {
 				if tt.status == 200 {
-					pt.ServeSSE(w, []byte(tt.body), false)
+					fakemodel.ServeSSE(w, []byte(tt.body), false)
 					return
 				}
 				w.Header().Set("Content-Type", "text/event-stream") // as Google answers a streaming request
@@ -460,15 +442,8 @@ func TestStallAndIdleTimeout(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	defer close(release)
-	silent := func(w http.ResponseWriter, r *http.Request) {
-		pt.ServeSSE(w, []byte(stream("", `[{"text":"lost"}]`)), false)
-		w.(http.Flusher).Flush()
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}
-	h, n := pt.Attempts(silent, ok)
+	silent := fakemodel.Stall(fakemodel.SSE(stream("", `[{"text":"lost"}]`)), release)
+	h, n := fakemodel.Attempts(silent, ok)
 	p := server(t, h)
 	clock := modeltest.NewClock(time.Unix(0, 0))
 	opts := model.StreamOptions{
@@ -524,7 +499,7 @@ func TestFallbackToGenerateContent(t *testing.T) {
 	p := server(t, func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, ":streamGenerateContent") {
 			streamed.Add(1)
-			pt.ServeSSE(w, []byte(`data: {"error":{"code":503,"message":"overloaded","status":"UNAVAILABLE"}}`+"\n\n"), false)
+			fakemodel.ServeSSE(w, []byte(`data: {"error":{"code":503,"message":"overloaded","status":"UNAVAILABLE"}}`+"\n\n"), false)
 			return
 		}
 		whole.Add(1)
@@ -546,10 +521,9 @@ func TestFallbackToGenerateContent(t *testing.T) {
 func TestEarlyBreakReleasesConnection(t *testing.T) {
 	t.Parallel()
 	gone := make(chan struct{})
+	stall := fakemodel.Stall(fakemodel.SSE(stream("", `[{"text":"Hi"}]`)), nil)
 	p := server(t, func(w http.ResponseWriter, r *http.Request) {
-		pt.ServeSSE(w, []byte(stream("", `[{"text":"Hi"}]`)), false)
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
+		stall(w, r)
 		close(gone)
 	})
 	for part, err := range model.Stream(t.Context(), p, hi, model.StreamOptions{}) {

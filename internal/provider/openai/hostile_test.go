@@ -2,7 +2,6 @@ package openai
 
 import (
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -10,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	pt "github.com/sluicehq/sluice/internal/provider/providertest"
 	"github.com/sluicehq/sluice/model"
 )
@@ -32,10 +32,7 @@ func TestCompleteErrorDocuments(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.body, func(t *testing.T) {
 			t.Parallel()
-			p := server(t, func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "application/json")
-				io.WriteString(w, tt.body)
-			})
+			p := server(t, fakemodel.JSON(http.StatusOK, tt.body))
 			_, err := p.Complete(t.Context(), hi)
 			if tt.message == "" {
 				if !errors.Is(err, model.ErrMalformedEvent) {
@@ -55,10 +52,7 @@ func TestCompleteErrorDocuments(t *testing.T) {
 // stream.
 func TestCompleteContentParts(t *testing.T) {
 	t.Parallel()
-	p := server(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"magistral-small-2507","choices":[{"index":0,"message":{"role":"assistant","content":[{"type":"thinking","thinking":[{"type":"text","text":"Short."}]},{"type":"text","text":"Yes."}]},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":7}}`)
-	})
+	p := server(t, fakemodel.JSON(http.StatusOK, `{"id":"c1","object":"chat.completion","model":"magistral-small-2507","choices":[{"index":0,"message":{"role":"assistant","content":[{"type":"thinking","thinking":[{"type":"text","text":"Short."}]},{"type":"text","text":"Yes."}]},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":7}}`))
 	r, err := p.Complete(t.Context(), hi)
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	pt "github.com/sluicehq/sluice/internal/provider/providertest"
 	"github.com/sluicehq/sluice/model"
 )
@@ -89,7 +90,7 @@ func TestFixtures(t *testing.T) {
 			}
 			var first []model.Part
 			for _, v := range variants {
-				p := server(t, func(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, v.body, v.oneByte) })
+				p := server(t, func(w http.ResponseWriter, r *http.Request) { fakemodel.ServeSSE(w, v.body, v.oneByte) })
 				parts, waits, err := pt.StreamAll(t, p, hi, model.StreamOptions{})
 				if err != nil || len(waits) > 0 {
 					t.Fatalf("%s: %v after %d retries", v.name, err, len(waits))
@@ -202,7 +203,7 @@ func TestToolCallReassembly(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			body := chunks(tt.deltas, "tool_calls")
-			p := server(t, func(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, []byte(body), false) })
+			p := server(t, fakemodel.SSE(body))
 			parts, err := pt.Attempt(t, p, hi)
 			if err != nil {
 				t.Fatal(err)
@@ -221,7 +222,7 @@ func TestStopReasons(t *testing.T) {
 	t.Parallel()
 	for finish, want := range map[string]string{"stop": model.StopEndTurn, "length": model.StopMaxTokens, "content_filter": model.StopRefusal, "tool_calls": model.StopToolUse, "something_new": "something_new"} {
 		body := chunks([]string{`{"content":"x"}`}, finish)
-		p := server(t, func(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, []byte(body), false) })
+		p := server(t, fakemodel.SSE(body))
 		parts, err := pt.Attempt(t, p, hi)
 		if err != nil {
 			t.Fatal(err)
@@ -234,7 +235,7 @@ func TestStopReasons(t *testing.T) {
 
 var okBody = chunks([]string{`{"role":"assistant","content":"Hi"}`}, "stop")
 
-func ok(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, []byte(okBody), false) }
+var ok = fakemodel.SSE(okBody)
 
 func TestFailuresRetried(t *testing.T) {
 	t.Parallel()
@@ -244,24 +245,17 @@ func TestFailuresRetried(t *testing.T) {
 		first http.HandlerFunc
 		want  error
 	}{
-		{"no [DONE]", func(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, []byte(withoutDone), false) }, model.ErrIncomplete},
-		{"[DONE] first", func(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, []byte("data: [DONE]\n\n"), false) }, model.ErrIncomplete},
-		{"error chunk mid-stream", func(w http.ResponseWriter, r *http.Request) {
-			pt.ServeSSE(w, []byte(withoutDone[:strings.Index(withoutDone, "\n\n")+2]+`data: {"error":{"message":"Upstream overloaded","code":502}}`+"\n\n"), false)
-		}, &model.APIError{}},
-		{"finish_reason error", func(w http.ResponseWriter, r *http.Request) {
-			pt.ServeSSE(w, []byte(chunks([]string{`{"content":"x"}`}, "error")), false)
-		}, &model.APIError{}},
-		{"html page", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/html")
-			io.WriteString(w, "<!doctype html><title>502</title>")
-		}, model.ErrNotEventStream},
-		{"connection reset", pt.ResetAfter(okBody, 20), nil},
+		{"no [DONE]", fakemodel.SSE(withoutDone), model.ErrIncomplete},
+		{"[DONE] first", fakemodel.SSE("data: [DONE]\n\n"), model.ErrIncomplete},
+		{"error chunk mid-stream", fakemodel.SSE(withoutDone[:strings.Index(withoutDone, "\n\n")+2] + `data: {"error":{"message":"Upstream overloaded","code":502}}` + "\n\n"), &model.APIError{}},
+		{"finish_reason error", fakemodel.SSE(chunks([]string{`{"content":"x"}`}, "error")), &model.APIError{}},
+		{"html page", fakemodel.Page("text/html", "<!doctype html><title>502</title>"), model.ErrNotEventStream},
+		{"connection reset", fakemodel.ResetAfter(okBody, 20), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			h, n := pt.Attempts(tt.first, ok)
+			h, n := fakemodel.Attempts(tt.first, ok)
 			p := server(t, h)
 			parts, waits, err := pt.StreamAll(t, p, hi, model.StreamOptions{})
 			if err != nil || n.Load() != 2 || len(waits) != 1 {
@@ -306,11 +300,7 @@ func TestErrorAnswers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.status, tt.message), func(t *testing.T) {
 			t.Parallel()
-			h, n := pt.Attempts(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(tt.status)
-				io.WriteString(w, tt.body)
-			}, ok)
+			h, n := fakemodel.Attempts(fakemodel.JSON(tt.status, tt.body), ok)
 			p := server(t, h)
 			_, _, err := pt.StreamAll(t, p, hi, model.StreamOptions{})
 			if tt.retried {
@@ -407,7 +397,7 @@ func TestComplete(t *testing.T) {
 		json.NewDecoder(r.Body).Decode(&req)
 		if req.Stream {
 			streamed.Add(1)
-			pt.ServeSSE(w, []byte(`data: {"error":{"message":"overloaded"}}`+"\n\n"), false)
+			fakemodel.ServeSSE(w, []byte(`data: {"error":{"message":"overloaded"}}`+"\n\n"), false)
 			return
 		}
 		completed.Add(1)
@@ -432,10 +422,9 @@ func TestComplete(t *testing.T) {
 func TestEarlyBreakReleasesConnection(t *testing.T) {
 	t.Parallel()
 	gone := make(chan struct{})
+	stall := fakemodel.Stall(fakemodel.SSE(strings.TrimSuffix(okBody, "data: [DONE]\n\n")), nil)
 	p := server(t, func(w http.ResponseWriter, r *http.Request) {
-		pt.ServeSSE(w, []byte(strings.TrimSuffix(okBody, "data: [DONE]\n\n")), false)
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
+		stall(w, r)
 		close(gone)
 	})
 	for part, err := range model.Stream(t.Context(), p, hi, model.StreamOptions{}) {

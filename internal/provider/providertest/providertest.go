@@ -1,67 +1,17 @@
-// Package providertest holds what the providers' tests share: test servers
-// that deliver a body whole or one byte per write, fail on cue or reset
-// the connection, and helpers that run model.Stream with recorded backoff.
+// Package providertest holds what the providers' tests share besides their
+// fake servers (fakemodel's fault handlers): helpers that run model.Stream
+// with recorded backoff, accumulate its parts and watch the client's reads.
 package providertest
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/model"
 )
-
-// ServeSSE writes body as an event stream, whole or one byte per write
-// (flushed, so that every byte boundary is a read boundary).
-func ServeSSE(w http.ResponseWriter, body []byte, oneByte bool) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
-	if !oneByte {
-		w.Write(body)
-		return
-	}
-	f := w.(http.Flusher)
-	for i := range body {
-		if _, err := w.Write(body[i : i+1]); err != nil {
-			return
-		}
-		f.Flush()
-	}
-}
-
-// Attempts serves the n-th request with the n-th handler (418 past the
-// last) and counts the requests.
-func Attempts(handlers ...http.HandlerFunc) (http.HandlerFunc, *atomic.Int32) {
-	var n atomic.Int32
-	return func(w http.ResponseWriter, r *http.Request) {
-		i := int(n.Add(1)) - 1
-		if i >= len(handlers) {
-			http.Error(w, "no more attempts", http.StatusTeapot)
-			return
-		}
-		handlers[i](w, r)
-	}, &n
-}
-
-// ResetAfter writes the first n bytes of body as a 200 event stream, then
-// resets the connection (TCP RST).
-func ResetAfter(body string, n int) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		conn, buf, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			panic(err)
-		}
-		fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:n])
-		buf.Flush()
-		conn.(*net.TCPConn).SetLinger(0)
-		conn.Close()
-	}
-}
 
 // StreamAll runs model.Stream for req, recording the backoff waits instead
 // of sleeping them, and returns the parts and the final error.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	pt "github.com/sluicehq/sluice/internal/provider/providertest"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/model/modeltest"
@@ -28,7 +29,7 @@ var okBody = stream(completed,
 	`{"type":"response.output_text.delta","output_index":0,"content_index":0,"delta":"Hi"}`,
 	`{"type":"response.output_item.done","output_index":0,"item":{"type":"message","content":[{"type":"output_text","text":"Hi"}]}}`)
 
-func ok(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, []byte(okBody), false) }
+var ok = fakemodel.SSE(okBody)
 
 // head is okBody up to (not including) the event that holds marker.
 func head(marker string) string {
@@ -45,30 +46,17 @@ func TestFailuresRetried(t *testing.T) {
 		first http.HandlerFunc
 		want  error
 	}{
-		{"no final event", func(w http.ResponseWriter, r *http.Request) {
-			pt.ServeSSE(w, []byte(head("response.completed")), false)
-		}, model.ErrIncomplete},
-		{"error event after 200, mid-stream", func(w http.ResponseWriter, r *http.Request) {
-			pt.ServeSSE(w, []byte(head("response.output_item.done")+"event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"The server had an error while processing your request.\"}\n\n"), false)
-		}, &model.APIError{}},
-		{"response.failed after 200", func(w http.ResponseWriter, r *http.Request) {
-			pt.ServeSSE(w, []byte(head("response.output_item.done")+"event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"boom\"}}}\n\n"), false)
-		}, &model.APIError{}},
-		{"200 with an HTML page", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/html")
-			io.WriteString(w, "<!doctype html><title>502 Bad Gateway</title>")
-		}, model.ErrNotEventStream},
-		{"connection reset mid-stream", pt.ResetAfter(okBody, len(head("response.output_text.delta"))+40), nil},
-		{"503", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(503)
-			io.WriteString(w, `{"error":{"message":"The engine is currently overloaded","type":"server_error"}}`)
-		}, &model.APIError{}},
+		{"no final event", fakemodel.SSE(head("response.completed")), model.ErrIncomplete},
+		{"error event after 200, mid-stream", fakemodel.SSE(head("response.output_item.done") + "event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"The server had an error while processing your request.\"}\n\n"), &model.APIError{}},
+		{"response.failed after 200", fakemodel.SSE(head("response.output_item.done") + "event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"boom\"}}}\n\n"), &model.APIError{}},
+		{"200 with an HTML page", fakemodel.Page("text/html", "<!doctype html><title>502 Bad Gateway</title>"), model.ErrNotEventStream},
+		{"connection reset mid-stream", fakemodel.ResetAfter(okBody, len(head("response.output_text.delta"))+40), nil},
+		{"503", fakemodel.JSON(503, `{"error":{"message":"The engine is currently overloaded","type":"server_error"}}`), &model.APIError{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			h, n := pt.Attempts(tt.first, ok)
+			h, n := fakemodel.Attempts(tt.first, ok)
 			p := server(t, h)
 			parts, waits, err := pt.StreamAll(t, p, hi, model.StreamOptions{})
 			if err != nil || n.Load() != 2 || len(waits) != 1 {
@@ -99,12 +87,7 @@ func TestFailuresRetried(t *testing.T) {
 // A 429 waits as long as retry-after asks.
 func TestRateLimitRetryAfter(t *testing.T) {
 	t.Parallel()
-	h, n := pt.Attempts(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("retry-after", "7")
-		w.WriteHeader(429)
-		io.WriteString(w, `{"error":{"message":"Rate limit reached for gpt-5","type":"requests","code":"rate_limit_exceeded"}}`)
-	}, ok)
+	h, n := fakemodel.Attempts(fakemodel.JSON(429, `{"error":{"message":"Rate limit reached for gpt-5","type":"requests","code":"rate_limit_exceeded"}}`, "retry-after", "7"), ok)
 	p := server(t, h)
 	_, waits, err := pt.StreamAll(t, p, hi, model.StreamOptions{})
 	if err != nil || n.Load() != 2 || len(waits) != 1 || waits[0] != 7*time.Second {
@@ -131,9 +114,9 @@ func TestErrorAnswers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.status, tt.message), func(t *testing.T) {
 			t.Parallel()
-			h, n := pt.Attempts(func(w http.ResponseWriter, r *http.Request) {
+			h, n := fakemodel.Attempts(func(w http.ResponseWriter, r *http.Request) {
 				if tt.status == 200 {
-					pt.ServeSSE(w, []byte(tt.body), false)
+					fakemodel.ServeSSE(w, []byte(tt.body), false)
 					return
 				}
 				w.Header().Set("Content-Type", "application/json")
@@ -156,12 +139,8 @@ func TestErrorAnswers(t *testing.T) {
 // given up at the idle timeout and retried.
 func TestStallTimesOut(t *testing.T) {
 	t.Parallel()
-	stalled := func(w http.ResponseWriter, r *http.Request) {
-		pt.ServeSSE(w, []byte(head("response.output_text.delta")), false)
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	}
-	h, n := pt.Attempts(stalled, ok)
+	stalled := fakemodel.Stall(fakemodel.SSE(head("response.output_text.delta")), nil)
+	h, n := fakemodel.Attempts(stalled, ok)
 	p := server(t, h)
 	clock := modeltest.NewClock(time.Unix(0, 0))
 	opts := model.StreamOptions{Clock: clock, StallWarning: 10 * time.Second, IdleTimeout: time.Minute,
@@ -217,7 +196,7 @@ func TestComplete(t *testing.T) {
 		json.NewDecoder(r.Body).Decode(&req)
 		if req.Stream {
 			streamed.Add(1)
-			pt.ServeSSE(w, []byte("event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"overloaded\"}\n\n"), false)
+			fakemodel.ServeSSE(w, []byte("event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"overloaded\"}\n\n"), false)
 			return
 		}
 		completes.Add(1)
@@ -241,10 +220,7 @@ func TestComplete(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 	for _, body := range []string{`{}`, `{"id":"resp_1"}`, `[]`} {
-		p := server(t, func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			io.WriteString(w, body)
-		})
+		p := server(t, fakemodel.JSON(http.StatusOK, body))
 		if _, err := p.Complete(t.Context(), hi); !errors.Is(err, model.ErrMalformedEvent) {
 			t.Fatalf("%s: err = %v", body, err)
 		}
@@ -254,10 +230,9 @@ func TestComplete(t *testing.T) {
 func TestEarlyBreakReleasesConnection(t *testing.T) {
 	t.Parallel()
 	gone := make(chan struct{})
+	stall := fakemodel.Stall(fakemodel.SSE(head("response.completed")), nil)
 	p := server(t, func(w http.ResponseWriter, r *http.Request) {
-		pt.ServeSSE(w, []byte(head("response.completed")), false)
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
+		stall(w, r)
 		close(gone)
 	})
 	for part, err := range model.Stream(t.Context(), p, hi, model.StreamOptions{}) {
@@ -361,18 +336,18 @@ func TestRequest(t *testing.T) {
 func TestToolRoundTrip(t *testing.T) {
 	t.Parallel()
 	var bodies []map[string]any
-	h, _ := pt.Attempts(
+	h, _ := fakemodel.Attempts(
 		func(w http.ResponseWriter, r *http.Request) {
 			var b map[string]any
 			json.NewDecoder(r.Body).Decode(&b)
 			bodies = append(bodies, b)
-			pt.ServeSSE(w, fixture(t, "encrypted_reasoning_tool_call.sse"), false)
+			fakemodel.ServeSSE(w, fixture(t, "encrypted_reasoning_tool_call.sse"), false)
 		},
 		func(w http.ResponseWriter, r *http.Request) {
 			var b map[string]any
 			json.NewDecoder(r.Body).Decode(&b)
 			bodies = append(bodies, b)
-			pt.ServeSSE(w, fixture(t, "codex_max_final_text.sse"), false)
+			fakemodel.ServeSSE(w, fixture(t, "codex_max_final_text.sse"), false)
 		})
 	p := server(t, h)
 	req := &model.Request{Model: "gpt-5.1-codex-max", Messages: []model.Message{{Role: model.RoleUser, Content: []model.Content{text("12+7, then ×3, then ×10")}}}}
@@ -422,8 +397,8 @@ func TestBuiltinToolProgressKeepsAlive(t *testing.T) {
 	end := strings.TrimPrefix(stream(completed,
 		`{"type":"response.output_item.done","output_index":0,"item":{"id":"ci_1","type":"code_interpreter_call","status":"completed","code":"import time; time.sleep(300)"}}`,
 		`{"type":"response.output_text.delta","output_index":1,"content_index":0,"delta":"Slept."}`), strings.SplitAfter(stream(""), "\n\n")[0])
-	h, n := pt.Attempts(func(w http.ResponseWriter, r *http.Request) {
-		pt.ServeSSE(w, []byte(begin), false)
+	h, n := fakemodel.Attempts(func(w http.ResponseWriter, r *http.Request) {
+		fakemodel.ServeSSE(w, []byte(begin), false)
 		w.(http.Flusher).Flush()
 		for {
 			select {

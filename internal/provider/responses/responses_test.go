@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	pt "github.com/sluicehq/sluice/internal/provider/providertest"
 	"github.com/sluicehq/sluice/model"
 )
@@ -221,7 +222,7 @@ func TestFixtures(t *testing.T) {
 		t.Run(tt.file, func(t *testing.T) {
 			t.Parallel()
 			raw := fixture(t, tt.file)
-			p := server(t, func(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, raw, false) })
+			p := server(t, func(w http.ResponseWriter, r *http.Request) { fakemodel.ServeSSE(w, raw, false) })
 			parts, waits, err := pt.StreamAll(t, p, hi, model.StreamOptions{})
 			if err != nil || len(waits) > 0 {
 				t.Fatalf("%v after %d retries", err, len(waits))

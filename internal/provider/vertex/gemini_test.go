@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/provider/gemini"
 	pt "github.com/sluicehq/sluice/internal/provider/providertest"
 	"github.com/sluicehq/sluice/model"
@@ -32,7 +33,7 @@ func TestGeminiModel(t *testing.T) {
 		if r.URL.RawQuery != "alt=sse" {
 			t.Errorf("query %q", r.URL.RawQuery)
 		}
-		pt.ServeSSE(w, raw, true)
+		fakemodel.ServeSSE(w, raw, true)
 	})
 	req := &model.Request{Model: "gemini-2.5-pro", MaxTokens: 50, Messages: []model.Message{
 		{Role: model.RoleUser, Content: []model.Content{{Type: model.ContentText, Text: "root of 132413?"}}},
@@ -76,7 +77,7 @@ func TestGeminiErrorsAndFallback(t *testing.T) {
 			w.WriteHeader(429)
 			io.WriteString(w, `{"error":{"code":429,"message":"Resource exhausted. Please try again later.","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"2.5s"}]}}`)
 		default:
-			pt.ServeSSE(w, []byte(`data: {"error":{"code":503,"message":"overloaded","status":"UNAVAILABLE"}}`+"\n\n"), false)
+			fakemodel.ServeSSE(w, []byte(`data: {"error":{"code":503,"message":"overloaded","status":"UNAVAILABLE"}}`+"\n\n"), false)
 		}
 	})
 	req := &model.Request{Model: "gemini-2.5-flash", Messages: hi.Messages}

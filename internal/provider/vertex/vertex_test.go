@@ -28,6 +28,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/sluicehq/sluice/internal/fakemodel"
 	"github.com/sluicehq/sluice/internal/provider/anthropic"
 	pt "github.com/sluicehq/sluice/internal/provider/providertest"
 	"github.com/sluicehq/sluice/internal/provider/vertex/gcpauth"
@@ -197,7 +198,7 @@ const miniStream = "event: message_start\ndata: {\"type\":\"message_start\",\"me
 	"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":2}}\n\n" +
 	"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
 
-func ok(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, []byte(miniStream), false) }
+var ok = fakemodel.SSE(miniStream)
 
 // The recorded streams give, through Vertex AI, the parts they give from
 // the Messages API.
@@ -220,7 +221,7 @@ func TestFixtures(t *testing.T) {
 				want = append(want, p)
 				return true
 			})
-			p, _, _ := server(t, func(w http.ResponseWriter, r *http.Request) { pt.ServeSSE(w, raw, true) })
+			p, _, _ := server(t, func(w http.ResponseWriter, r *http.Request) { fakemodel.ServeSSE(w, raw, true) })
 			parts, err := pt.Attempt(t, p, hi)
 			if err != nil {
 				t.Fatal(err)
@@ -301,28 +302,15 @@ func TestFailuresRetried(t *testing.T) {
 		first http.HandlerFunc
 		want  func(error) bool
 	}{
-		{"overloaded error event", func(w http.ResponseWriter, r *http.Request) {
-			pt.ServeSSE(w, []byte(cut("event: content_block_stop")+"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"), false)
-		}, func(err error) bool {
+		{"overloaded error event", fakemodel.SSE(cut("event: content_block_stop") + "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"), func(err error) bool {
 			var e *model.APIError
 			return errors.As(err, &e) && e.Type == "overloaded_error" && e.Provider == "vertex"
 		}},
-		{"no message_stop", func(w http.ResponseWriter, r *http.Request) {
-			pt.ServeSSE(w, []byte(cut("event: message_stop")), false)
-		}, is(model.ErrIncomplete)},
-		{"cut inside an event", func(w http.ResponseWriter, r *http.Request) {
-			pt.ServeSSE(w, []byte(miniStream[:strings.Index(miniStream, `"Hi"`)]), false)
-		}, is(model.ErrIncomplete)},
-		{"html page", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/html")
-			io.WriteString(w, "<html><body>Sign in</body></html>")
-		}, is(model.ErrNotEventStream)},
-		{"connection reset", pt.ResetAfter(miniStream, strings.Index(miniStream, "event: content_block_delta")), func(error) bool { return true }},
-		{"429 quota", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusTooManyRequests)
-			io.WriteString(w, `{"error":{"code":429,"message":"Quota exceeded for aiplatform.googleapis.com/online_prediction_requests_per_base_model","status":"RESOURCE_EXHAUSTED"}}`)
-		}, func(err error) bool {
+		{"no message_stop", fakemodel.SSE(cut("event: message_stop")), is(model.ErrIncomplete)},
+		{"cut inside an event", fakemodel.SSE(miniStream[:strings.Index(miniStream, `"Hi"`)]), is(model.ErrIncomplete)},
+		{"html page", fakemodel.Page("text/html", "<html><body>Sign in</body></html>"), is(model.ErrNotEventStream)},
+		{"connection reset", fakemodel.ResetAfter(miniStream, strings.Index(miniStream, "event: content_block_delta")), func(error) bool { return true }},
+		{"429 quota", fakemodel.JSON(http.StatusTooManyRequests, `{"error":{"code":429,"message":"Quota exceeded for aiplatform.googleapis.com/online_prediction_requests_per_base_model","status":"RESOURCE_EXHAUSTED"}}`), func(err error) bool {
 			var e *model.APIError
 			return errors.As(err, &e) && e.Status == 429 && strings.Contains(e.Message, "Quota exceeded")
 		}},
@@ -334,7 +322,7 @@ func TestFailuresRetried(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			h, n := pt.Attempts(tt.first, ok)
+			h, n := fakemodel.Attempts(tt.first, ok)
 			p, _, _ := server(t, h)
 			parts, waits, err := pt.StreamAll(t, p, hi, model.StreamOptions{})
 			if err != nil {
@@ -369,7 +357,7 @@ func TestNotRetried(t *testing.T) {
 	} {
 		t.Run(fmt.Sprint(tt.status), func(t *testing.T) {
 			t.Parallel()
-			h, n := pt.Attempts(func(w http.ResponseWriter, r *http.Request) {
+			h, n := fakemodel.Attempts(func(w http.ResponseWriter, r *http.Request) {
 				w.WriteHeader(tt.status)
 				io.WriteString(w, tt.body)
 			}, ok)
@@ -418,15 +406,8 @@ func TestStallAndIdleTimeout(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	defer close(release)
-	silent := func(w http.ResponseWriter, r *http.Request) {
-		pt.ServeSSE(w, []byte(miniStream[:strings.Index(miniStream, "event: content_block_start")]), false)
-		w.(http.Flusher).Flush()
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}
-	h, n := pt.Attempts(silent, ok)
+	silent := fakemodel.Stall(fakemodel.SSE(miniStream[:strings.Index(miniStream, "event: content_block_start")]), release)
+	h, n := fakemodel.Attempts(silent, ok)
 	p, _, _ := server(t, h)
 	clock := modeltest.NewClock(time.Unix(0, 0))
 	opts := model.StreamOptions{
@@ -479,7 +460,7 @@ func TestFallbackToRawPredict(t *testing.T) {
 	p, _, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, ":streamRawPredict") {
 			streamed.Add(1)
-			pt.ServeSSE(w, []byte("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"), false)
+			fakemodel.ServeSSE(w, []byte("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"), false)
 			return
 		}
 		whole.Add(1)
