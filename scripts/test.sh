@@ -1,20 +1,15 @@
 #!/usr/bin/env bash
 # The project's tests: the quality gates (gofmt, go vet, staticcheck pinned
-# as a module tool), every package under the race detector, the page's
-# JavaScript reducer, a load check, then each fuzz target for a fixed number
-# of executions. CI (.ci/run) runs exactly this.
+# as a module tool), every package under the race detector (each fuzz
+# target's seed corpus included), the page's JavaScript reducer, the real
+# clients, a load check. CI (.ci/run) runs exactly this.
+#
+# Fuzzing itself is scripts/fuzz.sh: its coverage-instrumented build of
+# the whole dependency graph cost ~420 s of CPU on a cold cache, more than
+# CI's 15 minutes on 2 cores could hold beside the race build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Fuzz budgets are execution counts, not durations: Go 1.26's coordinator
-# can fail a target with a bare "context deadline exceeded" at a -fuzztime
-# duration's end when its workers are starved (golang/go#75804, fixed in
-# Go 1.27). A count sets no deadline, so only a real finding fails the run,
-# and the work done no longer depends on how loaded the machine is.
-# 5,000 each: with 28 targets, 20,000 cost ~200 s of the CI budget (15
-# minutes on 2 cores with a cold build cache); FUZZEXECS=100000 for a
-# longer local run.
-fuzzexecs=${FUZZEXECS:-5000}
 start=$SECONDS
 phase() { echo "== $* (at $((SECONDS - start))s)"; }
 
@@ -22,18 +17,13 @@ phase() { echo "== $* (at $((SECONDS - start))s)"; }
 # built as a release is (scripts/build.sh: static, CGO_ENABLED=0).
 bin=$(mktemp -d)
 # On exit, every background job is stopped with its children, parent first
-# (a go test -c started by the fuzz prebuild's loop would otherwise outlive
-# the script, and a loop not yet stopped would start the next one).
+# (the crosscheck's go run and the npm installs start processes of their
+# own, which would otherwise outlive a failed run).
 killtree() { local c cs; cs=$(cat /proc/"$1"/task/*/children 2>/dev/null || true); kill "$1" 2>/dev/null || true; for c in $cs; do killtree "$c"; done; }
 trap 'for j in $(jobs -p); do killtree "$j"; done; rm -rf "$bin"' EXIT
 phase scripts/build.sh
 ./scripts/build.sh "$bin/sluice"
 export SLUICE_BIN="$bin/sluice"
-
-# The fuzz targets' packages, found rather than listed, so that a new
-# target runs without editing this file.
-targets=$(grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' . | sed 's/:func / /' | sort -u)
-[ -n "$targets" ] || { echo "no fuzz targets found" >&2; exit 1; }
 
 # The real clients' npm packages, pinned by their lock files, install
 # while the race tests run: the installs mostly wait on the registry (the
@@ -48,20 +38,9 @@ npmdone() { wait "${npmjob[$1]}" || { cat "$bin/npm-$1.out" >&2; echo "npm ci of
 
 # While the race tests run they leave a core idle for long stretches
 # (waiting on terminals, servers and child processes). At the lowest
-# priority, two later steps use it: the darwin type-check, and the fuzz
-# targets' builds (coverage-instrumented, so they share no package with
-# the race build: ~150 s of compiling on a cold cache). Their phases then
-# find the work done, or finish it.
+# priority, the darwin type-check uses it; its phase then finds it done.
 (nice -n 19 go run ./internal/crosscheck darwin/arm64 >"$bin/crosscheck.out" 2>&1) &
 crosscheck=$!
-# Each package's fuzz test binary is linked once, here, and run once per
-# target below (a go test -fuzz per target linked it again every time).
-fuzzbin() { echo "$bin/fuzz/$(tr / _ <<<"${1#./}").test"; }
-mkdir "$bin/fuzz"
-(for pkg in $(awk '{print $1}' <<<"$targets" | xargs -n1 dirname | sort -u); do
-  nice -n 19 go test -c -ldflags=-w -fuzz=. -o "$(fuzzbin "$pkg")" "./${pkg#./}" >/dev/null 2>&1 || true
-done) &
-prebuild=$!
 
 # -ldflags=-w: test binaries without DWARF (a debugger's tables; stack
 # traces do not use them) link with about 30% less CPU; a run links ~48
@@ -103,20 +82,4 @@ phase "load check: sessions streaming over WebSocket through a real sluice serve
 # CGO_ENABLED=0 like the binary: the packages it shares with it are built once.
 CGO_ENABLED=0 go run ./internal/web/cmd/loadcheck -sluice "$SLUICE_BIN" -sessions 20
 
-phase "fuzz (${fuzzexecs} executions each)"
-# The builds started before the race tests finish first (a build that
-# failed there fails again below, with its message). Each binary runs in
-# its package's directory (testdata/fuzz holds the seed corpus) with the
-# flags go test would give it, the fuzz cache where go test keeps it.
-wait "$prebuild" || true
-fuzzcache=$(go env GOCACHE)/fuzz
-while read -r file target; do
-  pkg=./$(dirname "${file#./}")
-  test=$(fuzzbin "$pkg")
-  [ -x "$test" ] || go test -c -ldflags=-w -fuzz=. -o "$test" "$pkg"
-  cachedir=$fuzzcache/$(go list "$pkg")
-  echo "-- $pkg $target"
-  (cd "$pkg" && "$test" -test.paniconexit0 -test.timeout=10m -test.run='^$' \
-    -test.fuzz="^${target}\$" -test.fuzztime="${fuzzexecs}x" -test.fuzzcachedir="$cachedir")
-done <<<"$targets"
 phase ok
