@@ -346,23 +346,11 @@ func TestMigrateAfterCrash(t *testing.T) {
 			write(t, path+".migrating", copyA(t))
 		}},
 		{"after the old file was renamed", func(t *testing.T, path string) {
-			path2, _ := fixture(t, t.TempDir(), "b.db", "b.json")
-			open(t, path2).Close()
-			data, err := os.ReadFile(path2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			write(t, path+".migrating", data)
+			write(t, path+".migrating", migratedB(t))
 			move(t, path, path+".sqlite")
 		}},
 		{"after the WAL was renamed", func(t *testing.T, path string) {
-			path2, _ := fixture(t, t.TempDir(), "b.db", "b.json")
-			open(t, path2).Close()
-			data, err := os.ReadFile(path2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			write(t, path+".migrating", data)
+			write(t, path+".migrating", migratedB(t))
 			move(t, path, path+".sqlite")
 			move(t, path+"-wal", path+".sqlite-wal")
 		}},
@@ -410,4 +398,17 @@ func TestStaleCopy(t *testing.T) {
 	if _, err := os.Stat(path + ".migrating"); err == nil {
 		t.Error("the stale copy is left")
 	}
+}
+
+// migratedB is the bbolt file that fixture b migrates to: a finished copy
+// of another state, for the crash points after the copy committed.
+func migratedB(t *testing.T) []byte {
+	t.Helper()
+	path, _ := fixture(t, t.TempDir(), "b.db", "b.json")
+	open(t, path).Close()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
