@@ -19,6 +19,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if path := os.Getenv("STORE_TEST_HOLD_SQLITE"); path != "" {
+		holdSQLite(path) // the test binary as an old relay's process
+		return
+	}
 	code := m.Run()
 	if shared.pg != nil {
 		shared.pg.Close()

@@ -43,6 +43,15 @@ func migrateSQLite(path string) error {
 			return err
 		}
 	}
+	if old {
+		// An older relay still running on the file would go on writing to
+		// it after the copy, and what it wrote would be lost.
+		if pid, err := sqliteHolder(path); err != nil {
+			return fmt.Errorf("check whether %s is in use: %w", path, err)
+		} else if pid != 0 {
+			return fmt.Errorf("it is open in process %d (a relay from before this version, still running?): stop that, then start this one, which moves the state to its new format", pid)
+		}
+	}
 	db, err := openCopy(tmp)
 	if err != nil {
 		return err
