@@ -3,14 +3,7 @@ package vertex
 import (
 	"bytes"
 	"context"
-	"crypto"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +25,7 @@ import (
 	"github.com/sluicehq/sluice/internal/provider/anthropic"
 	pt "github.com/sluicehq/sluice/internal/provider/providertest"
 	"github.com/sluicehq/sluice/internal/provider/vertex/gcpauth"
+	"github.com/sluicehq/sluice/internal/provider/vertex/gcpauth/gcpauthtest"
 	"github.com/sluicehq/sluice/model"
 	"github.com/sluicehq/sluice/model/modeltest"
 )
@@ -42,84 +36,17 @@ const (
 	project     = "sluice-test-project"
 	region      = "us-east5"
 	accessToken = "ya29.test-access-token-secret"
-	clientEmail = "sluice@sluice-test-project.iam.gserviceaccount.com"
 )
 
 var hi = &model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: []model.Content{{Type: model.ContentText, Text: "hi"}}}}}
-
-// key is the service account's key, made once: RSA generation is slow.
-var key = sync.OnceValue(func() *rsa.PrivateKey {
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		panic(err)
-	}
-	return k
-})
-
-// tokenServer is a local OAuth token endpoint for a service account: it
-// checks the JWT bearer grant (signed with the account's key, for the
-// cloud-platform scope) and issues accessToken.
-type tokenServer struct {
-	t      *testing.T
-	issued atomic.Int32
-}
-
-func (s *tokenServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if err := r.ParseForm(); err != nil || r.PostForm.Get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer" {
-		s.t.Errorf("token request %v: %v", r.PostForm, err)
-		http.Error(w, `{"error":"invalid_grant"}`, http.StatusBadRequest)
-		return
-	}
-	if err := verifyJWT(r.PostForm.Get("assertion"), "http://"+r.Host+r.URL.Path); err != nil {
-		s.t.Errorf("assertion: %v", err)
-		http.Error(w, `{"error":"invalid_grant"}`, http.StatusBadRequest)
-		return
-	}
-	s.issued.Add(1)
-	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, `{"access_token":%q,"token_type":"Bearer","expires_in":3600}`, accessToken)
-}
-
-func verifyJWT(jwt, audience string) error {
-	parts := strings.Split(jwt, ".")
-	if len(parts) != 3 {
-		return fmt.Errorf("%d parts", len(parts))
-	}
-	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
-	if err != nil {
-		return err
-	}
-	sum := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
-	if err := rsa.VerifyPKCS1v15(&key().PublicKey, crypto.SHA256, sum[:], sig); err != nil {
-		return err
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return err
-	}
-	var claims struct{ Iss, Aud, Scope string }
-	if err := json.Unmarshal(payload, &claims); err != nil {
-		return err
-	}
-	if claims.Iss != clientEmail || claims.Aud != audience || claims.Scope != gcpauth.Scope {
-		return fmt.Errorf("claims %+v", claims)
-	}
-	return nil
-}
 
 // adcFile writes a service account's Application Default Credentials file
 // whose token_uri is tokenURL.
 func adcFile(t *testing.T, tokenURL string) string {
 	t.Helper()
-	der, err := x509.MarshalPKCS8PrivateKey(key())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(map[string]string{
-		"type": "service_account", "project_id": project, "private_key_id": "key1",
-		"private_key":  string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
-		"client_email": clientEmail, "client_id": "1234567890", "token_uri": tokenURL,
-	})
+	sa := gcpauthtest.ServiceAccount(tokenURL, false)
+	sa["project_id"] = project
+	b, _ := json.Marshal(sa)
 	path := filepath.Join(t.TempDir(), "adc.json")
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
@@ -164,9 +91,9 @@ func (f *fake) last() seen {
 
 // server starts a fake Vertex AI and token endpoint, and a provider that
 // finds its credentials in an ADC file.
-func server(t *testing.T, h http.HandlerFunc) (*Provider, *fake, *tokenServer) {
+func server(t *testing.T, h http.HandlerFunc) (*Provider, *fake, *gcpauthtest.TokenServer) {
 	t.Helper()
-	tokens := &tokenServer{t: t}
+	tokens := &gcpauthtest.TokenServer{T: t, Scope: gcpauth.Scope, Token: accessToken}
 	ts := httptest.NewServer(tokens)
 	t.Cleanup(ts.Close)
 	f := &fake{t: t, handler: h}
@@ -250,7 +177,7 @@ func TestRequest(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if n := tokens.issued.Load(); n != 1 {
+			if n := tokens.Issued.Load(); n != 1 {
 				t.Fatalf("%d tokens issued for two requests", n)
 			}
 			got := f.last()

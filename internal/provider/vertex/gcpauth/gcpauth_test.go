@@ -2,14 +2,7 @@ package gcpauth
 
 import (
 	"context"
-	"crypto"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/http"
@@ -21,18 +14,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/provider/vertex/gcpauth/gcpauthtest"
 )
-
-// key is the service account's key, made once: RSA generation is slow.
-var key = sync.OnceValue(func() *rsa.PrivateKey {
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		panic(err)
-	}
-	return k
-})
-
-const email = "sa@proj.iam.gserviceaccount.com"
 
 // clock is a settable time.
 type clock struct {
@@ -69,96 +53,6 @@ func writeJSON(t *testing.T, dir, name string, v any) string {
 	return path
 }
 
-func serviceAccountJSON(tokenURI string, pkcs1 bool) map[string]string {
-	block := &pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key())}
-	if !pkcs1 {
-		der, err := x509.MarshalPKCS8PrivateKey(key())
-		if err != nil {
-			panic(err)
-		}
-		block = &pem.Block{Type: "PRIVATE KEY", Bytes: der}
-	}
-	return map[string]string{
-		"type": "service_account", "project_id": "proj", "private_key_id": "kid1",
-		"private_key": string(pem.EncodeToMemory(block)), "client_email": email, "token_uri": tokenURI,
-	}
-}
-
-func authorizedUserJSON(tokenURI string) map[string]string {
-	return map[string]string{"type": "authorized_user", "client_id": "cid", "client_secret": "csecret", "refresh_token": "rtok", "token_uri": tokenURI}
-}
-
-// tokenServer is an OAuth token endpoint: it checks a JWT bearer grant
-// (the service account's) or a refresh-token grant (the user's), and
-// issues tok-N, valid for an hour.
-type tokenServer struct {
-	t      *testing.T
-	issued atomic.Int32
-}
-
-func (s *tokenServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if err := r.ParseForm(); err != nil {
-		s.t.Error(err)
-	}
-	switch r.PostForm.Get("grant_type") {
-	case "urn:ietf:params:oauth:grant-type:jwt-bearer":
-		if err := verifyJWT(r.PostForm.Get("assertion"), "http://"+r.Host+r.URL.Path); err != nil {
-			s.t.Errorf("assertion: %v", err)
-			http.Error(w, `{"error":"invalid_grant"}`, http.StatusBadRequest)
-			return
-		}
-	case "refresh_token":
-		if r.PostForm.Get("refresh_token") != "rtok" || r.PostForm.Get("client_id") != "cid" || r.PostForm.Get("client_secret") != "csecret" {
-			s.t.Errorf("refresh grant %v", r.PostForm)
-		}
-	default:
-		s.t.Errorf("grant %v", r.PostForm)
-		http.Error(w, `{"error":"unsupported_grant_type"}`, http.StatusBadRequest)
-		return
-	}
-	n := s.issued.Add(1)
-	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, `{"access_token":"tok-%d","token_type":"Bearer","expires_in":3600}`, n)
-}
-
-func verifyJWT(jwt, audience string) error {
-	parts := strings.Split(jwt, ".")
-	if len(parts) != 3 {
-		return fmt.Errorf("%d parts", len(parts))
-	}
-	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
-	if err != nil {
-		return err
-	}
-	sum := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
-	if err := rsa.VerifyPKCS1v15(&key().PublicKey, crypto.SHA256, sum[:], sig); err != nil {
-		return err
-	}
-	head, err := base64.RawURLEncoding.DecodeString(parts[0])
-	if err != nil {
-		return err
-	}
-	var h struct{ Alg, Kid string }
-	if err := json.Unmarshal(head, &h); err != nil || h.Alg != "RS256" || h.Kid != "kid1" {
-		return fmt.Errorf("header %s: %v", head, err)
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return err
-	}
-	var c struct {
-		Iss, Aud, Scope string
-		Iat, Exp        int64
-	}
-	if err := json.Unmarshal(payload, &c); err != nil {
-		return err
-	}
-	if c.Iss != email || c.Aud != audience || c.Scope != Scope || c.Exp-c.Iat != 3600 {
-		return fmt.Errorf("claims %+v", c)
-	}
-	return nil
-}
-
 func noEnv(string) string { return "" }
 
 // A service account's file, named by Options.File or by
@@ -167,12 +61,12 @@ func noEnv(string) string { return "" }
 // expires.
 func TestServiceAccount(t *testing.T) {
 	t.Parallel()
-	ts := &tokenServer{t: t}
+	ts := &gcpauthtest.TokenServer{T: t, Scope: Scope}
 	srv := httptest.NewServer(ts)
 	defer srv.Close()
 	for _, pkcs1 := range []bool{false, true} {
-		ts.issued.Store(0)
-		path := writeJSON(t, t.TempDir(), "sa.json", serviceAccountJSON(srv.URL+"/token", pkcs1))
+		ts.Issued.Store(0)
+		path := writeJSON(t, t.TempDir(), "sa.json", gcpauthtest.ServiceAccount(srv.URL+"/token", pkcs1))
 		clk := &clock{t: time.Unix(1_700_000_000, 0)}
 		for i, o := range []Options{
 			{File: path, Getenv: noEnv, Now: clk.now},
@@ -196,7 +90,7 @@ func TestServiceAccount(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			if n := ts.issued.Load(); n != int32(2*i+1) {
+			if n := ts.Issued.Load(); n != int32(2*i+1) {
 				t.Fatalf("pkcs1 %v, options %d: %d tokens issued for 8 callers", pkcs1, i, n)
 			}
 			clk.add(time.Hour - 3*time.Minute) // within the refresh window (3m45s)
@@ -215,7 +109,7 @@ func TestServiceAccount(t *testing.T) {
 // CLOUDSDK_CONFIG or under the home directory.
 func TestAuthorizedUserWellKnownFile(t *testing.T) {
 	t.Parallel()
-	ts := &tokenServer{t: t}
+	ts := &gcpauthtest.TokenServer{T: t, Scope: Scope}
 	var mu sync.Mutex
 	var got string // the path of the last token request
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -226,8 +120,8 @@ func TestAuthorizedUserWellKnownFile(t *testing.T) {
 	}))
 	defer srv.Close()
 	home, cfg := t.TempDir(), t.TempDir()
-	writeJSON(t, home, ".config/gcloud/application_default_credentials.json", authorizedUserJSON(srv.URL+"/home"))
-	writeJSON(t, cfg, "application_default_credentials.json", authorizedUserJSON(srv.URL+"/cloudsdk"))
+	writeJSON(t, home, ".config/gcloud/application_default_credentials.json", gcpauthtest.AuthorizedUser(srv.URL+"/home"))
+	writeJSON(t, cfg, "application_default_credentials.json", gcpauthtest.AuthorizedUser(srv.URL+"/cloudsdk"))
 	for _, tt := range []struct {
 		env  map[string]string
 		path string
@@ -253,7 +147,7 @@ func TestAuthorizedUserWellKnownFile(t *testing.T) {
 // Credentials for the target's.
 func TestImpersonation(t *testing.T) {
 	t.Parallel()
-	ts := &tokenServer{t: t}
+	ts := &gcpauthtest.TokenServer{T: t, Scope: Scope}
 	mux := http.NewServeMux()
 	mux.Handle("/token", ts)
 	var asked atomic.Int32
@@ -279,7 +173,7 @@ func TestImpersonation(t *testing.T) {
 		"type":                              "impersonated_service_account",
 		"service_account_impersonation_url": srv.URL + "/v1/projects/-/serviceAccounts/target@proj.iam.gserviceaccount.com:generateAccessToken",
 		"delegates":                         []string{"projects/-/serviceAccounts/mid@proj.iam.gserviceaccount.com"},
-		"source_credentials":                authorizedUserJSON(srv.URL + "/token"),
+		"source_credentials":                gcpauthtest.AuthorizedUser(srv.URL + "/token"),
 	})
 	c, err := Detect(Options{File: path, Getenv: noEnv})
 	if err != nil {
@@ -291,8 +185,8 @@ func TestImpersonation(t *testing.T) {
 			t.Fatalf("%+v, %v", tok, err)
 		}
 	}
-	if asked.Load() != 1 || ts.issued.Load() != 1 {
-		t.Errorf("%d impersonations, %d source tokens", asked.Load(), ts.issued.Load())
+	if asked.Load() != 1 || ts.Issued.Load() != 1 {
+		t.Errorf("%d impersonations, %d source tokens", asked.Load(), ts.Issued.Load())
 	}
 }
 
@@ -351,7 +245,7 @@ func TestNotFound(t *testing.T) {
 func TestUnsupportedAndBroken(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	sa := serviceAccountJSON("http://127.0.0.1:1/token", false)
+	sa := gcpauthtest.ServiceAccount("http://127.0.0.1:1/token", false)
 	sa["private_key"] = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"
 	for _, tt := range []struct {
 		content any
@@ -384,7 +278,7 @@ func TestTokenRefused(t *testing.T) {
 		w.Write([]byte(`{"error":"invalid_grant","error_description":"Invalid JWT Signature."}`))
 	}))
 	defer srv.Close()
-	path := writeJSON(t, t.TempDir(), "sa.json", serviceAccountJSON(srv.URL+"/token", false))
+	path := writeJSON(t, t.TempDir(), "sa.json", gcpauthtest.ServiceAccount(srv.URL+"/token", false))
 	c, err := Detect(Options{File: path, Getenv: noEnv})
 	if err != nil {
 		t.Fatal(err)
