@@ -145,16 +145,7 @@ func TestSecretsKept(t *testing.T) {
 	cfgA.Args, cfgA.Env = []string{"--postgres-file", dsnFile}, natsEnv
 	cfgB.Env = append(append([]string{}, natsEnv...), pgEnv...)
 	var nodes []*clustertest.Node
-	defer func() {
-		for _, n := range nodes {
-			if _, err := n.Stop(); err != nil {
-				t.Errorf("node %s: %v\n%s", n.ID, err, n.Stderr())
-			}
-			if t.Failed() {
-				t.Logf("node %s log:\n%s", n.ID, n.Stderr())
-			}
-		}
-	}()
+	defer stopNodes(t, &nodes)
 	for i, cfg := range []clustertest.NodeConfig{cfgA, cfgB} {
 		n, err := clustertest.Start(ctx, cfg, fmt.Sprintf("%c", 'a'+i))
 		if err != nil {
@@ -351,16 +342,7 @@ func TestSecretsFromFiles(t *testing.T) {
 	cfg := clustertest.NodeConfig{Bin: bin, NATS: op.server.ClientURL(), ModelURL: fm.URL(), Home: t.TempDir(),
 		LeaseTTL: 2 * time.Second, Verbose: true, Env: env, Args: []string{"--dangerously-skip-permissions"}}
 	var nodes []*clustertest.Node
-	defer func() {
-		for _, n := range nodes {
-			if _, err := n.Stop(); err != nil {
-				t.Errorf("node %s: %v\n%s", n.ID, err, n.Stderr())
-			}
-			if t.Failed() {
-				t.Logf("node %s log:\n%s", n.ID, n.Stderr())
-			}
-		}
-	}()
+	defer stopNodes(t, &nodes)
 	for _, id := range []string{"a", "b"} {
 		n, err := clustertest.Start(ctx, cfg, id)
 		if err != nil {
@@ -430,6 +412,19 @@ func answerAcross(ctx context.Context, t *testing.T, nodes []*clustertest.Node, 
 		}
 		if got := st.Messages[len(st.Messages)-1].Text(); got != want {
 			t.Fatalf("the answer through the cluster is %q, want %q", got, want)
+		}
+	}
+}
+
+// stopNodes stops the nodes *nodes holds when it runs (deferred, the ones
+// started by then), with their logs when the test failed.
+func stopNodes(t *testing.T, nodes *[]*clustertest.Node) {
+	for _, n := range *nodes {
+		if _, err := n.Stop(); err != nil {
+			t.Errorf("node %s: %v\n%s", n.ID, err, n.Stderr())
+		}
+		if t.Failed() {
+			t.Logf("node %s log:\n%s", n.ID, n.Stderr())
 		}
 	}
 }
